@@ -1,0 +1,22 @@
+//! # compute-memory
+//!
+//! Device memory management over any [`ComputeStorage`]: slices for managed
+//! handles, carved from pages the storage allocates.
+//!
+//! **Owns:** which page and offset serve each [`MemoryId`], when pages are
+//! allocated and given back, and the numbers of [`StreamMemoryReport`].
+//! **Leaves to the storage:** what a page is (a wgpu buffer, a `Vec<u8>` in
+//! tests) and how allocation failure is detected. Ordering (when a freed
+//! slice may be reused) is the stream layer's: the manager hands a freed
+//! slice out again at once, and the scheduler orders the new user after the
+//! old one because they share a page.
+//!
+//! [`ComputeStorage`]: compute_runtime::ComputeStorage
+//! [`MemoryId`]: compute_runtime::MemoryId
+//! [`StreamMemoryReport`]: compute_runtime::StreamMemoryReport
+
+mod cpu;
+mod management;
+
+pub use cpu::{BytesStorage, CpuResource};
+pub use management::MemoryManagement;

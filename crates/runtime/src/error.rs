@@ -1,0 +1,244 @@
+//! The errors every server path returns.
+//!
+//! One enum, [`ServerError`], with a variant per thing a caller can act on:
+//! fix the input, free memory, give up on the device. It is `Clone` because
+//! one failure is reported many times: to the call that caused it, to every
+//! `check` and `read` of the bytes it poisoned, and to the next `sync`.
+
+use std::sync::Arc;
+
+use crate::{MemoryId, StreamId};
+
+/// Why a server call could not do what it was asked.
+#[derive(Clone, Debug, thiserror::Error, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ServerError {
+    /// The handle was never bound with `initialize_memory`, or its slice was
+    /// already freed.
+    #[error("unknown memory handle {memory}: never initialized, or already freed")]
+    UnknownHandle {
+        /// The handle's id.
+        memory: MemoryId,
+    },
+    /// `initialize_memory` on a handle that is already bound.
+    #[error("memory handle {memory} is already initialized")]
+    AlreadyInitialized {
+        /// The handle's id.
+        memory: MemoryId,
+    },
+    /// A byte range reaches past the end of its slice.
+    #[error(
+        "out of bounds: bytes {offset}..{offset}+{size} of {memory}, which holds {capacity} bytes"
+    )]
+    OutOfBounds {
+        /// The slice.
+        memory: MemoryId,
+        /// Start of the range asked for.
+        offset: u64,
+        /// Length of the range asked for.
+        size: u64,
+        /// Bytes the slice holds.
+        capacity: u64,
+    },
+    /// Data and descriptor disagree on how many bytes move.
+    #[error("size mismatch: the descriptor names {expected} bytes, the data has {actual}")]
+    SizeMismatch {
+        /// Bytes the descriptor describes.
+        expected: u64,
+        /// Bytes the caller supplied.
+        actual: u64,
+    },
+    /// A size or count the operation cannot take (zero, misaligned, ...).
+    #[error("invalid argument: {reason}")]
+    InvalidArgument {
+        /// What was wrong, in words.
+        reason: String,
+    },
+    /// A request over a hard limit of the device.
+    #[error("{limit} exceeded: asked for {requested}, the device allows {max}")]
+    LimitExceeded {
+        /// The limit's name as wgpu spells it.
+        limit: &'static str,
+        /// What was asked.
+        requested: u64,
+        /// What the device allows.
+        max: u64,
+    },
+    /// The allocator or the device could not provide the memory.
+    #[error("out of memory: could not reserve {size} bytes ({reason})")]
+    OutOfMemory {
+        /// Bytes asked for.
+        size: u64,
+        /// Which limit was hit.
+        reason: String,
+    },
+    /// The memory configuration given at construction is inconsistent.
+    #[error("invalid memory configuration: {reason}")]
+    InvalidConfiguration {
+        /// What is inconsistent.
+        reason: String,
+    },
+    /// A kernel failed to compile; `diagnostic` is the compiler's own text.
+    #[error("kernel `{kernel}` failed to compile: {diagnostic}")]
+    Compilation {
+        /// The kernel's name.
+        kernel: String,
+        /// The compiler's diagnostic (naga's, for WGSL).
+        diagnostic: String,
+    },
+    /// The kernel handed to `launch` is not one this server's compiler knows.
+    #[error("kernel `{kernel}` is not a kernel of the {compiler} compiler")]
+    ForeignKernel {
+        /// The kernel's name.
+        kernel: String,
+        /// The server's compiler.
+        compiler: &'static str,
+    },
+    /// wgpu rejected an operation at enqueue time (captured by an error scope).
+    #[error("validation error: {message}")]
+    Validation {
+        /// wgpu's message.
+        message: String,
+    },
+    /// The bytes asked about were written by work that failed; `cause` is the
+    /// failure. They stay untrusted until a successful full overwrite.
+    #[error("memory {memory} is untrusted: {cause}")]
+    Untrusted {
+        /// The poisoned slice.
+        memory: MemoryId,
+        /// The error that poisoned it.
+        cause: Arc<ServerError>,
+    },
+    /// Work on the stream failed earlier and the failure had not been reported
+    /// yet (a `write` or `launch`, which return nothing).
+    #[error("earlier work on {stream} failed: {cause}")]
+    Deferred {
+        /// The stream the work ran on.
+        stream: StreamId,
+        /// The first failure not reported yet.
+        cause: Arc<ServerError>,
+    },
+    /// A fault only the device could report (an uncaptured error), known after
+    /// a drain.
+    #[error("device fault: {message}")]
+    DeviceFault {
+        /// What the device said.
+        message: String,
+    },
+    /// The device is gone; every later call answers this.
+    #[error("device lost: {reason}")]
+    DeviceLost {
+        /// What the device-lost callback said.
+        reason: String,
+    },
+    /// Mapping a buffer for reading failed.
+    #[error("buffer mapping failed: {reason}")]
+    Mapping {
+        /// Why.
+        reason: String,
+    },
+    /// The capability is not built (yet) or the device lacks it.
+    #[error("unsupported: {what} ({reason})")]
+    Unsupported {
+        /// The capability.
+        what: &'static str,
+        /// Why, and where it is tracked.
+        reason: &'static str,
+    },
+    /// A graph-capture call in the wrong state.
+    #[error("graph capture on {stream}: {reason}")]
+    CaptureState {
+        /// The stream.
+        stream: StreamId,
+        /// What the state machine refused.
+        reason: String,
+    },
+    /// A profiling call in the wrong state.
+    #[error("profiling on {stream}: {reason}")]
+    ProfileState {
+        /// The stream.
+        stream: StreamId,
+        /// What the state machine refused.
+        reason: String,
+    },
+    /// Ranks of a collective disagree (sizes, dtypes, rank sets).
+    #[error("collective mismatch: {reason}")]
+    CollectiveMismatch {
+        /// What disagreed.
+        reason: String,
+    },
+}
+
+impl ServerError {
+    /// Shorthand for [`ServerError::Unsupported`].
+    pub const fn unsupported(what: &'static str, reason: &'static str) -> Self {
+        ServerError::Unsupported { what, reason }
+    }
+
+    /// Whether the device is gone (no later call can succeed).
+    pub fn is_device_lost(&self) -> bool {
+        match self {
+            ServerError::DeviceLost { .. } => true,
+            ServerError::Untrusted { cause, .. } | ServerError::Deferred { cause, .. } => {
+                cause.is_device_lost()
+            }
+            _ => false,
+        }
+    }
+
+    /// The innermost error: the cause of an [`Untrusted`](Self::Untrusted) or
+    /// [`Deferred`](Self::Deferred) report, else `self`.
+    pub fn root_cause(&self) -> &ServerError {
+        match self {
+            ServerError::Untrusted { cause, .. } | ServerError::Deferred { cause, .. } => {
+                cause.root_cause()
+            }
+            other => other,
+        }
+    }
+}
+
+/// Why a profile window did not produce a duration.
+#[derive(Clone, Debug, thiserror::Error, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ProfileError {
+    /// The token does not name an open window on this stream.
+    #[error("unknown profiling token {token} on {stream}")]
+    UnknownToken {
+        /// The token's id.
+        token: u64,
+        /// The stream asked.
+        stream: StreamId,
+    },
+    /// Work inside the window failed; its time means nothing.
+    #[error("profile window invalidated: {cause}")]
+    Invalidated {
+        /// The failure.
+        cause: ServerError,
+    },
+    /// The server could not measure (device lost, unsupported method...).
+    #[error(transparent)]
+    Server(#[from] ServerError),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn root_cause_unwraps_reports() {
+        let inner = ServerError::Compilation {
+            kernel: "k".into(),
+            diagnostic: "bad".into(),
+        };
+        let wrapped = ServerError::Deferred {
+            stream: StreamId(1),
+            cause: Arc::new(ServerError::Untrusted {
+                memory: MemoryId(3),
+                cause: Arc::new(inner.clone()),
+            }),
+        };
+        assert_eq!(wrapped.root_cause(), &inner);
+        assert!(!wrapped.is_device_lost());
+    }
+}

@@ -1,0 +1,270 @@
+//! Handles to device memory and the descriptors that name byte ranges of it.
+//!
+//! A [`ManagedMemoryHandle`] is reference counted: clones share one
+//! [`MemoryId`], and when the last clone drops the id is pushed onto the
+//! [`ReleaseQueue`] the server attached when it bound the handle. The server
+//! drains that queue at its next call, so freeing memory costs the client one
+//! mutex push and never a round trip. A handle that was never bound releases
+//! nothing.
+//!
+//! The design buys O(1) frees with no scan of live handles; what it does not
+//! buy is eager reuse: a slice freed between two server calls is reusable from
+//! the next call on.
+
+use std::sync::{Arc, Mutex, OnceLock};
+
+use crate::{MemoryId, ServerError};
+
+/// Ids of handles whose last clone dropped, waiting for the server to free
+/// their slices.
+#[derive(Debug, Default)]
+pub struct ReleaseQueue {
+    ids: Mutex<Vec<MemoryId>>,
+}
+
+impl ReleaseQueue {
+    /// A new, empty queue, shared between a server and the handles it binds.
+    pub fn new() -> Arc<Self> {
+        Arc::new(Self::default())
+    }
+
+    fn push(&self, id: MemoryId) {
+        // A poisoned lock only means another thread panicked mid-push; the
+        // Vec is still valid, so keep going rather than leak the slice.
+        let mut ids = self.ids.lock().unwrap_or_else(|e| e.into_inner());
+        ids.push(id);
+    }
+
+    /// Takes every id released since the last call, appending to `out`.
+    pub fn drain_into(&self, out: &mut Vec<MemoryId>) {
+        let mut ids = self.ids.lock().unwrap_or_else(|e| e.into_inner());
+        out.append(&mut ids);
+    }
+}
+
+#[derive(Debug)]
+struct MemoryHandleInner {
+    id: MemoryId,
+    release: OnceLock<Arc<ReleaseQueue>>,
+}
+
+impl Drop for MemoryHandleInner {
+    fn drop(&mut self) {
+        if let Some(queue) = self.release.get() {
+            queue.push(self.id);
+        }
+    }
+}
+
+/// The client's claim on one slice of device memory.
+///
+/// Create it with [`ManagedMemoryHandle::new`] and bind it with
+/// `Server::initialize_memory`; the slice stays reserved while any clone is
+/// alive.
+#[derive(Clone, Debug)]
+pub struct ManagedMemoryHandle {
+    inner: Arc<MemoryHandleInner>,
+}
+
+impl ManagedMemoryHandle {
+    /// A fresh handle with a process-unique id, bound to nothing yet.
+    #[allow(clippy::new_without_default)]
+    pub fn new() -> Self {
+        Self {
+            inner: Arc::new(MemoryHandleInner {
+                id: MemoryId::next(),
+                release: OnceLock::new(),
+            }),
+        }
+    }
+
+    /// The id the server knows this slice by.
+    pub fn id(&self) -> MemoryId {
+        self.inner.id
+    }
+
+    /// Attaches the queue the handle's last drop reports to. A handle binds
+    /// once: a second bind is [`ServerError::AlreadyInitialized`].
+    pub fn attach_release(&self, queue: &Arc<ReleaseQueue>) -> Result<(), ServerError> {
+        self.inner
+            .release
+            .set(Arc::clone(queue))
+            .map_err(|_| ServerError::AlreadyInitialized { memory: self.id() })
+    }
+
+    /// Whether a server has bound this handle.
+    pub fn is_bound(&self) -> bool {
+        self.inner.release.get().is_some()
+    }
+
+    /// The range of the whole slice, `size` bytes long, as a binding.
+    pub fn binding(&self, size: u64) -> BufferBinding {
+        BufferBinding {
+            memory: self.clone(),
+            offset: 0,
+            size,
+        }
+    }
+}
+
+/// A contiguous byte range of a managed slice: what a kernel binds and what
+/// `check` and `sync` are asked about.
+#[derive(Clone, Debug)]
+pub struct BufferBinding {
+    /// The slice.
+    pub memory: ManagedMemoryHandle,
+    /// Start of the range, in bytes from the start of the slice.
+    pub offset: u64,
+    /// Length of the range in bytes.
+    pub size: u64,
+}
+
+impl BufferBinding {
+    /// The id of the slice this range belongs to.
+    pub fn memory_id(&self) -> MemoryId {
+        self.memory.id()
+    }
+
+    /// One past the last byte, or `None` when `offset + size` overflows.
+    pub fn end(&self) -> Option<u64> {
+        self.offset.checked_add(self.size)
+    }
+}
+
+/// A client-side tensor handle: a slice plus the byte range of it the tensor
+/// occupies. Cloning shares the slice.
+#[derive(Clone, Debug)]
+pub struct Handle {
+    /// The slice.
+    pub memory: ManagedMemoryHandle,
+    /// First byte of the tensor inside the slice.
+    pub offset: u64,
+    /// Size in bytes.
+    pub size: u64,
+}
+
+impl Handle {
+    /// A handle covering the whole of a `size`-byte slice.
+    pub fn new(memory: ManagedMemoryHandle, size: u64) -> Self {
+        Self {
+            memory,
+            offset: 0,
+            size,
+        }
+    }
+
+    /// The handle's bytes as a binding.
+    pub fn binding(&self) -> BufferBinding {
+        BufferBinding {
+            memory: self.memory.clone(),
+            offset: self.offset,
+            size: self.size,
+        }
+    }
+
+    /// A contiguous copy descriptor for the whole handle, viewed as a flat
+    /// array of bytes.
+    pub fn copy_descriptor(&self) -> CopyDescriptor {
+        CopyDescriptor::contiguous(self.binding())
+    }
+}
+
+/// What a host transfer reads or writes: a binding viewed as a strided
+/// tensor of `elem_size`-byte elements.
+///
+/// Only row-major contiguous layouts are transferred today; anything else is
+/// refused with [`ServerError::Unsupported`] rather than copied wrongly.
+#[derive(Clone, Debug)]
+pub struct CopyDescriptor {
+    /// The bytes.
+    pub binding: BufferBinding,
+    /// Extent of each dimension, in elements.
+    pub shape: Vec<usize>,
+    /// Stride of each dimension, in elements.
+    pub strides: Vec<usize>,
+    /// Bytes per element.
+    pub elem_size: usize,
+}
+
+impl CopyDescriptor {
+    /// The whole binding as a flat byte array.
+    pub fn contiguous(binding: BufferBinding) -> Self {
+        let len = usize::try_from(binding.size).unwrap_or(usize::MAX);
+        Self {
+            binding,
+            shape: vec![len],
+            strides: vec![1],
+            elem_size: 1,
+        }
+    }
+
+    /// Bytes the described tensor holds, or `None` on overflow.
+    pub fn size_bytes(&self) -> Option<u64> {
+        let mut n: u64 = u64::try_from(self.elem_size).ok()?;
+        for d in &self.shape {
+            n = n.checked_mul(u64::try_from(*d).ok()?)?;
+        }
+        Some(n)
+    }
+
+    /// Whether shape and strides describe a dense row-major layout.
+    pub fn is_contiguous(&self) -> bool {
+        if self.shape.len() != self.strides.len() {
+            return false;
+        }
+        let mut expected = 1usize;
+        for (dim, stride) in self.shape.iter().zip(&self.strides).rev() {
+            if *dim > 1 && *stride != expected {
+                return false;
+            }
+            expected = expected.saturating_mul(*dim);
+        }
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn last_drop_of_a_bound_handle_is_released_once() {
+        let queue = ReleaseQueue::new();
+        let handle = ManagedMemoryHandle::new();
+        let id = handle.id();
+        handle.attach_release(&queue).expect("first bind");
+        let clone = handle.clone();
+        drop(handle);
+        let mut out = Vec::new();
+        queue.drain_into(&mut out);
+        assert!(out.is_empty(), "a live clone keeps the slice");
+        drop(clone);
+        queue.drain_into(&mut out);
+        assert_eq!(out, vec![id]);
+    }
+
+    #[test]
+    fn a_handle_binds_once() {
+        let queue = ReleaseQueue::new();
+        let handle = ManagedMemoryHandle::new();
+        handle.attach_release(&queue).expect("first bind");
+        assert!(matches!(
+            handle.attach_release(&queue),
+            Err(ServerError::AlreadyInitialized { .. })
+        ));
+    }
+
+    #[test]
+    fn contiguity() {
+        let b = ManagedMemoryHandle::new().binding(24);
+        let mut d = CopyDescriptor::contiguous(b);
+        assert!(d.is_contiguous());
+        d.shape = vec![2, 3];
+        d.strides = vec![3, 1];
+        d.elem_size = 4;
+        assert!(d.is_contiguous());
+        assert_eq!(d.size_bytes(), Some(24));
+        d.strides = vec![1, 2];
+        assert!(!d.is_contiguous());
+    }
+}

@@ -1,0 +1,84 @@
+//! What `launch` takes: a kernel, how many workgroups, and the arguments.
+
+use std::any::Any;
+use std::fmt;
+
+use bytes::Bytes;
+
+use crate::{BufferBinding, KernelId};
+
+/// A kernel a compiler backend can turn into a pipeline.
+///
+/// The runtime knows only its identity and name; the backend downcasts
+/// through [`CubeKernel::as_any`] to the kernel type it compiles (WGSL source
+/// for the pass-through backend, IR for the IR backend) and refuses anything
+/// else with `ServerError::ForeignKernel`.
+pub trait CubeKernel: Send + Sync + 'static {
+    /// Identity for the pipeline cache.
+    fn id(&self) -> KernelId;
+    /// A human name, for errors and the log.
+    fn name(&self) -> &str;
+    /// The concrete kernel, for the backend to downcast.
+    fn as_any(&self) -> &dyn Any;
+}
+
+impl fmt::Debug for dyn CubeKernel {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CubeKernel")
+            .field("name", &self.name())
+            .field("id", &self.id())
+            .finish()
+    }
+}
+
+/// How many workgroups a launch dispatches.
+#[derive(Clone, Debug)]
+pub enum CubeCount {
+    /// A count known on the host.
+    Static(u32, u32, u32),
+    /// Three `u32`s (x, y, z) read from device memory when the dispatch runs.
+    Dynamic(BufferBinding),
+}
+
+impl CubeCount {
+    /// A one-dimensional count.
+    pub const fn x(x: u32) -> Self {
+        CubeCount::Static(x, 1, 1)
+    }
+}
+
+/// The arguments of one launch.
+#[derive(Clone, Debug, Default)]
+pub struct KernelArguments {
+    /// Storage buffers, in binding order (`@binding(0)`, `@binding(1)`...).
+    pub buffers: Vec<BufferBinding>,
+    /// Scalar arguments packed as the kernel's uniform block expects, bound
+    /// after the buffers; empty for a kernel without scalars.
+    pub scalars: Bytes,
+}
+
+impl KernelArguments {
+    /// Arguments with the given buffers and no scalars.
+    pub fn buffers(buffers: Vec<BufferBinding>) -> Self {
+        Self {
+            buffers,
+            scalars: Bytes::new(),
+        }
+    }
+
+    /// Adds packed scalar arguments.
+    pub fn with_scalars(mut self, scalars: impl Into<Bytes>) -> Self {
+        self.scalars = scalars.into();
+        self
+    }
+}
+
+/// When a launch's kernel is compiled.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum LaunchMode {
+    /// Compile on a cache miss, then dispatch.
+    #[default]
+    Execute,
+    /// Queue the kernel for `compile_queued` and dispatch once it is compiled.
+    Queue,
+}

@@ -1,0 +1,23 @@
+//! # compute-stream
+//!
+//! Many logical streams over the device's one queue, and the bookkeeping that
+//! keeps them correct: who last touched which page, which bytes can be
+//! trusted, and which failures are still unreported.
+//!
+//! **Owns:** the order in which streams' pending work reaches the queue
+//! ([`SchedulerMultiStream`]), the trust state of every managed slice
+//! ([`TrustRegistry`]), and the write-scope protocol ([`WriteScoped`],
+//! [`write_scope`]) every buffer-writing server operation runs in.
+//!
+//! **Leaves to the backend** ([`SchedulerStreamBackend`]): what a stream's
+//! pending work *is* (a wgpu command encoder, for the wgpu server) and how it
+//! is submitted. This crate never names a GPU type, so its ordering rules are
+//! tested here against a model, without a device.
+
+mod scheduler;
+mod scope;
+mod trust;
+
+pub use scheduler::{Access, SchedulerMultiStream, SchedulerStreamBackend};
+pub use scope::{WriteScoped, write_scope};
+pub use trust::TrustRegistry;

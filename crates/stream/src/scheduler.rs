@@ -1,0 +1,361 @@
+//! `SchedulerMultiStream`: logical streams folded onto one in-order queue.
+//!
+//! Each stream encodes into its own pending batch (the backend's
+//! [`SchedulerStreamBackend::Stream`]); batches reach the queue when the
+//! stream submits. The queue runs submissions in order, so the one hazard is
+//! *pending* work: a batch on stream A that touches a page while stream B's
+//! unsubmitted batch also touches it. The rule, applied in [`prepare`] to
+//! every page an operation touches:
+//!
+//! - a read submits any other stream whose pending batch *writes* the page;
+//! - a write submits any other stream whose pending batch reads or writes it;
+//! - a host write ([`prepare_host_write`]) lands in the queue before the next
+//!   submit of *every* stream (wgpu's `queue.write_buffer`), so it submits
+//!   every stream, its own included, whose pending batch touches the page.
+//!
+//! A batch therefore only ever depends on work already submitted, and
+//! submission order is program order for every page. Tracking is per page
+//! (storage id), not per slice: two slices of one page count as one, which
+//! can submit early but never reorders. The same rule makes memory reuse
+//! safe: a slice freed while its last use is pending on stream A and reserved
+//! again by stream B shares A's page, so B's first use submits A first.
+//!
+//! [`prepare`]: SchedulerMultiStream::prepare
+//! [`prepare_host_write`]: SchedulerMultiStream::prepare_host_write
+
+use std::sync::Arc;
+
+use compute_runtime::{ServerError, StorageId, StreamId};
+use hashbrown::HashMap;
+
+use crate::TrustRegistry;
+
+/// What a backend provides per stream.
+pub trait SchedulerStreamBackend {
+    /// A stream's pending, unsubmitted work.
+    type Stream;
+
+    /// State for a stream seen for the first time.
+    fn create_stream(&mut self, id: StreamId) -> Self::Stream;
+
+    /// Hands the stream's pending work to the queue. Called only when the
+    /// stream has pending tasks.
+    fn submit(&mut self, id: StreamId, stream: &mut Self::Stream);
+}
+
+/// How an operation uses a page.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Access {
+    /// The operation reads the page.
+    Read,
+    /// The operation writes (or reads and writes) the page.
+    Write,
+}
+
+#[derive(Debug)]
+struct StreamState<S> {
+    inner: S,
+    /// Number of the batch being encoded; bumped by each submit.
+    batch: u64,
+    /// Tasks encoded into the current batch.
+    tasks: usize,
+    /// First failure on this stream not reported yet.
+    deferred: Option<Arc<ServerError>>,
+}
+
+/// Uses of one page by batches that may still be pending.
+#[derive(Debug, Default)]
+struct PageUse {
+    writer: Option<(StreamId, u64)>,
+    /// At most one entry per stream: the latest batch that read the page.
+    readers: Vec<(StreamId, u64)>,
+}
+
+/// Any number of logical streams over one queue.
+#[derive(Debug)]
+pub struct SchedulerMultiStream<B: SchedulerStreamBackend> {
+    /// The backend, for operations that encode.
+    pub backend: B,
+    streams: HashMap<StreamId, StreamState<B::Stream>>,
+    pages: HashMap<StorageId, PageUse>,
+    tasks_max: usize,
+    /// Trust state of every managed slice.
+    pub trust: TrustRegistry,
+    submits: u64,
+}
+
+impl<B: SchedulerStreamBackend> SchedulerMultiStream<B> {
+    /// A scheduler that submits a stream once `tasks_max` tasks are pending
+    /// on it (at least 1).
+    pub fn new(backend: B, tasks_max: usize) -> Self {
+        Self {
+            backend,
+            streams: HashMap::new(),
+            pages: HashMap::new(),
+            tasks_max: tasks_max.max(1),
+            trust: TrustRegistry::default(),
+            submits: 0,
+        }
+    }
+
+    /// The bound on pending tasks per stream.
+    pub fn tasks_max(&self) -> usize {
+        self.tasks_max
+    }
+
+    /// Submissions made so far (all streams).
+    pub fn submit_count(&self) -> u64 {
+        self.submits
+    }
+
+    fn ensure(&mut self, id: StreamId) {
+        if !self.streams.contains_key(&id) {
+            let inner = self.backend.create_stream(id);
+            self.streams.insert(
+                id,
+                StreamState {
+                    inner,
+                    batch: 0,
+                    tasks: 0,
+                    deferred: None,
+                },
+            );
+        }
+    }
+
+    /// The backend and the stream's pending work, to encode into.
+    pub fn encoder(&mut self, id: StreamId) -> (&mut B, &mut B::Stream) {
+        self.ensure(id);
+        let state = self
+            .streams
+            .get_mut(&id)
+            .map(|s| &mut s.inner)
+            .expect("ensure inserted the stream");
+        (&mut self.backend, state)
+    }
+
+    /// Streams seen so far, in id order.
+    pub fn stream_ids(&self) -> Vec<StreamId> {
+        let mut ids: Vec<_> = self.streams.keys().copied().collect();
+        ids.sort();
+        ids
+    }
+
+    fn is_pending(&self, (stream, batch): (StreamId, u64)) -> bool {
+        self.streams
+            .get(&stream)
+            .is_some_and(|s| s.batch == batch && s.tasks > 0)
+    }
+
+    /// Submits what must run before `stream` may use `pages` as given, then
+    /// records the uses as part of `stream`'s current batch.
+    pub fn prepare(&mut self, stream: StreamId, pages: &[(StorageId, Access)]) {
+        self.ensure(stream);
+        let mut to_submit: Vec<StreamId> = Vec::new();
+        for (page, access) in pages {
+            let Some(uses) = self.pages.get(page) else {
+                continue;
+            };
+            let mut conflict = |u: (StreamId, u64)| {
+                if u.0 != stream && self.is_pending(u) && !to_submit.contains(&u.0) {
+                    to_submit.push(u.0);
+                }
+            };
+            if let Some(w) = uses.writer {
+                conflict(w);
+            }
+            if *access == Access::Write {
+                uses.readers.iter().copied().for_each(&mut conflict);
+            }
+        }
+        for other in to_submit {
+            self.submit(other);
+        }
+        let batch = self.streams.get(&stream).map_or(0, |s| s.batch);
+        for (page, access) in pages {
+            let uses = self.pages.entry(*page).or_default();
+            match access {
+                Access::Write => {
+                    uses.writer = Some((stream, batch));
+                    uses.readers.clear();
+                }
+                Access::Read => match uses.readers.iter_mut().find(|r| r.0 == stream) {
+                    Some(r) => r.1 = batch,
+                    None => uses.readers.push((stream, batch)),
+                },
+            }
+        }
+    }
+
+    /// Submits every stream whose pending batch touches `pages`, so a host
+    /// write that lands before the next submit cannot overtake them.
+    pub fn prepare_host_write(&mut self, pages: &[StorageId]) {
+        let mut to_submit: Vec<StreamId> = Vec::new();
+        for page in pages {
+            let Some(uses) = self.pages.get(page) else {
+                continue;
+            };
+            for u in uses.writer.iter().chain(uses.readers.iter()) {
+                if self.is_pending(*u) && !to_submit.contains(&u.0) {
+                    to_submit.push(u.0);
+                }
+            }
+        }
+        for s in to_submit {
+            self.submit(s);
+        }
+    }
+
+    /// Counts one encoded task on `stream`, submitting at `tasks_max`.
+    pub fn task_done(&mut self, stream: StreamId) {
+        self.ensure(stream);
+        let full = self.streams.get_mut(&stream).is_some_and(|s| {
+            s.tasks += 1;
+            s.tasks >= self.tasks_max
+        });
+        if full {
+            self.submit(stream);
+        }
+    }
+
+    /// Tasks pending on `stream`.
+    pub fn pending_tasks(&self, stream: StreamId) -> usize {
+        self.streams.get(&stream).map_or(0, |s| s.tasks)
+    }
+
+    /// Submits `stream`'s pending work, if any.
+    pub fn submit(&mut self, stream: StreamId) {
+        let Some(state) = self.streams.get_mut(&stream) else {
+            return;
+        };
+        if state.tasks == 0 {
+            return;
+        }
+        self.backend.submit(stream, &mut state.inner);
+        state.tasks = 0;
+        state.batch += 1;
+        self.submits += 1;
+    }
+
+    /// Submits every stream's pending work.
+    pub fn submit_all(&mut self) {
+        for id in self.stream_ids() {
+            self.submit(id);
+        }
+    }
+
+    /// Forgets a page that was deallocated.
+    pub fn forget_page(&mut self, page: StorageId) {
+        self.pages.remove(&page);
+    }
+
+    /// Records a failure on `stream` for its next `flush` or `sync`. The
+    /// first unreported failure is kept.
+    pub fn defer_error(&mut self, stream: StreamId, error: &Arc<ServerError>) {
+        self.ensure(stream);
+        if let Some(s) = self.streams.get_mut(&stream) {
+            s.deferred.get_or_insert_with(|| Arc::clone(error));
+        }
+    }
+
+    /// Takes the unreported failure of `stream`, as a
+    /// [`ServerError::Deferred`].
+    pub fn take_deferred(&mut self, stream: StreamId) -> Result<(), ServerError> {
+        match self.streams.get_mut(&stream).and_then(|s| s.deferred.take()) {
+            None => Ok(()),
+            Some(cause) => Err(ServerError::Deferred { stream, cause }),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Records which stream submitted, in order.
+    #[derive(Default, Debug)]
+    struct Log(Vec<StreamId>);
+
+    impl SchedulerStreamBackend for Log {
+        type Stream = ();
+        fn create_stream(&mut self, _id: StreamId) {}
+        fn submit(&mut self, id: StreamId, _stream: &mut ()) {
+            self.0.push(id);
+        }
+    }
+
+    const A: StreamId = StreamId(1);
+    const B: StreamId = StreamId(2);
+    const P: StorageId = StorageId(10);
+    const Q: StorageId = StorageId(11);
+
+    fn op(s: &mut SchedulerMultiStream<Log>, stream: StreamId, pages: &[(StorageId, Access)]) {
+        s.prepare(stream, pages);
+        s.task_done(stream);
+    }
+
+    #[test]
+    fn read_after_pending_write_on_another_stream_submits_the_writer() {
+        let mut s = SchedulerMultiStream::new(Log::default(), 100);
+        op(&mut s, A, &[(P, Access::Write)]);
+        op(&mut s, B, &[(P, Access::Read)]);
+        assert_eq!(s.backend.0, vec![A]);
+    }
+
+    #[test]
+    fn reads_do_not_order_reads() {
+        let mut s = SchedulerMultiStream::new(Log::default(), 100);
+        op(&mut s, A, &[(P, Access::Read)]);
+        op(&mut s, B, &[(P, Access::Read)]);
+        assert!(s.backend.0.is_empty());
+        op(&mut s, B, &[(P, Access::Write)]);
+        assert_eq!(s.backend.0, vec![A], "write after a pending read");
+    }
+
+    #[test]
+    fn unrelated_pages_do_not_submit() {
+        let mut s = SchedulerMultiStream::new(Log::default(), 100);
+        op(&mut s, A, &[(P, Access::Write)]);
+        op(&mut s, B, &[(Q, Access::Write)]);
+        assert!(s.backend.0.is_empty());
+    }
+
+    #[test]
+    fn submitted_work_is_no_longer_a_hazard() {
+        let mut s = SchedulerMultiStream::new(Log::default(), 100);
+        op(&mut s, A, &[(P, Access::Write)]);
+        s.submit(A);
+        op(&mut s, B, &[(P, Access::Read)]);
+        assert_eq!(s.backend.0, vec![A]);
+    }
+
+    #[test]
+    fn host_writes_submit_every_pending_user_including_their_own_stream() {
+        let mut s = SchedulerMultiStream::new(Log::default(), 100);
+        op(&mut s, A, &[(P, Access::Read)]);
+        op(&mut s, B, &[(P, Access::Write)]);
+        s.prepare_host_write(&[P]);
+        let mut got = s.backend.0.clone();
+        got.sort();
+        assert_eq!(got, vec![A, B]);
+    }
+
+    #[test]
+    fn tasks_max_bounds_pending_work() {
+        let mut s = SchedulerMultiStream::new(Log::default(), 3);
+        for _ in 0..7 {
+            op(&mut s, A, &[]);
+        }
+        assert_eq!(s.backend.0, vec![A, A]);
+        assert_eq!(s.pending_tasks(A), 1);
+    }
+
+    #[test]
+    fn deferred_errors_are_reported_once() {
+        let mut s = SchedulerMultiStream::new(Log::default(), 3);
+        let e = Arc::new(ServerError::unsupported("x", "y"));
+        s.defer_error(A, &e);
+        assert!(matches!(s.take_deferred(A), Err(ServerError::Deferred { .. })));
+        assert!(s.take_deferred(A).is_ok());
+    }
+}

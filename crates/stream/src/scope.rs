@@ -1,0 +1,134 @@
+//! The write scope: how every buffer-writing operation reports its outcome.
+//!
+//! An operation names what it writes (its write set) before it runs; the
+//! scope runs the body and settles the set on the way out:
+//!
+//! - body failed: every slice in the set is poisoned with the error, the
+//!   error is deferred to the stream's next `flush`/`sync`, and
+//!   [`WriteScoped::on_failure`] is told (so a profile window in flight is
+//!   invalidated);
+//! - body succeeded: slices the body overwrote *whole* are trusted again.
+//!
+//! Putting this in one function, not at each call site, is the point: an
+//! operation cannot forget to poison on one of its error paths.
+
+use std::sync::Arc;
+
+use compute_runtime::{BufferBinding, ServerError, StreamId};
+
+use crate::{SchedulerMultiStream, SchedulerStreamBackend};
+
+/// A server whose buffer-writing operations run in write scopes.
+pub trait WriteScoped {
+    /// The multi-stream driver the server keeps.
+    type Streams;
+
+    /// The driver, split-borrowed from the server so the scope can claim on
+    /// the way in and settle on the way out while the body holds the rest.
+    fn write_streams(&mut self) -> &mut Self::Streams;
+
+    /// Told about every failure a scope settles, so a measurement in flight
+    /// on `stream` is invalidated wherever the failure happened.
+    fn on_failure(&mut self, stream: StreamId, error: &ServerError);
+
+    /// An empty write set for the caller to fill with what the work it is
+    /// about to run writes.
+    fn write_set(&mut self) -> Vec<BufferBinding> {
+        Vec::new()
+    }
+}
+
+/// Runs `body` as an operation on `stream` that writes `writes`.
+///
+/// `is_full` tells whether a binding covers its whole slice; only those are
+/// trusted again on success. The body's result is returned unchanged.
+pub fn write_scope<S, B, R>(
+    server: &mut S,
+    stream: StreamId,
+    writes: &[BufferBinding],
+    is_full: impl Fn(&S, &BufferBinding) -> bool,
+    body: impl FnOnce(&mut S) -> Result<R, ServerError>,
+) -> Result<R, ServerError>
+where
+    S: WriteScoped<Streams = SchedulerMultiStream<B>>,
+    B: SchedulerStreamBackend,
+{
+    let result = body(server);
+    match &result {
+        Ok(_) => {
+            let full: Vec<bool> = writes.iter().map(|w| is_full(server, w)).collect();
+            let trust = &mut server.write_streams().trust;
+            for (w, full) in writes.iter().zip(full) {
+                if full {
+                    trust.restore(w.memory_id());
+                }
+            }
+        }
+        Err(error) => {
+            let cause = Arc::new(error.clone());
+            let streams = server.write_streams();
+            for w in writes {
+                streams.trust.poison(w.memory_id(), &cause);
+            }
+            streams.defer_error(stream, &cause);
+            server.on_failure(stream, error);
+        }
+    }
+    result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use compute_runtime::ManagedMemoryHandle;
+
+    struct NoBackend;
+    impl SchedulerStreamBackend for NoBackend {
+        type Stream = ();
+        fn create_stream(&mut self, _: StreamId) {}
+        fn submit(&mut self, _: StreamId, _: &mut ()) {}
+    }
+
+    struct Fake {
+        streams: SchedulerMultiStream<NoBackend>,
+        failures: Vec<(StreamId, ServerError)>,
+    }
+
+    impl WriteScoped for Fake {
+        type Streams = SchedulerMultiStream<NoBackend>;
+        fn write_streams(&mut self) -> &mut Self::Streams {
+            &mut self.streams
+        }
+        fn on_failure(&mut self, stream: StreamId, error: &ServerError) {
+            self.failures.push((stream, error.clone()));
+        }
+    }
+
+    #[test]
+    fn failure_poisons_exactly_the_write_set_and_full_overwrite_restores() {
+        let mut f = Fake {
+            streams: SchedulerMultiStream::new(NoBackend, 8),
+            failures: vec![],
+        };
+        let a = ManagedMemoryHandle::new().binding(16);
+        let b = ManagedMemoryHandle::new().binding(16);
+        let bystander = ManagedMemoryHandle::new().binding(16);
+        let s = StreamId(3);
+        let err = ServerError::unsupported("k", "test");
+        let out: Result<(), _> =
+            write_scope(&mut f, s, &[a.clone(), b.clone()], |_, _| true, |_| Err(err.clone()));
+        assert_eq!(out, Err(err.clone()));
+        assert!(f.streams.trust.check(a.memory_id()).is_err());
+        assert!(f.streams.trust.check(b.memory_id()).is_err());
+        assert!(f.streams.trust.check(bystander.memory_id()).is_ok());
+        assert_eq!(f.failures.len(), 1, "on_failure once per failure");
+        assert!(f.streams.take_deferred(s).is_err());
+
+        // A partial overwrite does not restore; a full one does.
+        write_scope(&mut f, s, std::slice::from_ref(&a), |_, _| false, |_| Ok(())).expect("ok");
+        assert!(f.streams.trust.check(a.memory_id()).is_err());
+        write_scope(&mut f, s, std::slice::from_ref(&a), |_, _| true, |_| Ok(())).expect("ok");
+        assert!(f.streams.trust.check(a.memory_id()).is_ok());
+        assert!(f.streams.trust.check(b.memory_id()).is_err());
+    }
+}

@@ -1,0 +1,82 @@
+//! Which managed slices hold bytes that can be trusted.
+//!
+//! Only the exceptions are stored: a slice is trusted unless it is in the
+//! map, so the common case (nothing failed) costs one hash lookup per
+//! `check`d binding and nothing on the success path of a write. A failed
+//! write poisons its whole write set; a later successful *full* overwrite of a
+//! slice clears it, because only then is every byte known again. A
+//! successful partial overwrite does not.
+
+use std::sync::Arc;
+
+use compute_runtime::{MemoryId, ServerError};
+use hashbrown::HashMap;
+
+/// Poisoned slices and the error that poisoned each.
+#[derive(Debug, Default)]
+pub struct TrustRegistry {
+    poisoned: HashMap<MemoryId, Arc<ServerError>>,
+}
+
+impl TrustRegistry {
+    /// Marks `memory` untrusted because of `cause`. The first cause wins: it
+    /// is the one that made the bytes wrong.
+    pub fn poison(&mut self, memory: MemoryId, cause: &Arc<ServerError>) {
+        self.poisoned
+            .entry(memory)
+            .or_insert_with(|| Arc::clone(cause));
+    }
+
+    /// Trusts `memory` again (after a successful full overwrite).
+    pub fn restore(&mut self, memory: MemoryId) {
+        self.poisoned.remove(&memory);
+    }
+
+    /// Forgets a freed slice: its id is never reused, so its state is dead.
+    pub fn forget(&mut self, memory: MemoryId) {
+        self.poisoned.remove(&memory);
+    }
+
+    /// `Ok` when `memory` is trusted, else [`ServerError::Untrusted`] with
+    /// the poisoning error.
+    pub fn check(&self, memory: MemoryId) -> Result<(), ServerError> {
+        match self.poisoned.get(&memory) {
+            None => Ok(()),
+            Some(cause) => Err(ServerError::Untrusted {
+                memory,
+                cause: Arc::clone(cause),
+            }),
+        }
+    }
+
+    /// Number of poisoned slices.
+    pub fn len(&self) -> usize {
+        self.poisoned.len()
+    }
+
+    /// Whether every slice is trusted.
+    pub fn is_empty(&self) -> bool {
+        self.poisoned.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn first_cause_wins_and_restore_clears() {
+        let mut t = TrustRegistry::default();
+        let a = Arc::new(ServerError::unsupported("a", "first"));
+        let b = Arc::new(ServerError::unsupported("b", "second"));
+        let m = MemoryId(7);
+        t.poison(m, &a);
+        t.poison(m, &b);
+        let err = t.check(m).expect_err("poisoned");
+        assert_eq!(err.root_cause(), a.as_ref());
+        assert!(t.check(MemoryId(8)).is_ok());
+        t.restore(m);
+        assert!(t.check(m).is_ok());
+        assert!(t.is_empty());
+    }
+}

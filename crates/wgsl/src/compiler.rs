@@ -1,0 +1,105 @@
+//! The backend seam: what a compiler is given and what it returns.
+
+use std::fmt::Debug;
+
+use compute_runtime::{CubeKernel, ServerError};
+
+/// Whether generated shaders check their memory accesses at run time.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub enum BoundsChecks {
+    /// wgpu's default: every access is clamped or checked.
+    #[default]
+    Checked,
+    /// No runtime checks (`create_shader_module_trusted`): faster, and the
+    /// kernel's accesses are the caller's responsibility.
+    Unchecked,
+}
+
+/// Options a server compiles with; part of the pipeline cache key.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct WgpuCompilationOptions {
+    /// Runtime bounds checks.
+    pub bounds_checks: BoundsChecks,
+    /// Validate every compiled kernel with naga before wgpu sees it (wgpu
+    /// validates too; naga's diagnostics point at the source).
+    pub validate: bool,
+}
+
+impl Default for WgpuCompilationOptions {
+    /// Checked accesses, naga validation on.
+    fn default() -> Self {
+        Self {
+            bounds_checks: BoundsChecks::Checked,
+            validate: true,
+        }
+    }
+}
+
+/// What the device offers a compiler.
+#[derive(Clone, Debug)]
+pub struct DeviceCaps {
+    /// The device's limits.
+    pub limits: wgpu::Limits,
+    /// The device's features.
+    pub features: wgpu::Features,
+}
+
+/// How a kernel uses one storage binding.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum BindingAccess {
+    /// `var<storage, read>`.
+    ReadOnly,
+    /// `var<storage, read_write>`: part of the launch's write set.
+    ReadWrite,
+}
+
+/// A kernel's interface: known without compiling it, so a launch can name its
+/// write set before compilation can fail.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct KernelLayout {
+    /// Storage bindings `@group(0) @binding(i)`, in order.
+    pub bindings: Vec<BindingAccess>,
+    /// Whether a uniform block of scalars follows at the next binding.
+    pub scalars: bool,
+    /// `@workgroup_size`.
+    pub workgroup_size: [u32; 3],
+}
+
+impl KernelLayout {
+    /// Invocations per workgroup.
+    pub fn invocations(&self) -> u64 {
+        self.workgroup_size.iter().map(|d| u64::from(*d)).product()
+    }
+}
+
+/// A kernel ready for `create_shader_module`.
+#[derive(Clone, Debug)]
+pub struct CompiledKernel {
+    /// Name for labels and errors.
+    pub name: String,
+    /// WGSL source.
+    pub source: String,
+    /// Entry point.
+    pub entry_point: String,
+    /// Interface.
+    pub layout: KernelLayout,
+}
+
+/// A compiler backend: the `C` of `WgpuServer<C>`.
+pub trait WgpuCompiler: Debug + Send + 'static {
+    /// The backend's name, for errors.
+    const NAME: &'static str;
+
+    /// The kernel's interface, without compiling it. A kernel this backend
+    /// does not know is [`ServerError::ForeignKernel`].
+    fn layout(&self, kernel: &dyn CubeKernel) -> Result<KernelLayout, ServerError>;
+
+    /// Compiles the kernel. A kernel that does not compile is
+    /// [`ServerError::Compilation`] with the compiler's diagnostic.
+    fn compile(
+        &mut self,
+        kernel: &dyn CubeKernel,
+        options: &WgpuCompilationOptions,
+        caps: &DeviceCaps,
+    ) -> Result<CompiledKernel, ServerError>;
+}

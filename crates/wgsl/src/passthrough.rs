@@ -1,0 +1,138 @@
+//! The pass-through backend: the caller writes WGSL and declares its
+//! interface; the backend validates and forwards it.
+//!
+//! What it buys: any WGSL a user already has runs on the server with the
+//! same caching, write-set and trust semantics as generated kernels. What it
+//! does not: the declared layout is trusted to match the source's bindings
+//! (a mismatch is a wgpu validation error at pipeline creation, reported as
+//! a compilation failure, not silently misbound).
+
+use std::any::Any;
+use std::sync::Arc;
+
+use compute_runtime::{CubeKernel, KernelId, ServerError};
+
+use crate::{
+    BindingAccess, CompiledKernel, DeviceCaps, KernelLayout, WgpuCompilationOptions, WgpuCompiler,
+    validate_wgsl,
+};
+
+/// A kernel given as WGSL source.
+#[derive(Clone, Debug)]
+pub struct WgslKernel {
+    name: Arc<str>,
+    source: Arc<str>,
+    entry_point: Arc<str>,
+    layout: KernelLayout,
+    id: KernelId,
+}
+
+impl WgslKernel {
+    /// A kernel from source; `bindings` are the storage buffers at
+    /// `@group(0) @binding(0..)`, in order.
+    pub fn new(
+        name: impl Into<Arc<str>>,
+        source: impl Into<Arc<str>>,
+        entry_point: impl Into<Arc<str>>,
+        workgroup_size: [u32; 3],
+        bindings: Vec<BindingAccess>,
+    ) -> Self {
+        let name = name.into();
+        let source = source.into();
+        let entry_point = entry_point.into();
+        let layout = KernelLayout {
+            bindings,
+            scalars: false,
+            workgroup_size,
+        };
+        let id = KernelId::of(&(&*source, &*entry_point, &layout));
+        Self {
+            name,
+            source,
+            entry_point,
+            layout,
+            id,
+        }
+    }
+
+    /// Declares a uniform block of scalars at the binding after the buffers.
+    pub fn with_scalars(mut self) -> Self {
+        self.layout.scalars = true;
+        self.id = KernelId::of(&(&*self.source, &*self.entry_point, &self.layout));
+        self
+    }
+
+    /// The WGSL source.
+    pub fn source(&self) -> &str {
+        &self.source
+    }
+
+    /// The declared interface.
+    pub fn layout(&self) -> &KernelLayout {
+        &self.layout
+    }
+}
+
+impl CubeKernel for WgslKernel {
+    fn id(&self) -> KernelId {
+        self.id
+    }
+    fn name(&self) -> &str {
+        &self.name
+    }
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+/// The pass-through backend.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct WgslPassthrough;
+
+impl WgslPassthrough {
+    fn downcast(kernel: &dyn CubeKernel) -> Result<&WgslKernel, ServerError> {
+        kernel
+            .as_any()
+            .downcast_ref::<WgslKernel>()
+            .ok_or_else(|| ServerError::ForeignKernel {
+                kernel: kernel.name().to_string(),
+                compiler: Self::NAME,
+            })
+    }
+}
+
+impl WgpuCompiler for WgslPassthrough {
+    const NAME: &'static str = "wgsl-passthrough";
+
+    fn layout(&self, kernel: &dyn CubeKernel) -> Result<KernelLayout, ServerError> {
+        Ok(Self::downcast(kernel)?.layout.clone())
+    }
+
+    fn compile(
+        &mut self,
+        kernel: &dyn CubeKernel,
+        options: &WgpuCompilationOptions,
+        _caps: &DeviceCaps,
+    ) -> Result<CompiledKernel, ServerError> {
+        let k = Self::downcast(kernel)?;
+        if options.validate {
+            let module = validate_wgsl(&k.name, &k.source)?;
+            if !module
+                .entry_points
+                .iter()
+                .any(|e| e.name == *k.entry_point && e.stage == naga::ShaderStage::Compute)
+            {
+                return Err(ServerError::Compilation {
+                    kernel: k.name.to_string(),
+                    diagnostic: format!("no compute entry point named `{}`", k.entry_point),
+                });
+            }
+        }
+        Ok(CompiledKernel {
+            name: k.name.to_string(),
+            source: k.source.to_string(),
+            entry_point: k.entry_point.to_string(),
+            layout: k.layout.clone(),
+        })
+    }
+}
