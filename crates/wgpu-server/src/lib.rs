@@ -1,1 +1,41 @@
-pub fn x(){}
+//! # wgpu-server
+//!
+//! `WgpuServer<C>`: the compute runtime's [`Server`] on one wgpu device,
+//! generic over the compiler backend `C` ([`WgpuCompiler`]).
+//!
+//! **Owns:** the wiring. It picks and opens the adapter ([`adapter`]), turns
+//! pages into wgpu buffers ([`WgpuStorage`]), turns compiled kernels into
+//! cached pipelines and bind groups, encodes launches and copies into the
+//! streams' command encoders ([`ScheduledWgpuBackend`]), and waits on the GPU
+//! with one poller thread per device.
+//!
+//! **Leaves to the layers below:** pooling (`compute-memory`), stream
+//! ordering and trust (`compute-stream`), kernel compilation
+//! (`compute-wgsl`), the capture state machine (`compute-graph`). Each of
+//! those is tested without a GPU; what is tested here is that the wiring
+//! holds on a real device.
+//!
+//! [`Server`]: compute_runtime::Server
+//! [`WgpuCompiler`]: compute_wgsl::WgpuCompiler
+
+pub mod adapter;
+mod backend;
+mod bind;
+mod communication;
+mod faults;
+mod launch;
+mod pipeline;
+mod poller;
+mod server;
+mod storage;
+mod transfer;
+
+pub use backend::{ScheduledWgpuBackend, WgpuStream};
+pub use server::WgpuServer;
+pub use storage::{WgpuResource, WgpuStorage};
+
+pub use compute_wgsl::{
+    BindingAccess, BoundsChecks, WgpuCompilationOptions, WgpuCompiler, WgslKernel,
+    WgslPassthrough,
+};
+pub use wgpu::Backend;

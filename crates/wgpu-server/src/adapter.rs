@@ -1,0 +1,135 @@
+//! Choosing and opening an adapter.
+//!
+//! `WGPU_SERVER_ADAPTER` picks one: a backend name (`vulkan`, `gl`, `metal`,
+//! `dx12`) or a case-insensitive substring of the adapter's name
+//! (`WGPU_SERVER_ADAPTER=llvmpipe`, `WGPU_SERVER_ADAPTER=h200`). Without it
+//! adapters are ranked most capable first (discrete, integrated, virtual,
+//! other, CPU; Vulkan before the other backends on ties) and `DeviceId(n)`
+//! is the n-th of that ranking. The device is requested with the adapter's
+//! own limits and the optional features the server uses when present
+//! (timestamp queries, subgroups, f16).
+
+use compute_runtime::{AdapterSummary, DeviceId, MemoryDeviceProperties, ServerError};
+
+/// The environment variable that picks an adapter.
+pub const ADAPTER_ENV: &str = "WGPU_SERVER_ADAPTER";
+
+/// Features the server asks for when the adapter has them.
+pub const OPTIONAL_FEATURES: wgpu::Features = wgpu::Features::TIMESTAMP_QUERY
+    .union(wgpu::Features::TIMESTAMP_QUERY_INSIDE_ENCODERS)
+    .union(wgpu::Features::TIMESTAMP_QUERY_INSIDE_PASSES)
+    .union(wgpu::Features::SUBGROUP)
+    .union(wgpu::Features::SHADER_F16);
+
+fn rank(info: &wgpu::AdapterInfo) -> (u8, u8) {
+    let ty = match info.device_type {
+        wgpu::DeviceType::DiscreteGpu => 0,
+        wgpu::DeviceType::IntegratedGpu => 1,
+        wgpu::DeviceType::VirtualGpu => 2,
+        wgpu::DeviceType::Other => 3,
+        wgpu::DeviceType::Cpu => 4,
+    };
+    let backend = match info.backend {
+        wgpu::Backend::Vulkan | wgpu::Backend::Metal | wgpu::Backend::Dx12 => 0,
+        _ => 1,
+    };
+    (ty, backend)
+}
+
+fn matches(info: &wgpu::AdapterInfo, wanted: &str) -> bool {
+    let wanted = wanted.to_lowercase();
+    let backend = format!("{:?}", info.backend).to_lowercase();
+    backend == wanted || info.name.to_lowercase().contains(&wanted)
+}
+
+/// A summary of an adapter, for reports and the demo.
+pub fn summary(info: &wgpu::AdapterInfo) -> AdapterSummary {
+    AdapterSummary {
+        name: info.name.clone(),
+        backend: format!("{:?}", info.backend),
+        device_type: format!("{:?}", info.device_type),
+        driver: info.driver.clone(),
+        driver_info: info.driver_info.clone(),
+    }
+}
+
+/// Every adapter, most capable first, filtered by `WGPU_SERVER_ADAPTER`.
+///
+/// The primary backends (Vulkan, Metal, DX12) are asked first; GL only when
+/// none of them has an adapter, or when `WGPU_BACKEND` asks for it. GL is the
+/// fallback because it is the weakest compute backend (no timestamps inside
+/// passes, GL 3.3 contexts with no compute at all on some drivers).
+pub fn ranked_adapters(instance: &wgpu::Instance) -> Vec<wgpu::Adapter> {
+    let enumerate = |b: wgpu::Backends| futures::executor::block_on(instance.enumerate_adapters(b));
+    let wanted = wgpu::Backends::all().with_env();
+    let mut adapters = enumerate(wanted & wgpu::Backends::PRIMARY);
+    if adapters.is_empty() {
+        adapters = enumerate(wanted);
+    }
+    if let Ok(wanted) = std::env::var(ADAPTER_ENV)
+        && !wanted.trim().is_empty()
+    {
+        adapters.retain(|a| matches(&a.get_info(), wanted.trim()));
+    }
+    adapters.sort_by_key(|a| rank(&a.get_info()));
+    adapters
+}
+
+/// The instance the server uses: every backend, flags from the environment.
+pub fn instance() -> wgpu::Instance {
+    let mut desc = wgpu::InstanceDescriptor::new_without_display_handle();
+    desc.backends = wgpu::Backends::all().with_env();
+    // Only the backends enumerated below are initialized lazily by wgpu;
+    // asking for all keeps the GL fallback available.
+    desc.flags = wgpu::InstanceFlags::from_build_config().with_env();
+    wgpu::Instance::new(desc)
+}
+
+/// Opens device `id`: the adapter, its device and queue.
+pub fn open(id: DeviceId) -> Result<(wgpu::Adapter, wgpu::Device, wgpu::Queue), ServerError> {
+    let instance = instance();
+    let adapters = ranked_adapters(&instance);
+    let count = adapters.len();
+    let adapter = usize::try_from(id.0)
+        .ok()
+        .and_then(|i| adapters.into_iter().nth(i))
+        .ok_or_else(|| ServerError::DeviceLost {
+            reason: if count == 0 {
+                format!(
+                    "no wgpu adapter found{}; on Debian/Ubuntu run `cargo xtask setup` \
+                     (installs Mesa's lavapipe Vulkan driver and the Vulkan loader)",
+                    std::env::var(ADAPTER_ENV)
+                        .map(|v| format!(" matching {ADAPTER_ENV}={v}"))
+                        .unwrap_or_default()
+                )
+            } else {
+                format!("device {id} requested, but only {count} adapter(s) found")
+            },
+        })?;
+    let features = adapter.features() & OPTIONAL_FEATURES;
+    let (device, queue) = futures::executor::block_on(adapter.request_device(
+        &wgpu::DeviceDescriptor {
+            label: Some("wgpu-server"),
+            required_features: features,
+            required_limits: adapter.limits(),
+            experimental_features: wgpu::ExperimentalFeatures::disabled(),
+            memory_hints: wgpu::MemoryHints::Performance,
+            trace: wgpu::Trace::Off,
+        },
+    ))
+    .map_err(|e| ServerError::DeviceLost {
+        reason: format!("request_device failed: {e}"),
+    })?;
+    Ok((adapter, device, queue))
+}
+
+/// The memory properties of a device, from its limits.
+pub fn memory_properties(limits: &wgpu::Limits) -> MemoryDeviceProperties {
+    MemoryDeviceProperties {
+        max_buffer_size: limits.max_buffer_size,
+        max_binding_size: limits
+            .max_storage_buffer_binding_size
+            .min(limits.max_buffer_size),
+        alignment: u64::from(limits.min_storage_buffer_offset_alignment).max(4),
+    }
+}

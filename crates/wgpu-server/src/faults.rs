@@ -1,0 +1,89 @@
+//! Device faults that arrive through callbacks: the device-lost callback and
+//! the uncaptured-error handler.
+//!
+//! Both fire on whatever thread wgpu is on, so they only record. A lost
+//! device is permanent: every later server call checks [`DeviceFaults::lost`]
+//! first and answers `DeviceLost`. Uncaptured errors are reported once, by the
+//! next `sync`, which drains first so every fault of the work it waited on has
+//! had its chance to arrive.
+
+use std::sync::{Arc, Mutex};
+
+use compute_runtime::ServerError;
+
+/// Faults recorded by the device's callbacks.
+#[derive(Debug, Default)]
+pub struct DeviceFaults {
+    lost: Mutex<Option<String>>,
+    uncaptured: Mutex<Vec<String>>,
+}
+
+impl DeviceFaults {
+    /// Installs the callbacks on `device` and returns the shared record.
+    pub fn install(device: &wgpu::Device) -> Arc<Self> {
+        let faults = Arc::new(Self::default());
+        let f = Arc::clone(&faults);
+        device.set_device_lost_callback(move |reason, message| {
+            let mut lost = f.lost.lock().unwrap_or_else(|e| e.into_inner());
+            lost.get_or_insert_with(|| format!("{reason:?}: {message}"));
+        });
+        let f = Arc::clone(&faults);
+        device.on_uncaptured_error(Arc::new(move |error: wgpu::Error| {
+            let mut errors = f.uncaptured.lock().unwrap_or_else(|e| e.into_inner());
+            errors.push(error.to_string());
+        }));
+        faults
+    }
+
+    /// `Err(DeviceLost)` once the device is gone.
+    pub fn lost(&self) -> Result<(), ServerError> {
+        let lost = self.lost.lock().unwrap_or_else(|e| e.into_inner());
+        match &*lost {
+            None => Ok(()),
+            Some(reason) => Err(ServerError::DeviceLost {
+                reason: reason.clone(),
+            }),
+        }
+    }
+
+    /// Marks the device lost (a poll that failed says so before the
+    /// callback does).
+    pub fn mark_lost(&self, reason: String) {
+        let mut lost = self.lost.lock().unwrap_or_else(|e| e.into_inner());
+        lost.get_or_insert(reason);
+    }
+
+    /// The first uncaptured error since the last call, if any.
+    pub fn take_uncaptured(&self) -> Result<(), ServerError> {
+        let mut errors = self.uncaptured.lock().unwrap_or_else(|e| e.into_inner());
+        if errors.is_empty() {
+            return Ok(());
+        }
+        let message = errors.join("; ");
+        errors.clear();
+        Err(ServerError::DeviceFault { message })
+    }
+}
+
+/// Runs `f` inside validation and out-of-memory error scopes, turning what
+/// they catch into a [`ServerError`]. On native wgpu the scope's future is
+/// ready when popped, so this does not wait on the GPU.
+pub fn scoped<R>(device: &wgpu::Device, f: impl FnOnce() -> R) -> Result<R, ServerError> {
+    let oom = device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
+    let validation = device.push_error_scope(wgpu::ErrorFilter::Validation);
+    let out = f();
+    let validation = futures::executor::block_on(validation.pop());
+    let oom = futures::executor::block_on(oom.pop());
+    if let Some(e) = oom {
+        return Err(ServerError::OutOfMemory {
+            size: 0,
+            reason: e.to_string(),
+        });
+    }
+    if let Some(e) = validation {
+        return Err(ServerError::Validation {
+            message: e.to_string(),
+        });
+    }
+    Ok(out)
+}

@@ -1,0 +1,331 @@
+//! The launch path: layout, write set, validation, pipeline, bind group,
+//! dispatch.
+//!
+//! Order matters for the trust model. The kernel's layout (known without
+//! compiling) names the write set first; everything after runs inside the
+//! write scope, so any failure (foreign kernel, bad arguments, compile error,
+//! a dispatch over the device's limits) poisons exactly the buffers the
+//! kernel would have written and is reported by the stream's next
+//! flush/sync. Every check wgpu would make at encode time is made here
+//! first: an invalid command inside an encoder would invalidate the whole
+//! batch, taking other launches' work with it.
+
+use std::sync::Arc;
+
+use compute_runtime::{
+    BufferBinding, CubeCount, CubeKernel, KernelArguments, LaunchMode, LogCategory, LogLevel,
+    ServerError, StorageHandle, StreamId,
+};
+use compute_stream::Access;
+use compute_wgsl::{BindingAccess, KernelLayout, WgpuCompiler};
+
+use crate::WgpuServer;
+use crate::bind::{BindKey, Range};
+use crate::faults::scoped;
+
+pub(crate) fn launch<C: WgpuCompiler>(
+    server: &mut WgpuServer<C>,
+    kernel: &dyn CubeKernel,
+    count: CubeCount,
+    args: KernelArguments,
+    stream: StreamId,
+    mode: LaunchMode,
+) {
+    if let Err(e) = server.enter() {
+        server.streams.defer_error(stream, &Arc::new(e));
+        return;
+    }
+    // The write set: read-write bindings by the layout; every buffer when
+    // the layout itself cannot be had (nothing is known to be read-only).
+    let layout = server.compiler.layout(kernel);
+    let writes: Vec<BufferBinding> = match &layout {
+        Ok(l) => args
+            .buffers
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| l.bindings.get(*i) != Some(&BindingAccess::ReadOnly))
+            .map(|(_, b)| b.clone())
+            .collect(),
+        Err(_) => args.buffers.clone(),
+    };
+    let _ = server.scoped(stream, &writes, |s| {
+        let layout = layout?;
+        encode(s, kernel, &layout, count, &args, stream, mode)
+    });
+}
+
+fn check_counts(
+    limits: &wgpu::Limits,
+    layout: &KernelLayout,
+    count: &CubeCount,
+) -> Result<(), ServerError> {
+    let [x, y, z] = layout.workgroup_size;
+    for (size, max, name) in [
+        (x, limits.max_compute_workgroup_size_x, "max_compute_workgroup_size_x"),
+        (y, limits.max_compute_workgroup_size_y, "max_compute_workgroup_size_y"),
+        (z, limits.max_compute_workgroup_size_z, "max_compute_workgroup_size_z"),
+    ] {
+        if size > max {
+            return Err(ServerError::LimitExceeded {
+                limit: name,
+                requested: u64::from(size),
+                max: u64::from(max),
+            });
+        }
+    }
+    let invocations = layout.invocations();
+    let max = u64::from(limits.max_compute_invocations_per_workgroup);
+    if invocations > max {
+        return Err(ServerError::LimitExceeded {
+            limit: "max_compute_invocations_per_workgroup",
+            requested: invocations,
+            max,
+        });
+    }
+    if let CubeCount::Static(x, y, z) = count {
+        let max = limits.max_compute_workgroups_per_dimension;
+        if let Some(over) = [x, y, z].into_iter().find(|d| **d > max) {
+            return Err(ServerError::LimitExceeded {
+                limit: "max_compute_workgroups_per_dimension",
+                requested: u64::from(*over),
+                max: u64::from(max),
+            });
+        }
+    }
+    Ok(())
+}
+
+fn encode<C: WgpuCompiler>(
+    s: &mut WgpuServer<C>,
+    kernel: &dyn CubeKernel,
+    layout: &KernelLayout,
+    count: CubeCount,
+    args: &KernelArguments,
+    stream: StreamId,
+    mode: LaunchMode,
+) -> Result<(), ServerError> {
+    if mode == LaunchMode::Queue {
+        return Err(ServerError::unsupported(
+            "LaunchMode::Queue",
+            "queued compilation is not built yet (compiler issue); use LaunchMode::Execute",
+        ));
+    }
+    if args.buffers.len() != layout.bindings.len() {
+        return Err(ServerError::InvalidArgument {
+            reason: format!(
+                "kernel `{}` declares {} buffers, the launch passes {}",
+                kernel.name(),
+                layout.bindings.len(),
+                args.buffers.len()
+            ),
+        });
+    }
+    if layout.scalars == args.scalars.is_empty() {
+        return Err(ServerError::InvalidArgument {
+            reason: format!(
+                "kernel `{}` {} scalars, the launch passes {} bytes of them",
+                kernel.name(),
+                if layout.scalars { "takes" } else { "takes no" },
+                args.scalars.len()
+            ),
+        });
+    }
+    check_counts(&s.caps.limits, layout, &count)?;
+
+    // Resolve every binding before touching any state.
+    let align = u64::from(s.caps.limits.min_storage_buffer_offset_alignment);
+    let max_binding = s.caps.limits.max_storage_buffer_binding_size;
+    let mut ranges: Vec<Range> = Vec::with_capacity(args.buffers.len());
+    for b in &args.buffers {
+        let h = s.resolve(b)?;
+        if h.offset % align != 0 {
+            return Err(ServerError::InvalidArgument {
+                reason: format!(
+                    "binding of {} starts at byte {} of its page, not a multiple of \
+                     min_storage_buffer_offset_alignment ({align})",
+                    b.memory_id(),
+                    h.offset
+                ),
+            });
+        }
+        if b.size == 0 {
+            return Err(ServerError::InvalidArgument {
+                reason: format!("binding of {} is empty", b.memory_id()),
+            });
+        }
+        // Bindings are sized in 4-byte units; the slice's padding covers
+        // the round-up.
+        let size = b.size.next_multiple_of(4);
+        if size > max_binding {
+            return Err(ServerError::LimitExceeded {
+                limit: "max_storage_buffer_binding_size",
+                requested: size,
+                max: max_binding,
+            });
+        }
+        ranges.push((h.id, h.offset, size));
+    }
+    let indirect = match &count {
+        CubeCount::Static(..) => None,
+        CubeCount::Dynamic(b) => {
+            let h = s.resolve(b)?;
+            if h.offset % 4 != 0 || b.size < 12 {
+                return Err(ServerError::InvalidArgument {
+                    reason: "an indirect count needs 12 bytes at a 4-byte aligned offset".into(),
+                });
+            }
+            Some(h)
+        }
+    };
+
+    let pipeline = s.pipelines.get_or_compile(
+        &mut s.compiler,
+        kernel,
+        &s.options,
+        &s.caps,
+        &s.device,
+        &s.logger,
+    )?;
+
+    // Bind group: cached when the ranges repeat (and there are no scalars).
+    let key = if layout.scalars {
+        None
+    } else {
+        BindKey::new(pipeline.id, &ranges)
+    };
+    let cached = key.and_then(|k| s.bind_groups.get(&k).cloned());
+    let (bind_group, bind_id) = match cached {
+        Some(c) => (c.group, c.id),
+        None => {
+            let group = create_bind_group(s, &pipeline.bind_group_layout, &ranges, &args.scalars)?;
+            match key {
+                Some(k) => {
+                    let c = s.bind_groups.insert(k, group);
+                    (c.group, c.id)
+                }
+                None => (group, s.bind_groups.next_id()),
+            }
+        }
+    };
+
+    // Order against other streams, then encode.
+    let mut pages: Vec<(compute_runtime::StorageId, Access)> = ranges
+        .iter()
+        .zip(&layout.bindings)
+        .map(|(r, a)| {
+            let access = match a {
+                BindingAccess::ReadOnly => Access::Read,
+                BindingAccess::ReadWrite => Access::Write,
+            };
+            (r.0, access)
+        })
+        .collect();
+    if let Some(h) = &indirect {
+        pages.push((h.id, Access::Read));
+    }
+    let indirect_buffer = match &indirect {
+        Some(h) => Some(page_buffer(s, h)?),
+        None => None,
+    };
+    s.streams.prepare(stream, &pages);
+    let device = s.device.clone();
+    let (_, ws) = s.streams.encoder(stream);
+    let same_pipeline = ws.pass_pipeline == Some(pipeline.id);
+    let same_group = ws.pass_bind_group == Some(bind_id);
+    let pass = ws.pass(&device);
+    if !same_pipeline {
+        pass.set_pipeline(&pipeline.pipeline);
+    }
+    if !same_group || !same_pipeline {
+        pass.set_bind_group(0, &bind_group, &[]);
+    }
+    match (&count, &indirect_buffer, &indirect) {
+        (CubeCount::Static(x, y, z), _, _) => pass.dispatch_workgroups(*x, *y, *z),
+        (CubeCount::Dynamic(_), Some(buf), Some(h)) => pass.dispatch_workgroups_indirect(buf, h.offset),
+        (CubeCount::Dynamic(_), _, _) => {
+            return Err(ServerError::InvalidArgument {
+                reason: "indirect count could not be resolved".into(),
+            });
+        }
+    }
+    ws.pass_pipeline = Some(pipeline.id);
+    ws.pass_bind_group = Some(bind_id);
+    s.streams.task_done(stream);
+    s.logger.log(LogCategory::Launch, LogLevel::Full, || {
+        format!("launch `{}` {:?} on {stream}", pipeline.name, count)
+    });
+    Ok(())
+}
+
+fn page_buffer<C: WgpuCompiler>(
+    s: &mut WgpuServer<C>,
+    h: &StorageHandle,
+) -> Result<wgpu::Buffer, ServerError> {
+    s.memory
+        .storage()
+        .buffer(h.id)
+        .cloned()
+        .ok_or(ServerError::InvalidArgument {
+            reason: format!("page {} is gone", h.id),
+        })
+}
+
+fn create_bind_group<C: WgpuCompiler>(
+    s: &mut WgpuServer<C>,
+    layout: &wgpu::BindGroupLayout,
+    ranges: &[Range],
+    scalars: &[u8],
+) -> Result<wgpu::BindGroup, ServerError> {
+    let mut buffers = Vec::with_capacity(ranges.len());
+    for (page, _, _) in ranges {
+        let buffer = s
+            .memory
+            .storage()
+            .buffer(*page)
+            .cloned()
+            .ok_or(ServerError::InvalidArgument {
+                reason: format!("page {page} is gone"),
+            })?;
+        buffers.push(buffer);
+    }
+    let device = s.device.clone();
+    scoped(&device, || {
+        let uniform = (!scalars.is_empty()).then(|| {
+            let size = (scalars.len() as u64).next_multiple_of(16);
+            let buffer = device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some("scalars"),
+                size,
+                usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
+                mapped_at_creation: false,
+            });
+            let mut padded = scalars.to_vec();
+            padded.resize(size as usize, 0);
+            s.queue.write_buffer(&buffer, 0, &padded);
+            buffer
+        });
+        let mut entries: Vec<wgpu::BindGroupEntry> = ranges
+            .iter()
+            .zip(&buffers)
+            .enumerate()
+            .map(|(i, ((_, offset, size), buffer))| wgpu::BindGroupEntry {
+                binding: i as u32,
+                resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding {
+                    buffer,
+                    offset: *offset,
+                    size: wgpu::BufferSize::new(*size),
+                }),
+            })
+            .collect();
+        if let Some(u) = &uniform {
+            entries.push(wgpu::BindGroupEntry {
+                binding: ranges.len() as u32,
+                resource: u.as_entire_binding(),
+            });
+        }
+        device.create_bind_group(&wgpu::BindGroupDescriptor {
+            label: None,
+            layout,
+            entries: &entries,
+        })
+    })
+}

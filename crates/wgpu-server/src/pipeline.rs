@@ -1,0 +1,160 @@
+//! The pipeline cache: compiled kernels by kernel id and compile options.
+//!
+//! A hit is one hash lookup and an `Arc` clone. A miss compiles through the
+//! backend, creates the shader module (checked or trusted, per the options)
+//! with an explicit bind group layout derived from the kernel's
+//! [`KernelLayout`], and creates the pipeline, all inside error scopes so a
+//! kernel wgpu rejects is a [`ServerError::Compilation`] carrying wgpu's (that
+//! is, naga's) message. Failed compilations are not cached: a kernel fixed
+//! and relaunched under the same id compiles again.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use compute_runtime::{CubeKernel, KernelId, LogCategory, LogLevel, ServerError, ServerLogger};
+use compute_wgsl::{
+    BindingAccess, BoundsChecks, DeviceCaps, KernelLayout, WgpuCompilationOptions, WgpuCompiler,
+};
+use hashbrown::HashMap;
+
+use crate::faults::scoped;
+
+/// A ready pipeline and what binding it needs.
+#[derive(Debug)]
+pub struct CachedPipeline {
+    /// Process-unique identity, for skipping repeated `set_pipeline`.
+    pub id: u64,
+    /// The pipeline.
+    pub pipeline: wgpu::ComputePipeline,
+    /// Layout of bind group 0.
+    pub bind_group_layout: wgpu::BindGroupLayout,
+    /// The kernel's name.
+    pub name: String,
+}
+
+/// Compiled pipelines of one device.
+#[derive(Debug, Default)]
+pub struct PipelineCache {
+    pipelines: HashMap<(KernelId, WgpuCompilationOptions), Arc<CachedPipeline>>,
+}
+
+impl PipelineCache {
+    /// Number of cached pipelines.
+    pub fn len(&self) -> usize {
+        self.pipelines.len()
+    }
+
+    /// The pipeline of `kernel`, compiling it on a miss.
+    pub fn get_or_compile<C: WgpuCompiler>(
+        &mut self,
+        compiler: &mut C,
+        kernel: &dyn CubeKernel,
+        options: &WgpuCompilationOptions,
+        caps: &DeviceCaps,
+        device: &wgpu::Device,
+        logger: &ServerLogger,
+    ) -> Result<Arc<CachedPipeline>, ServerError> {
+        let key = (kernel.id(), *options);
+        if let Some(p) = self.pipelines.get(&key) {
+            return Ok(Arc::clone(p));
+        }
+        let started = std::time::Instant::now();
+        let compiled = compiler.compile(kernel, options, caps)?;
+        let name = compiled.name.clone();
+        let as_compile_error = |e: ServerError| match e {
+            ServerError::Validation { message } => ServerError::Compilation {
+                kernel: name.clone(),
+                diagnostic: message,
+            },
+            other => other,
+        };
+        let layout = compiled.layout.clone();
+        let (pipeline, bind_group_layout) = scoped(device, || {
+            let bgl = bind_group_layout(device, &layout);
+            let pipeline_layout = device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
+                label: Some(&compiled.name),
+                bind_group_layouts: &[Some(&bgl)],
+                immediate_size: 0,
+            });
+            let source = wgpu::ShaderModuleDescriptor {
+                label: Some(&compiled.name),
+                source: wgpu::ShaderSource::Wgsl(compiled.source.as_str().into()),
+            };
+            let module = match options.bounds_checks {
+                BoundsChecks::Checked => device.create_shader_module(source),
+                // SAFETY: the caller chose unchecked accesses in the options;
+                // the kernel's memory safety is then the caller's contract
+                // (`Server::launch` is unsafe for this reason).
+                BoundsChecks::Unchecked => unsafe {
+                    device.create_shader_module_trusted(
+                        source,
+                        wgpu::ShaderRuntimeChecks::unchecked(),
+                    )
+                },
+            };
+            let pipeline = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+                label: Some(&compiled.name),
+                layout: Some(&pipeline_layout),
+                module: &module,
+                entry_point: Some(&compiled.entry_point),
+                compilation_options: Default::default(),
+                cache: None,
+            });
+            (pipeline, bgl)
+        })
+        .map_err(as_compile_error)?;
+        static NEXT: AtomicU64 = AtomicU64::new(1);
+        let cached = Arc::new(CachedPipeline {
+            id: NEXT.fetch_add(1, Ordering::Relaxed),
+            pipeline,
+            bind_group_layout,
+            name: compiled.name,
+        });
+        logger.log(LogCategory::Compile, LogLevel::Basic, || {
+            format!(
+                "compiled `{}` ({:?}) in {:?}",
+                cached.name,
+                kernel.id(),
+                started.elapsed()
+            )
+        });
+        self.pipelines.insert(key, Arc::clone(&cached));
+        Ok(cached)
+    }
+}
+
+fn bind_group_layout(device: &wgpu::Device, layout: &KernelLayout) -> wgpu::BindGroupLayout {
+    let mut entries: Vec<wgpu::BindGroupLayoutEntry> = layout
+        .bindings
+        .iter()
+        .enumerate()
+        .map(|(i, access)| wgpu::BindGroupLayoutEntry {
+            binding: i as u32,
+            visibility: wgpu::ShaderStages::COMPUTE,
+            ty: wgpu::BindingType::Buffer {
+                ty: wgpu::BufferBindingType::Storage {
+                    read_only: *access == BindingAccess::ReadOnly,
+                },
+                has_dynamic_offset: false,
+                min_binding_size: None,
+            },
+            count: None,
+        })
+        .collect();
+    if layout.scalars {
+        entries.push(wgpu::BindGroupLayoutEntry {
+            binding: layout.bindings.len() as u32,
+            visibility: wgpu::ShaderStages::COMPUTE,
+            ty: wgpu::BindingType::Buffer {
+                ty: wgpu::BufferBindingType::Uniform,
+                has_dynamic_offset: false,
+                min_binding_size: None,
+            },
+            count: None,
+        });
+    }
+    device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
+        label: None,
+        entries: &entries,
+    })
+}

@@ -1,0 +1,94 @@
+//! The device's one waiter.
+//!
+//! A thread per device blocks in `device.poll(Wait)` for the submission a
+//! job names, then completes the job's channel; map callbacks of buffers used
+//! by that submission fire inside the same poll. Nothing spins: with no job
+//! the thread sleeps on its channel, and with one it sleeps in the driver.
+//! Futures from `read` and `sync` wait on these channels, so they wake when
+//! their submission completes, on any executor.
+
+use std::sync::Arc;
+use std::sync::mpsc;
+use std::thread::JoinHandle;
+
+use compute_runtime::ServerError;
+use futures::channel::oneshot;
+
+use crate::faults::DeviceFaults;
+
+struct Job {
+    index: Option<wgpu::SubmissionIndex>,
+    done: oneshot::Sender<Result<(), ServerError>>,
+}
+
+/// Handle to the waiter thread; dropping it ends the thread.
+#[derive(Debug)]
+pub struct DevicePoller {
+    jobs: Option<mpsc::Sender<Job>>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl DevicePoller {
+    /// Starts the waiter of `device`.
+    pub fn start(device: wgpu::Device, faults: Arc<DeviceFaults>) -> Self {
+        let (tx, rx) = mpsc::channel::<Job>();
+        let thread = std::thread::Builder::new()
+            .name("wgpu-server-poller".into())
+            .spawn(move || {
+                while let Ok(job) = rx.recv() {
+                    let result = device
+                        .poll(wgpu::PollType::Wait {
+                            submission_index: job.index,
+                            timeout: None,
+                        })
+                        .map(|_| ())
+                        .map_err(|e| {
+                            let reason = format!("poll failed: {e}");
+                            faults.mark_lost(reason.clone());
+                            ServerError::DeviceLost { reason }
+                        });
+                    // The waiter may have been dropped; nobody to tell.
+                    let _ = job.done.send(result);
+                }
+            })
+            .ok();
+        Self {
+            jobs: thread.is_some().then_some(tx),
+            thread,
+        }
+    }
+
+    /// A channel that completes once `index` (or, for `None`, everything
+    /// submitted so far) has run.
+    pub fn wait(
+        &self,
+        index: Option<wgpu::SubmissionIndex>,
+    ) -> oneshot::Receiver<Result<(), ServerError>> {
+        let (done, rx) = oneshot::channel();
+        let job = Job { index, done };
+        match &self.jobs {
+            Some(jobs) => {
+                if let Err(mpsc::SendError(job)) = jobs.send(job) {
+                    let _ = job.done.send(Err(ServerError::DeviceLost {
+                        reason: "the device's poller thread has stopped".into(),
+                    }));
+                }
+            }
+            None => {
+                let _ = job.done.send(Err(ServerError::DeviceLost {
+                    reason: "the device's poller thread could not be started".into(),
+                }));
+            }
+        }
+        rx
+    }
+}
+
+impl Drop for DevicePoller {
+    fn drop(&mut self) {
+        self.jobs = None;
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}

@@ -1,0 +1,613 @@
+//! `WgpuServer`: the state of one device's server and the `Server` impl.
+//!
+//! The methods here are short on purpose: each checks the device, drains
+//! freed handles, and hands the work to the module that owns it (`launch`,
+//! `transfer`) inside a write scope where it writes buffers. Capabilities
+//! with issues of their own answer [`ServerError::Unsupported`] (listed in
+//! `docs/status.md`).
+
+use std::sync::Arc;
+
+use compute_graph::{CaptureState, DeviceCaptures};
+use compute_memory::MemoryManagement;
+use compute_runtime::{
+    ComputeStorage,
+    BufferBinding, Bytes, CopyDescriptor, CubeCount, CubeKernel, DeviceId, DeviceService,
+    DeviceServiceStage, DynFut, GraphId, KernelArguments, LaunchMode, LogCategory, LogLevel,
+    ManagedMemoryHandle, ManagedResource, MemoryAllocationMode, MemoryConfiguration,
+    MemoryDeviceProperties, MemoryId, ProfileDuration, ProfileError, ProfilingToken,
+    ReleaseQueue, Server, ServerError, ServerLogger, ServerStorage, ServerUtilities,
+    ServerUtilitiesHandle, StorageHandle, StreamId, StreamMemoryReport, TimingMethod,
+};
+use compute_stream::{SchedulerMultiStream, WriteScoped, write_scope};
+use compute_wgsl::{DeviceCaps, WgpuCompilationOptions, WgpuCompiler};
+use hashbrown::HashMap;
+
+use crate::backend::ScheduledWgpuBackend;
+use crate::bind::BindGroupCache;
+use crate::faults::DeviceFaults;
+use crate::pipeline::PipelineCache;
+use crate::poller::DevicePoller;
+use crate::storage::{WgpuResource, WgpuStorage};
+use crate::{adapter, transfer};
+
+/// Default bound on tasks a stream encodes before it submits.
+pub const DEFAULT_TASKS_MAX: usize = 32;
+
+/// Wgpu compute server.
+pub struct WgpuServer<C: WgpuCompiler> {
+    pub(crate) device: wgpu::Device,
+    pub(crate) queue: wgpu::Queue,
+    pub(crate) streams: SchedulerMultiStream<ScheduledWgpuBackend>,
+    pub(crate) memory: MemoryManagement<WgpuStorage>,
+    releases: Arc<ReleaseQueue>,
+    released: Vec<MemoryId>,
+    pub(crate) compiler: C,
+    pub(crate) options: WgpuCompilationOptions,
+    pub(crate) caps: DeviceCaps,
+    pub(crate) pipelines: PipelineCache,
+    pub(crate) bind_groups: BindGroupCache,
+    pub(crate) poller: DevicePoller,
+    pub(crate) faults: Arc<DeviceFaults>,
+    utilities: Arc<ServerUtilities>,
+    pub(crate) logger: Arc<ServerLogger>,
+    captures: DeviceCaptures,
+    capture_states: HashMap<StreamId, CaptureState>,
+    backend: wgpu::Backend,
+    failures: u64,
+}
+
+impl<C: WgpuCompiler> std::fmt::Debug for WgpuServer<C> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WgpuServer")
+            .field("adapter", &self.utilities.adapter.name)
+            .field("backend", &self.backend)
+            .field("compiler", &self.compiler)
+            .field("options", &self.options)
+            .field("streams", &self.streams.stream_ids())
+            .field("pipelines", &self.pipelines.len())
+            .field("bind_groups", &self.bind_groups.len())
+            .field("tasks_max", &self.streams.tasks_max())
+            .finish_non_exhaustive()
+    }
+}
+
+impl<C: WgpuCompiler + Default> WgpuServer<C> {
+    /// Opens device `device_id` (see [`adapter`] for how it is chosen) with
+    /// the default configuration.
+    pub fn try_init(device_id: DeviceId) -> Result<Self, ServerError> {
+        let (adapter, device, queue) = adapter::open(device_id)?;
+        let info = adapter.get_info();
+        let limits = device.limits();
+        let memory_properties = adapter::memory_properties(&limits);
+        let timing_method = if device.features().contains(wgpu::Features::TIMESTAMP_QUERY) {
+            TimingMethod::Device
+        } else {
+            TimingMethod::System
+        };
+        let logger = Arc::new(ServerLogger::from_env());
+        let utilities = ServerUtilities {
+            logger,
+            adapter: adapter::summary(&info),
+            memory: memory_properties,
+            timing_method,
+            max_workgroups_per_dimension: limits.max_compute_workgroups_per_dimension,
+            max_invocations_per_workgroup: limits.max_compute_invocations_per_workgroup,
+        };
+        Self::try_new(
+            memory_properties,
+            MemoryConfiguration::Default,
+            WgpuCompilationOptions::default(),
+            device,
+            queue,
+            DEFAULT_TASKS_MAX,
+            info.backend,
+            timing_method,
+            utilities,
+            DeviceCaptures::default(),
+        )
+    }
+}
+
+impl<C: WgpuCompiler + Default> WgpuServer<C> {
+    /// Create a new server.
+    ///
+    /// # Panics
+    ///
+    /// When the memory configuration is invalid for the device (the message
+    /// says why). [`WgpuServer::try_new`] returns that as an error instead.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        memory_properties: MemoryDeviceProperties,
+        memory_config: MemoryConfiguration,
+        compilation_options: WgpuCompilationOptions,
+        device: wgpu::Device,
+        queue: wgpu::Queue,
+        tasks_max: usize,
+        backend: wgpu::Backend,
+        timing_method: TimingMethod,
+        utilities: ServerUtilities,
+        captures: DeviceCaptures,
+    ) -> Self {
+        match Self::try_new(
+            memory_properties,
+            memory_config,
+            compilation_options,
+            device,
+            queue,
+            tasks_max,
+            backend,
+            timing_method,
+            utilities,
+            captures,
+        ) {
+            Ok(server) => server,
+            Err(e) => panic!("WgpuServer::new: {e}"),
+        }
+    }
+
+    /// [`WgpuServer::new`], returning an invalid memory configuration as
+    /// [`ServerError::InvalidConfiguration`].
+    #[allow(clippy::too_many_arguments)]
+    pub fn try_new(
+        memory_properties: MemoryDeviceProperties,
+        memory_config: MemoryConfiguration,
+        compilation_options: WgpuCompilationOptions,
+        device: wgpu::Device,
+        queue: wgpu::Queue,
+        tasks_max: usize,
+        backend: wgpu::Backend,
+        timing_method: TimingMethod,
+        mut utilities: ServerUtilities,
+        captures: DeviceCaptures,
+    ) -> Result<Self, ServerError> {
+        let storage = WgpuStorage::new(device.clone(), memory_properties.alignment);
+        let memory = MemoryManagement::new(storage, memory_properties, &memory_config)?;
+        let faults = DeviceFaults::install(&device);
+        let poller = DevicePoller::start(device.clone(), Arc::clone(&faults));
+        let caps = DeviceCaps {
+            limits: device.limits(),
+            features: device.features(),
+        };
+        let timing_method = if timing_method == TimingMethod::Device
+            && !caps.features.contains(wgpu::Features::TIMESTAMP_QUERY)
+        {
+            TimingMethod::System
+        } else {
+            timing_method
+        };
+        utilities.timing_method = timing_method;
+        utilities.memory = memory_properties;
+        let logger = Arc::clone(&utilities.logger);
+        Ok(Self {
+            streams: SchedulerMultiStream::new(
+                ScheduledWgpuBackend::new(queue.clone()),
+                tasks_max,
+            ),
+            device,
+            queue,
+            memory,
+            releases: ReleaseQueue::new(),
+            released: Vec::new(),
+            compiler: C::default(),
+            options: compilation_options,
+            caps,
+            pipelines: PipelineCache::default(),
+            bind_groups: BindGroupCache::default(),
+            poller,
+            faults,
+            utilities: Arc::new(utilities),
+            logger,
+            captures,
+            capture_states: HashMap::new(),
+            backend,
+            failures: 0,
+        })
+    }
+}
+
+impl<C: WgpuCompiler> WgpuServer<C> {
+    /// The wgpu device (for interop and tests).
+    pub fn device(&self) -> &wgpu::Device {
+        &self.device
+    }
+
+    /// The wgpu queue.
+    pub fn queue(&self) -> &wgpu::Queue {
+        &self.queue
+    }
+
+    /// Failures settled by write scopes so far (each was told to
+    /// `on_failure`).
+    pub fn failure_count(&self) -> u64 {
+        self.failures
+    }
+
+    /// Queue submissions made so far.
+    pub fn submit_count(&self) -> u64 {
+        self.streams.submit_count()
+    }
+
+    /// Compiled pipelines in the cache.
+    pub fn cached_pipelines(&self) -> usize {
+        self.pipelines.len()
+    }
+
+    /// The graph registry this server records into.
+    pub fn captures(&self) -> &DeviceCaptures {
+        &self.captures
+    }
+
+    /// Frees the slices of handles dropped since the last call.
+    pub(crate) fn drain_releases(&mut self) {
+        self.releases.drain_into(&mut self.released);
+        for id in self.released.drain(..) {
+            self.memory.release(id);
+            self.streams.trust.forget(id);
+        }
+    }
+
+    /// Checks the device and frees dropped handles: the preamble of every
+    /// call.
+    pub(crate) fn enter(&mut self) -> Result<(), ServerError> {
+        self.faults.lost()?;
+        self.drain_releases();
+        Ok(())
+    }
+
+    /// Resolves a binding to its page range, checking it lies inside its
+    /// slice.
+    pub(crate) fn resolve(&self, binding: &BufferBinding) -> Result<StorageHandle, ServerError> {
+        let memory = binding.memory_id();
+        let slice = self
+            .memory
+            .get(memory)
+            .ok_or(ServerError::UnknownHandle { memory })?;
+        let capacity = self.memory.size_of(memory).unwrap_or(slice.size);
+        match binding.end() {
+            Some(end) if end <= capacity => Ok(StorageHandle {
+                id: slice.id,
+                offset: slice.offset + binding.offset,
+                size: binding.size,
+            }),
+            _ => Err(ServerError::OutOfBounds {
+                memory,
+                offset: binding.offset,
+                size: binding.size,
+                capacity,
+            }),
+        }
+    }
+
+    /// Whether a binding covers its whole slice (a full overwrite).
+    pub(crate) fn covers(&self, binding: &BufferBinding) -> bool {
+        binding.offset == 0 && self.memory.size_of(binding.memory_id()) == Some(binding.size)
+    }
+
+    /// Runs a buffer-writing operation in a write scope.
+    pub(crate) fn scoped<R>(
+        &mut self,
+        stream: StreamId,
+        writes: &[BufferBinding],
+        body: impl FnOnce(&mut Self) -> Result<R, ServerError>,
+    ) -> Result<R, ServerError> {
+        write_scope(self, stream, writes, |s, b| s.covers(b), body)
+    }
+
+    fn capture_state(&self, stream: StreamId) -> CaptureState {
+        self.capture_states.get(&stream).copied().unwrap_or_default()
+    }
+}
+
+impl<C: WgpuCompiler> WriteScoped for WgpuServer<C> {
+    type Streams = SchedulerMultiStream<ScheduledWgpuBackend>;
+
+    fn write_streams(&mut self) -> &mut Self::Streams {
+        &mut self.streams
+    }
+
+    fn on_failure(&mut self, stream: StreamId, error: &ServerError) {
+        self.failures += 1;
+        self.logger.log(LogCategory::Launch, LogLevel::Basic, || {
+            format!("operation on {stream} failed: {error}")
+        });
+    }
+}
+
+impl<C: WgpuCompiler + Default> DeviceService for WgpuServer<C> {
+    /// Opens the device.
+    ///
+    /// # Panics
+    ///
+    /// When no adapter can be opened (the seed's `init` cannot fail); the
+    /// message says how to install one. [`WgpuServer::try_init`] returns the
+    /// error instead.
+    fn init(device_id: DeviceId) -> Self {
+        match Self::try_init(device_id) {
+            Ok(s) => s,
+            Err(e) => panic!("WgpuServer::init({device_id}): {e}"),
+        }
+    }
+
+    fn utilities(&self) -> ServerUtilitiesHandle {
+        Arc::clone(&self.utilities) as ServerUtilitiesHandle
+    }
+
+    fn stage() -> DeviceServiceStage {
+        DeviceServiceStage::Compute
+    }
+}
+
+impl<C: WgpuCompiler> ServerStorage for WgpuServer<C> {
+    type Storage = WgpuStorage;
+
+    /// The buffer range behind `binding`. Work pending on any stream that
+    /// touches the page is submitted first, so what the caller encodes on the
+    /// buffer is ordered after it.
+    fn get_resource(
+        &mut self,
+        binding: BufferBinding,
+        _stream_id: StreamId,
+    ) -> Result<ManagedResource<WgpuResource>, ServerError> {
+        self.enter()?;
+        let handle = self.resolve(&binding)?;
+        self.streams.prepare_host_write(&[handle.id]);
+        let resource = self
+            .memory
+            .storage()
+            .get(&handle)
+            .ok_or(ServerError::UnknownHandle {
+                memory: binding.memory_id(),
+            })?;
+        Ok(ManagedResource { resource, handle })
+    }
+}
+
+impl<C: WgpuCompiler> Server for WgpuServer<C> {
+    fn sync(
+        &mut self,
+        handles: Vec<BufferBinding>,
+        stream_id: StreamId,
+    ) -> DynFut<Result<(), ServerError>> {
+        if let Err(e) = self.enter().and_then(|()| {
+            self.capture_state(stream_id)
+                .allow_host_wait(stream_id, "sync")
+        }) {
+            return Box::pin(async move { Err(e) });
+        }
+        self.streams.submit(stream_id);
+        let deferred = self.streams.take_deferred(stream_id);
+        let poisoned: Result<(), ServerError> = handles
+            .iter()
+            .try_for_each(|h| self.streams.trust.check(h.memory_id()));
+        let (_, stream) = self.streams.encoder(stream_id);
+        let index = stream.last_submission.clone();
+        let done = self.poller.wait(index);
+        let faults = Arc::clone(&self.faults);
+        let logger = Arc::clone(&self.logger);
+        let started = std::time::Instant::now();
+        Box::pin(async move {
+            match done.await {
+                Ok(r) => r?,
+                Err(_) => faults.lost()?,
+            }
+            logger.log(LogCategory::Sync, LogLevel::Basic, || {
+                format!("sync {stream_id}: drained in {:?}", started.elapsed())
+            });
+            faults.lost()?;
+            faults.take_uncaptured()?;
+            deferred?;
+            poisoned
+        })
+    }
+
+    fn logger(&self) -> Arc<ServerLogger> {
+        Arc::clone(&self.logger)
+    }
+
+    fn utilities(&self) -> Arc<ServerUtilities> {
+        Arc::clone(&self.utilities)
+    }
+
+    fn staging(
+        &mut self,
+        _sizes: &[usize],
+        _stream_id: StreamId,
+    ) -> Result<Vec<Bytes>, ServerError> {
+        Err(ServerError::unsupported(
+            "staging",
+            "zero-copy staging buffers are not built yet (memory issue); write host Bytes directly",
+        ))
+    }
+
+    fn initialize_memory(
+        &mut self,
+        memory: ManagedMemoryHandle,
+        size: u64,
+        stream_id: StreamId,
+    ) -> Result<(), ServerError> {
+        self.enter()?;
+        if memory.is_bound() {
+            return Err(ServerError::AlreadyInitialized {
+                memory: memory.id(),
+            });
+        }
+        let id = memory.id();
+        self.memory.bind(id, size)?;
+        if let Err(e) = memory.attach_release(&self.releases) {
+            self.memory.release(id);
+            return Err(e);
+        }
+        self.logger.log(LogCategory::Memory, LogLevel::Full, || {
+            format!("initialize {id} ({size} bytes) on {stream_id}")
+        });
+        Ok(())
+    }
+
+    fn read(
+        &mut self,
+        descriptors: Vec<CopyDescriptor>,
+        stream_id: StreamId,
+    ) -> DynFut<Result<Vec<Bytes>, ServerError>> {
+        let prepared = self
+            .enter()
+            .and_then(|()| {
+                self.capture_state(stream_id)
+                    .allow_host_wait(stream_id, "read")
+            })
+            .and_then(|()| transfer::read(self, descriptors, stream_id));
+        match prepared {
+            Ok(future) => future,
+            Err(e) => Box::pin(async move { Err(e) }),
+        }
+    }
+
+    fn write(&mut self, descriptors: Vec<(CopyDescriptor, Bytes)>, stream_id: StreamId) {
+        if let Err(e) = self.enter() {
+            self.streams.defer_error(stream_id, &Arc::new(e));
+            return;
+        }
+        for (descriptor, data) in descriptors {
+            // Each write is its own scope: one bad descriptor poisons its
+            // own destination only.
+            let target = descriptor.binding.clone();
+            let _ = self.scoped(stream_id, std::slice::from_ref(&target), |s| {
+                transfer::write(s, &descriptor, &data, stream_id)
+            });
+        }
+    }
+
+    fn check(
+        &mut self,
+        handles: Vec<BufferBinding>,
+        _stream_id: StreamId,
+    ) -> Result<(), ServerError> {
+        self.enter()?;
+        for h in &handles {
+            self.resolve(h)?;
+            self.streams.trust.check(h.memory_id())?;
+        }
+        Ok(())
+    }
+
+    unsafe fn launch(
+        &mut self,
+        kernel: Box<dyn CubeKernel>,
+        count: CubeCount,
+        args: KernelArguments,
+        stream_id: StreamId,
+        launch_mode: LaunchMode,
+    ) {
+        crate::launch::launch(self, kernel.as_ref(), count, args, stream_id, launch_mode);
+    }
+
+    fn compile_queued(&mut self) {
+        // `LaunchMode::Queue` is refused at launch (see `docs/status.md`),
+        // so nothing is ever queued: there is nothing to compile.
+    }
+
+    fn flush(&mut self, stream_id: StreamId) -> Result<(), ServerError> {
+        self.enter()?;
+        self.streams.submit(stream_id);
+        self.streams.take_deferred(stream_id)
+    }
+
+    fn start_profile(&mut self, stream_id: StreamId) -> Result<ProfilingToken, ServerError> {
+        self.enter()?;
+        let _ = stream_id;
+        Err(ServerError::unsupported(
+            "start_profile",
+            "profiling is not built yet (profiling issue)",
+        ))
+    }
+
+    fn end_profile(
+        &mut self,
+        stream_id: StreamId,
+        token: ProfilingToken,
+    ) -> Result<ProfileDuration, ProfileError> {
+        // No window is ever opened, so no token can be known.
+        Err(ProfileError::UnknownToken {
+            token: token.id,
+            stream: stream_id,
+        })
+    }
+
+    fn abandon_profile(&mut self, stream_id: StreamId, token: ProfilingToken) {
+        self.logger.log(LogCategory::Profile, LogLevel::Basic, || {
+            format!(
+                "abandon_profile({}) on {stream_id}: no such window (profiling is not built)",
+                token.id
+            )
+        });
+    }
+
+    fn memory_report(&mut self, _stream_id: StreamId) -> Option<StreamMemoryReport> {
+        self.drain_releases();
+        Some(self.memory.report())
+    }
+
+    fn stream_ids(&self) -> Vec<StreamId> {
+        self.streams.stream_ids()
+    }
+
+    fn memory_cleanup(&mut self, _stream_id: StreamId) -> Result<(), ServerError> {
+        self.enter()?;
+        for page in self.memory.cleanup() {
+            self.streams.forget_page(page);
+            self.bind_groups.forget_page(page);
+        }
+        Ok(())
+    }
+
+    fn allocation_mode(&mut self, mode: MemoryAllocationMode, _stream_id: StreamId) {
+        self.memory.set_mode(mode);
+    }
+
+    fn graph_prepare(&mut self, stream_id: StreamId) -> Result<(), ServerError> {
+        self.enter()?;
+        let _ = stream_id;
+        Err(graphs_unsupported())
+    }
+
+    fn begin_capture(&mut self, stream_id: StreamId) -> Result<(), ServerError> {
+        self.enter()?;
+        let _ = stream_id;
+        Err(graphs_unsupported())
+    }
+
+    fn end_capture(&mut self, stream_id: StreamId) -> Result<GraphId, ServerError> {
+        self.enter()?;
+        let _ = stream_id;
+        Err(graphs_unsupported())
+    }
+
+    fn replay(&mut self, _graph: GraphId, _stream_id: StreamId) -> Result<(), ServerError> {
+        self.enter()?;
+        Err(graphs_unsupported())
+    }
+
+    fn graph_destroy(&mut self, graph: GraphId, _stream_id: StreamId) {
+        // Unknown ids are a no-op by contract; no graph can exist yet.
+        let _ = self.captures.remove(graph);
+    }
+
+    fn start_profile_at_launch(
+        &mut self,
+        stream_id: StreamId,
+    ) -> Result<ProfilingToken, ServerError> {
+        self.enter()?;
+        let _ = stream_id;
+        Err(ServerError::unsupported(
+            "start_profile_at_launch",
+            "profiling is not built yet (profiling issue)",
+        ))
+    }
+}
+
+fn graphs_unsupported() -> ServerError {
+    ServerError::unsupported(
+        "graph capture",
+        "software graphs are not built yet (graphs issue)",
+    )
+}

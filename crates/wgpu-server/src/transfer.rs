@@ -1,0 +1,239 @@
+//! Host transfers: `write` through the queue, `read` through mapped staging
+//! buffers.
+//!
+//! Writes use `queue.write_buffer`, which lands before the next submit of
+//! any stream, so the scheduler first submits every stream with pending work
+//! on the page ([`prepare_host_write`]). Reads copy into a `MAP_READ` buffer
+//! on the stream's encoder, submit, and map; the returned [`Bytes`] *are* the
+//! mapped range (no host copy), and unmapping happens when the caller drops
+//! them.
+//!
+//! wgpu moves bytes in 4-byte units. A read of an unaligned range copies the
+//! enclosing aligned range and slices it. A write must start on a 4-byte
+//! boundary and end on one, or at the end of its slice (whose padding up to
+//! the next boundary belongs to it); anything else is refused rather than
+//! clobbering a neighbour's bytes.
+//!
+//! [`prepare_host_write`]: compute_stream::SchedulerMultiStream::prepare_host_write
+
+use compute_runtime::{Bytes, CopyDescriptor, DynFut, ServerError, StorageHandle, StreamId};
+use compute_stream::Access;
+use compute_wgsl::WgpuCompiler;
+use futures::channel::oneshot;
+
+use crate::WgpuServer;
+use crate::faults::scoped;
+
+const ALIGN: u64 = wgpu::COPY_BUFFER_ALIGNMENT;
+
+fn check_descriptor(descriptor: &CopyDescriptor) -> Result<u64, ServerError> {
+    if !descriptor.is_contiguous() {
+        return Err(ServerError::unsupported(
+            "strided transfer",
+            "only row-major contiguous copy descriptors are transferred",
+        ));
+    }
+    let bytes = descriptor.size_bytes().ok_or(ServerError::InvalidArgument {
+        reason: "copy descriptor size overflows u64".into(),
+    })?;
+    if bytes != descriptor.binding.size {
+        return Err(ServerError::SizeMismatch {
+            expected: descriptor.binding.size,
+            actual: bytes,
+        });
+    }
+    Ok(bytes)
+}
+
+/// Writes `data` where `descriptor` says. Runs inside the caller's write
+/// scope.
+pub(crate) fn write<C: WgpuCompiler>(
+    server: &mut WgpuServer<C>,
+    descriptor: &CopyDescriptor,
+    data: &Bytes,
+    _stream: StreamId,
+) -> Result<(), ServerError> {
+    let size = check_descriptor(descriptor)?;
+    if data.len() as u64 != size {
+        return Err(ServerError::SizeMismatch {
+            expected: size,
+            actual: data.len() as u64,
+        });
+    }
+    let target = server.resolve(&descriptor.binding)?;
+    if size == 0 {
+        return Ok(());
+    }
+    let slice_end = server
+        .memory
+        .size_of(descriptor.binding.memory_id())
+        .unwrap_or(0);
+    let ends_slice = descriptor.binding.end() == Some(slice_end);
+    if target.offset % ALIGN != 0 || (size % ALIGN != 0 && !ends_slice) {
+        return Err(ServerError::InvalidArgument {
+            reason: format!(
+                "a write must start on a 4-byte boundary and end on one or at the end of its \
+                 slice (offset {}, size {size})",
+                descriptor.binding.offset
+            ),
+        });
+    }
+    let buffer = server
+        .memory
+        .storage()
+        .buffer(target.id)
+        .cloned()
+        .ok_or(ServerError::UnknownHandle {
+            memory: descriptor.binding.memory_id(),
+        })?;
+    server.streams.prepare_host_write(&[target.id]);
+    let queue = &server.queue;
+    scoped(&server.device, || {
+        if size % ALIGN == 0 {
+            queue.write_buffer(&buffer, target.offset, data);
+        } else {
+            // The tail up to the next boundary is this slice's padding.
+            let mut padded = Vec::with_capacity(size.next_multiple_of(ALIGN) as usize);
+            padded.extend_from_slice(data);
+            padded.resize(size.next_multiple_of(ALIGN) as usize, 0);
+            queue.write_buffer(&buffer, target.offset, &padded);
+        }
+    })
+}
+
+/// Mapped bytes of a staging buffer; unmapped when dropped.
+struct MappedRange {
+    view: wgpu::BufferView,
+    start: usize,
+    len: usize,
+}
+
+impl AsRef<[u8]> for MappedRange {
+    fn as_ref(&self) -> &[u8] {
+        &self.view[self.start..self.start + self.len]
+    }
+}
+
+struct PendingRead {
+    staging: wgpu::Buffer,
+    mapped: oneshot::Receiver<Result<(), wgpu::BufferAsyncError>>,
+    start: usize,
+    len: usize,
+}
+
+/// Encodes the copies of a read, submits the stream and returns the future
+/// of the bytes.
+pub(crate) fn read<C: WgpuCompiler>(
+    server: &mut WgpuServer<C>,
+    descriptors: Vec<CopyDescriptor>,
+    stream: StreamId,
+) -> Result<DynFut<Result<Vec<Bytes>, ServerError>>, ServerError> {
+    // Validate everything before encoding anything: a bad descriptor fails
+    // the whole read and leaves the stream untouched.
+    let mut ranges: Vec<(StorageHandle, u64)> = Vec::with_capacity(descriptors.len());
+    for d in &descriptors {
+        let size = check_descriptor(d)?;
+        let target = server.resolve(&d.binding)?;
+        server.streams.trust.check(d.binding.memory_id())?;
+        ranges.push((target, size));
+    }
+    let pages: Vec<_> = ranges.iter().map(|(t, _)| (t.id, Access::Read)).collect();
+    server.streams.prepare(stream, &pages);
+
+    let mut pending = Vec::with_capacity(ranges.len());
+    for (target, size) in &ranges {
+        let start = target.offset - target.offset % ALIGN;
+        let end = (target.offset + size).next_multiple_of(ALIGN);
+        let copy_len = (end - start).max(ALIGN);
+        let buffer = server
+            .memory
+            .storage()
+            .buffer(target.id)
+            .cloned()
+            .ok_or(ServerError::InvalidArgument {
+                reason: "page vanished during read".into(),
+            })?;
+        let page_size = buffer.size();
+        let copy_len = copy_len.min(page_size - start);
+        let device = server.device.clone();
+        let staging = scoped(&device, || {
+            device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some("read staging"),
+                size: copy_len.max(ALIGN),
+                usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+                mapped_at_creation: false,
+            })
+        })
+        .map_err(|e| match e {
+            ServerError::Validation { message } | ServerError::OutOfMemory { reason: message, .. } => {
+                ServerError::OutOfMemory {
+                    size: copy_len,
+                    reason: format!("read staging buffer: {message}"),
+                }
+            }
+            other => other,
+        })?;
+        if copy_len > 0 {
+            let (_, s) = server.streams.encoder(stream);
+            s.encoder_for_copy(&device)
+                .copy_buffer_to_buffer(&buffer, start, &staging, 0, copy_len);
+        }
+        pending.push((staging, (target.offset - start) as usize, *size as usize));
+    }
+    server.streams.task_done(stream);
+    server.streams.submit(stream);
+
+    let mut reads = Vec::with_capacity(pending.len());
+    for (staging, start, len) in pending {
+        let (tx, rx) = oneshot::channel();
+        staging.map_async(wgpu::MapMode::Read, .., move |r| {
+            let _ = tx.send(r);
+        });
+        reads.push(PendingRead {
+            staging,
+            mapped: rx,
+            start,
+            len,
+        });
+    }
+    let (_, s) = server.streams.encoder(stream);
+    let done = server.poller.wait(s.last_submission.clone());
+    let faults = std::sync::Arc::clone(&server.faults);
+    Ok(Box::pin(async move {
+        match done.await {
+            Ok(r) => r?,
+            Err(_) => faults.lost()?,
+        }
+        let mut out = Vec::with_capacity(reads.len());
+        for r in reads {
+            match r.mapped.await {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => {
+                    faults.lost()?;
+                    return Err(ServerError::Mapping {
+                        reason: e.to_string(),
+                    });
+                }
+                Err(_) => {
+                    faults.lost()?;
+                    return Err(ServerError::Mapping {
+                        reason: "map callback dropped".into(),
+                    });
+                }
+            }
+            let view = r
+                .staging
+                .slice(..)
+                .get_mapped_range()
+                .map_err(|e| ServerError::Mapping {
+                    reason: e.to_string(),
+                })?;
+            out.push(Bytes::from_owner(MappedRange {
+                view,
+                start: r.start,
+                len: r.len,
+            }));
+        }
+        Ok(out)
+    }))
+}
