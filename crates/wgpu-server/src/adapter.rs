@@ -53,19 +53,11 @@ pub fn summary(info: &wgpu::AdapterInfo) -> AdapterSummary {
     }
 }
 
-/// Every adapter, most capable first, filtered by `WGPU_SERVER_ADAPTER`.
-///
-/// The primary backends (Vulkan, Metal, DX12) are asked first; GL only when
-/// none of them has an adapter, or when `WGPU_BACKEND` asks for it. GL is the
-/// fallback because it is the weakest compute backend (no timestamps inside
-/// passes, GL 3.3 contexts with no compute at all on some drivers).
+/// Every adapter of `instance`, most capable first, filtered by
+/// `WGPU_SERVER_ADAPTER`.
 pub fn ranked_adapters(instance: &wgpu::Instance) -> Vec<wgpu::Adapter> {
-    let enumerate = |b: wgpu::Backends| futures::executor::block_on(instance.enumerate_adapters(b));
-    let wanted = wgpu::Backends::all().with_env();
-    let mut adapters = enumerate(wanted & wgpu::Backends::PRIMARY);
-    if adapters.is_empty() {
-        adapters = enumerate(wanted);
-    }
+    let mut adapters =
+        futures::executor::block_on(instance.enumerate_adapters(wgpu::Backends::all()));
     if let Ok(wanted) = std::env::var(ADAPTER_ENV)
         && !wanted.trim().is_empty()
     {
@@ -75,20 +67,32 @@ pub fn ranked_adapters(instance: &wgpu::Instance) -> Vec<wgpu::Adapter> {
     adapters
 }
 
-/// The instance the server uses: every backend, flags from the environment.
-pub fn instance() -> wgpu::Instance {
+/// An instance of `backends` (narrowed by `WGPU_BACKEND`), flags from the
+/// environment.
+pub fn instance(backends: wgpu::Backends) -> wgpu::Instance {
     let mut desc = wgpu::InstanceDescriptor::new_without_display_handle();
-    desc.backends = wgpu::Backends::all().with_env();
-    // Only the backends enumerated below are initialized lazily by wgpu;
-    // asking for all keeps the GL fallback available.
+    desc.backends = backends & wgpu::Backends::all().with_env();
     desc.flags = wgpu::InstanceFlags::from_build_config().with_env();
     wgpu::Instance::new(desc)
 }
 
+/// The adapters the server chooses from, ranked.
+///
+/// The primary backends (Vulkan, Metal, DX12) are asked first; GL only when
+/// none of them has an adapter. GL is the fallback because it is the weakest
+/// compute backend (on some drivers a GL 3.3 context with no compute at
+/// all), and because initializing it probes the windowing system.
+pub fn adapters() -> Vec<wgpu::Adapter> {
+    let primary = ranked_adapters(&instance(wgpu::Backends::PRIMARY));
+    if !primary.is_empty() {
+        return primary;
+    }
+    ranked_adapters(&instance(wgpu::Backends::all()))
+}
+
 /// Opens device `id`: the adapter, its device and queue.
 pub fn open(id: DeviceId) -> Result<(wgpu::Adapter, wgpu::Device, wgpu::Queue), ServerError> {
-    let instance = instance();
-    let adapters = ranked_adapters(&instance);
+    let adapters = adapters();
     let count = adapters.len();
     let adapter = usize::try_from(id.0)
         .ok()
