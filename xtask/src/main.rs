@@ -1,1 +1,211 @@
-fn main(){}
+//! `cargo xtask`: the project's one entry point for contributors and CI.
+//!
+//! - `setup`  makes sure a wgpu adapter exists (installs Mesa's lavapipe and
+//!   the Vulkan loader on Debian/Ubuntu as root; prints the command elsewhere);
+//! - `ci`     setup, then format check, clippy with warnings denied, every test
+//!   (doc tests included);
+//! - `test`   every test;
+//! - `demo`   setup, then the tour example on the default adapter;
+//! - `bench`  setup, then the benchmarks (`--quick`, `--filter PREFIX`),
+//!   writing `target/bench/report.json`;
+//! - `device-bundle` builds the bench binary in release and gathers what the
+//!   H200 device machine needs to run it (see `xtask/h200/`).
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode};
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let (task, rest) = match args.split_first() {
+        Some((t, r)) => (t.as_str(), r.to_vec()),
+        None => ("help", Vec::new()),
+    };
+    let result = match task {
+        "setup" => setup(),
+        "ci" => setup().and_then(|()| ci()),
+        "test" => test(),
+        "demo" => setup().and_then(|()| demo()),
+        "bench" => setup().and_then(|()| bench(&rest)),
+        "device-bundle" => device_bundle(),
+        _ => {
+            eprintln!(
+                "usage: cargo xtask <setup | ci | test | demo | bench [--quick] [--filter PREFIX] | device-bundle>"
+            );
+            return if task == "help" {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::FAILURE
+            };
+        }
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("xtask {task}: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+type Result<T = ()> = std::result::Result<T, String>;
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| PathBuf::from("."))
+}
+
+fn cargo() -> Command {
+    let mut c = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
+    c.current_dir(root());
+    // Mesa's Vulkan WSI looks for a runtime dir even headless; give it one so
+    // test output is not buried under its complaints.
+    if std::env::var_os("XDG_RUNTIME_DIR").is_none() {
+        let dir = std::env::temp_dir().join("xtask-xdg-runtime");
+        let _ = std::fs::create_dir_all(&dir);
+        c.env("XDG_RUNTIME_DIR", dir);
+    }
+    c
+}
+
+fn run(mut c: Command) -> Result {
+    let shown = format!("{c:?}");
+    eprintln!("$ {shown}");
+    let status = c
+        .status()
+        .map_err(|e| format!("could not start {shown}: {e}"))?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(format!("{shown} failed with {status}"))
+    }
+}
+
+fn has_vulkan_loader() -> bool {
+    Command::new("ldconfig")
+        .arg("-p")
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).contains("libvulkan.so.1"))
+        .unwrap_or(false)
+}
+
+fn has_vulkan_driver() -> bool {
+    ["/usr/share/vulkan/icd.d", "/etc/vulkan/icd.d"]
+        .iter()
+        .filter_map(|d| std::fs::read_dir(d).ok())
+        .flatten()
+        .flatten()
+        .any(|e| e.path().extension().is_some_and(|x| x == "json"))
+}
+
+const APT_PACKAGES: &[&str] = &["mesa-vulkan-drivers", "libvulkan1"];
+
+fn setup() -> Result {
+    if has_vulkan_loader() && has_vulkan_driver() {
+        eprintln!("setup: Vulkan loader and a driver are present");
+        return Ok(());
+    }
+    let debian = Path::new("/etc/debian_version").exists();
+    let root_user = Command::new("id")
+        .arg("-u")
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
+        .unwrap_or(false);
+    let install = format!("apt-get install -y {}", APT_PACKAGES.join(" "));
+    if !(debian && root_user) {
+        return Err(format!(
+            "no Vulkan loader/driver found. Install Mesa's lavapipe and the loader, e.g. on \
+             Debian/Ubuntu: `sudo apt-get update && sudo {install}` (Fedora: `sudo dnf install \
+             mesa-vulkan-drivers vulkan-loader`), then rerun"
+        ));
+    }
+    eprintln!(
+        "setup: installing {} (Debian, root)",
+        APT_PACKAGES.join(" ")
+    );
+    let mut update = Command::new("apt-get");
+    update.arg("update").arg("-qq");
+    run(update)?;
+    let mut apt = Command::new("apt-get");
+    apt.args(["install", "-y", "-qq"])
+        .args(APT_PACKAGES)
+        .env("DEBIAN_FRONTEND", "noninteractive");
+    run(apt)?;
+    if has_vulkan_loader() && has_vulkan_driver() {
+        Ok(())
+    } else {
+        Err("installed the packages but still no Vulkan loader/driver found".into())
+    }
+}
+
+fn ci() -> Result {
+    let mut fmt = cargo();
+    fmt.args(["fmt", "--all", "--", "--check"]);
+    run(fmt)?;
+    let mut clippy = cargo();
+    clippy.args([
+        "clippy",
+        "--workspace",
+        "--all-targets",
+        "--",
+        "-D",
+        "warnings",
+    ]);
+    run(clippy)?;
+    test()
+}
+
+fn test() -> Result {
+    let mut t = cargo();
+    t.args(["test", "--workspace"]);
+    run(t)
+}
+
+fn demo() -> Result {
+    let mut d = cargo();
+    d.args(["run", "--quiet", "-p", "wgpu-server", "--example", "tour"]);
+    run(d)
+}
+
+fn bench(rest: &[String]) -> Result {
+    let mut b = cargo();
+    b.args([
+        "run",
+        "--quiet",
+        "--release",
+        "-p",
+        "wgpu-server",
+        "--example",
+        "bench",
+        "--",
+    ]);
+    b.args(rest);
+    run(b)
+}
+
+fn device_bundle() -> Result {
+    let mut build = cargo();
+    build.args([
+        "build",
+        "--release",
+        "-p",
+        "wgpu-server",
+        "--example",
+        "bench",
+    ]);
+    run(build)?;
+    let out = root().join(".h200");
+    std::fs::create_dir_all(&out).map_err(|e| format!("create {}: {e}", out.display()))?;
+    let bin = root().join("target/release/examples/bench");
+    std::fs::copy(&bin, out.join("bench")).map_err(|e| format!("copy {}: {e}", bin.display()))?;
+    let mut libs = Command::new("bash");
+    libs.arg(root().join("xtask/h200/fetch-libs.sh"));
+    run(libs)?;
+    eprintln!(
+        "device-bundle: .h200/bench and .gl/ are ready. On the device machine run\n  \
+         source xtask/h200/env.sh && .h200/bench --out $OUT/report.json\n\
+         carrying .gl and .h200."
+    );
+    Ok(())
+}

@@ -72,6 +72,9 @@ mod tests {
         assert_eq!(c.len(), 2);
         assert!(c.remove(a).is_some());
         assert!(c.remove(a).is_none());
-        assert_eq!(c.with(b, |r| r.downcast_ref::<u32>().copied()), Some(Some(2)));
+        assert_eq!(
+            c.with(b, |r| r.downcast_ref::<u32>().copied()),
+            Some(Some(2))
+        );
     }
 }

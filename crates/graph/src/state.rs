@@ -83,11 +83,7 @@ mod tests {
         assert!(err.to_string().contains("Idle"));
         assert!(CaptureState::Capturing.begin(S).is_err());
         assert!(CaptureState::Capturing.prepare(S).is_err());
-        assert!(
-            CaptureState::Capturing
-                .allow_host_wait(S, "read")
-                .is_err()
-        );
+        assert!(CaptureState::Capturing.allow_host_wait(S, "read").is_err());
         assert!(CaptureState::Prepared.allow_host_wait(S, "read").is_ok());
     }
 }

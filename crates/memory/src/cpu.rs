@@ -90,6 +90,7 @@ impl ComputeStorage for BytesStorage {
 
     fn get(&mut self, handle: &StorageHandle) -> Option<CpuResource> {
         let page = self.pages.get(&handle.id)?;
-        (handle.offset.checked_add(handle.size)? <= page.len() as u64).then_some(CpuResource(*handle))
+        (handle.offset.checked_add(handle.size)? <= page.len() as u64)
+            .then_some(CpuResource(*handle))
     }
 }

@@ -83,7 +83,10 @@ impl<S: ComputeStorage> MemoryManagement<S> {
             });
         }
         let align = self.storage.alignment().max(4);
-        let rounded = size.div_ceil(align).saturating_mul(align).min(self.props.max_buffer_size);
+        let rounded = size
+            .div_ceil(align)
+            .saturating_mul(align)
+            .min(self.props.max_buffer_size);
         let rounded = rounded.max(size);
         let handle = match self.free.get_mut(&rounded).and_then(Vec::pop) {
             Some(h) => h,
@@ -132,7 +135,10 @@ impl<S: ComputeStorage> MemoryManagement<S> {
             self.stats.allocations -= 1;
             self.stats.bytes_in_use -= slice.requested;
             self.stats.bytes_padding -= slice.handle.size - slice.requested;
-            self.free.entry(slice.handle.size).or_default().push(slice.handle);
+            self.free
+                .entry(slice.handle.size)
+                .or_default()
+                .push(slice.handle);
         }
     }
 

@@ -89,7 +89,9 @@ impl MemoryConfiguration {
                     max_slice,
                 } => {
                     if page_size == 0 || max_slice == 0 {
-                        return bad(format!("pool {i}: page size and max slice must be non-zero"));
+                        return bad(format!(
+                            "pool {i}: page size and max slice must be non-zero"
+                        ));
                     }
                     if max_slice > page_size {
                         return bad(format!(
@@ -183,8 +185,14 @@ mod tests {
             },
             max_reserved: None,
         }]);
-        let err = too_big.validate(&PROPS).expect_err("page over binding size");
+        let err = too_big
+            .validate(&PROPS)
+            .expect_err("page over binding size");
         assert!(err.to_string().contains("max_storage_buffer_binding_size"));
-        assert!(MemoryConfiguration::Custom(vec![]).validate(&PROPS).is_err());
+        assert!(
+            MemoryConfiguration::Custom(vec![])
+                .validate(&PROPS)
+                .is_err()
+        );
     }
 }

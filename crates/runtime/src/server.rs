@@ -70,8 +70,7 @@ pub trait Server: Send + 'static {
 
     /// Reserves N Bytes of the provided sizes to be used as staging to load
     /// data.
-    fn staging(&mut self, sizes: &[usize], stream_id: StreamId)
-    -> Result<Vec<Bytes>, ServerError>;
+    fn staging(&mut self, sizes: &[usize], stream_id: StreamId) -> Result<Vec<Bytes>, ServerError>;
 
     /// Initializes memory on the given stream with the given size.
     fn initialize_memory(
@@ -95,8 +94,11 @@ pub trait Server: Send + 'static {
     /// no barrier: the claim check a read makes, without the read. Instant:
     /// enqueue-time failures only. A device fault needs `sync`, which drains
     /// first.
-    fn check(&mut self, handles: Vec<BufferBinding>, stream_id: StreamId)
-    -> Result<(), ServerError>;
+    fn check(
+        &mut self,
+        handles: Vec<BufferBinding>,
+        stream_id: StreamId,
+    ) -> Result<(), ServerError>;
 
     /// Executes the kernel over the given memory handles.
     ///

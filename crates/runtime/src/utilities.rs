@@ -97,14 +97,20 @@ impl ServerLogger {
         for part in spec.split(',').filter(|p| !p.trim().is_empty()) {
             match part.split_once('=') {
                 None => match LogLevel::parse(part) {
-                    Some(level) => CATEGORIES.iter().for_each(|(_, c)| self.set_level(*c, level)),
-                    None => tracing::warn!(target: "compute", "COMPUTE_LOG: unknown level `{part}`"),
+                    Some(level) => CATEGORIES
+                        .iter()
+                        .for_each(|(_, c)| self.set_level(*c, level)),
+                    None => {
+                        tracing::warn!(target: "compute", "COMPUTE_LOG: unknown level `{part}`")
+                    }
                 },
                 Some((name, level)) => {
                     let cat = CATEGORIES.iter().find(|(n, _)| *n == name.trim());
                     match (cat, LogLevel::parse(level)) {
                         (Some((_, c)), Some(l)) => self.set_level(*c, l),
-                        _ => tracing::warn!(target: "compute", "COMPUTE_LOG: cannot parse `{part}`"),
+                        _ => {
+                            tracing::warn!(target: "compute", "COMPUTE_LOG: cannot parse `{part}`")
+                        }
                     }
                 }
             }

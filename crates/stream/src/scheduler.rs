@@ -261,7 +261,11 @@ impl<B: SchedulerStreamBackend> SchedulerMultiStream<B> {
     /// Takes the unreported failure of `stream`, as a
     /// [`ServerError::Deferred`].
     pub fn take_deferred(&mut self, stream: StreamId) -> Result<(), ServerError> {
-        match self.streams.get_mut(&stream).and_then(|s| s.deferred.take()) {
+        match self
+            .streams
+            .get_mut(&stream)
+            .and_then(|s| s.deferred.take())
+        {
             None => Ok(()),
             Some(cause) => Err(ServerError::Deferred { stream, cause }),
         }
@@ -355,7 +359,10 @@ mod tests {
         let mut s = SchedulerMultiStream::new(Log::default(), 3);
         let e = Arc::new(ServerError::unsupported("x", "y"));
         s.defer_error(A, &e);
-        assert!(matches!(s.take_deferred(A), Err(ServerError::Deferred { .. })));
+        assert!(matches!(
+            s.take_deferred(A),
+            Err(ServerError::Deferred { .. })
+        ));
         assert!(s.take_deferred(A).is_ok());
     }
 }

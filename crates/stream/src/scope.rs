@@ -115,8 +115,13 @@ mod tests {
         let bystander = ManagedMemoryHandle::new().binding(16);
         let s = StreamId(3);
         let err = ServerError::unsupported("k", "test");
-        let out: Result<(), _> =
-            write_scope(&mut f, s, &[a.clone(), b.clone()], |_, _| true, |_| Err(err.clone()));
+        let out: Result<(), _> = write_scope(
+            &mut f,
+            s,
+            &[a.clone(), b.clone()],
+            |_, _| true,
+            |_| Err(err.clone()),
+        );
         assert_eq!(out, Err(err.clone()));
         assert!(f.streams.trust.check(a.memory_id()).is_err());
         assert!(f.streams.trust.check(b.memory_id()).is_err());
@@ -125,7 +130,14 @@ mod tests {
         assert!(f.streams.take_deferred(s).is_err());
 
         // A partial overwrite does not restore; a full one does.
-        write_scope(&mut f, s, std::slice::from_ref(&a), |_, _| false, |_| Ok(())).expect("ok");
+        write_scope(
+            &mut f,
+            s,
+            std::slice::from_ref(&a),
+            |_, _| false,
+            |_| Ok(()),
+        )
+        .expect("ok");
         assert!(f.streams.trust.check(a.memory_id()).is_err());
         write_scope(&mut f, s, std::slice::from_ref(&a), |_, _| true, |_| Ok(())).expect("ok");
         assert!(f.streams.trust.check(a.memory_id()).is_ok());

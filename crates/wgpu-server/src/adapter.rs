@@ -111,19 +111,18 @@ pub fn open(id: DeviceId) -> Result<(wgpu::Adapter, wgpu::Device, wgpu::Queue), 
             },
         })?;
     let features = adapter.features() & OPTIONAL_FEATURES;
-    let (device, queue) = futures::executor::block_on(adapter.request_device(
-        &wgpu::DeviceDescriptor {
+    let (device, queue) =
+        futures::executor::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
             label: Some("wgpu-server"),
             required_features: features,
             required_limits: adapter.limits(),
             experimental_features: wgpu::ExperimentalFeatures::disabled(),
             memory_hints: wgpu::MemoryHints::Performance,
             trace: wgpu::Trace::Off,
-        },
-    ))
-    .map_err(|e| ServerError::DeviceLost {
-        reason: format!("request_device failed: {e}"),
-    })?;
+        }))
+        .map_err(|e| ServerError::DeviceLost {
+            reason: format!("request_device failed: {e}"),
+        })?;
     Ok((adapter, device, queue))
 }
 

@@ -69,6 +69,9 @@ pub struct ScheduledWgpuBackend {
     pub(crate) queue: wgpu::Queue,
     /// The latest submission on any stream.
     pub(crate) last_submission: Option<wgpu::SubmissionIndex>,
+    /// `queue.write_buffer` calls not yet followed by a submit: they only
+    /// reach the GPU with the next submission.
+    pub(crate) host_writes_pending: bool,
 }
 
 impl ScheduledWgpuBackend {
@@ -77,7 +80,18 @@ impl ScheduledWgpuBackend {
         Self {
             queue,
             last_submission: None,
+            host_writes_pending: false,
         }
+    }
+
+    /// Submits an empty batch when host writes are pending, so a drain
+    /// covers them; returns the submission to wait on.
+    pub(crate) fn flush_host_writes(&mut self) -> Option<wgpu::SubmissionIndex> {
+        if self.host_writes_pending {
+            self.last_submission = Some(self.queue.submit(std::iter::empty()));
+            self.host_writes_pending = false;
+        }
+        self.last_submission.clone()
     }
 }
 
@@ -94,6 +108,7 @@ impl SchedulerStreamBackend for ScheduledWgpuBackend {
             let index = self.queue.submit(Some(encoder.finish()));
             stream.last_submission = Some(index.clone());
             self.last_submission = Some(index);
+            self.host_writes_pending = false;
         }
     }
 }

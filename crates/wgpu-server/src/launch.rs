@@ -61,9 +61,21 @@ fn check_counts(
 ) -> Result<(), ServerError> {
     let [x, y, z] = layout.workgroup_size;
     for (size, max, name) in [
-        (x, limits.max_compute_workgroup_size_x, "max_compute_workgroup_size_x"),
-        (y, limits.max_compute_workgroup_size_y, "max_compute_workgroup_size_y"),
-        (z, limits.max_compute_workgroup_size_z, "max_compute_workgroup_size_z"),
+        (
+            x,
+            limits.max_compute_workgroup_size_x,
+            "max_compute_workgroup_size_x",
+        ),
+        (
+            y,
+            limits.max_compute_workgroup_size_y,
+            "max_compute_workgroup_size_y",
+        ),
+        (
+            z,
+            limits.max_compute_workgroup_size_z,
+            "max_compute_workgroup_size_z",
+        ),
     ] {
         if size > max {
             return Err(ServerError::LimitExceeded {
@@ -241,7 +253,9 @@ fn encode<C: WgpuCompiler>(
     }
     match (&count, &indirect_buffer, &indirect) {
         (CubeCount::Static(x, y, z), _, _) => pass.dispatch_workgroups(*x, *y, *z),
-        (CubeCount::Dynamic(_), Some(buf), Some(h)) => pass.dispatch_workgroups_indirect(buf, h.offset),
+        (CubeCount::Dynamic(_), Some(buf), Some(h)) => {
+            pass.dispatch_workgroups_indirect(buf, h.offset)
+        }
         (CubeCount::Dynamic(_), _, _) => {
             return Err(ServerError::InvalidArgument {
                 reason: "indirect count could not be resolved".into(),
@@ -278,14 +292,14 @@ fn create_bind_group<C: WgpuCompiler>(
 ) -> Result<wgpu::BindGroup, ServerError> {
     let mut buffers = Vec::with_capacity(ranges.len());
     for (page, _, _) in ranges {
-        let buffer = s
-            .memory
-            .storage()
-            .buffer(*page)
-            .cloned()
-            .ok_or(ServerError::InvalidArgument {
-                reason: format!("page {page} is gone"),
-            })?;
+        let buffer =
+            s.memory
+                .storage()
+                .buffer(*page)
+                .cloned()
+                .ok_or(ServerError::InvalidArgument {
+                    reason: format!("page {page} is gone"),
+                })?;
         buffers.push(buffer);
     }
     let device = s.device.clone();

@@ -35,7 +35,6 @@ pub use server::WgpuServer;
 pub use storage::{WgpuResource, WgpuStorage};
 
 pub use compute_wgsl::{
-    BindingAccess, BoundsChecks, WgpuCompilationOptions, WgpuCompiler, WgslKernel,
-    WgslPassthrough,
+    BindingAccess, BoundsChecks, WgpuCompilationOptions, WgpuCompiler, WgslKernel, WgslPassthrough,
 };
 pub use wgpu::Backend;

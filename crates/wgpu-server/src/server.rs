@@ -11,13 +11,12 @@ use std::sync::Arc;
 use compute_graph::{CaptureState, DeviceCaptures};
 use compute_memory::MemoryManagement;
 use compute_runtime::{
-    ComputeStorage,
-    BufferBinding, Bytes, CopyDescriptor, CubeCount, CubeKernel, DeviceId, DeviceService,
-    DeviceServiceStage, DynFut, GraphId, KernelArguments, LaunchMode, LogCategory, LogLevel,
-    ManagedMemoryHandle, ManagedResource, MemoryAllocationMode, MemoryConfiguration,
-    MemoryDeviceProperties, MemoryId, ProfileDuration, ProfileError, ProfilingToken,
-    ReleaseQueue, Server, ServerError, ServerLogger, ServerStorage, ServerUtilities,
-    ServerUtilitiesHandle, StorageHandle, StreamId, StreamMemoryReport, TimingMethod,
+    BufferBinding, Bytes, ComputeStorage, CopyDescriptor, CubeCount, CubeKernel, DeviceId,
+    DeviceService, DeviceServiceStage, DynFut, GraphId, KernelArguments, LaunchMode, LogCategory,
+    LogLevel, ManagedMemoryHandle, ManagedResource, MemoryAllocationMode, MemoryConfiguration,
+    MemoryDeviceProperties, MemoryId, ProfileDuration, ProfileError, ProfilingToken, ReleaseQueue,
+    Server, ServerError, ServerLogger, ServerStorage, ServerUtilities, ServerUtilitiesHandle,
+    StorageHandle, StreamId, StreamMemoryReport, TimingMethod,
 };
 use compute_stream::{SchedulerMultiStream, WriteScoped, write_scope};
 use compute_wgsl::{DeviceCaps, WgpuCompilationOptions, WgpuCompiler};
@@ -180,10 +179,7 @@ impl<C: WgpuCompiler + Default> WgpuServer<C> {
         utilities.memory = memory_properties;
         let logger = Arc::clone(&utilities.logger);
         Ok(Self {
-            streams: SchedulerMultiStream::new(
-                ScheduledWgpuBackend::new(queue.clone()),
-                tasks_max,
-            ),
+            streams: SchedulerMultiStream::new(ScheduledWgpuBackend::new(queue.clone()), tasks_max),
             device,
             queue,
             memory,
@@ -295,7 +291,10 @@ impl<C: WgpuCompiler> WgpuServer<C> {
     }
 
     fn capture_state(&self, stream: StreamId) -> CaptureState {
-        self.capture_states.get(&stream).copied().unwrap_or_default()
+        self.capture_states
+            .get(&stream)
+            .copied()
+            .unwrap_or_default()
     }
 }
 
@@ -380,8 +379,15 @@ impl<C: WgpuCompiler> Server for WgpuServer<C> {
         let poisoned: Result<(), ServerError> = handles
             .iter()
             .try_for_each(|h| self.streams.trust.check(h.memory_id()));
-        let (_, stream) = self.streams.encoder(stream_id);
-        let index = stream.last_submission.clone();
+        // Host writes of any stream may be what the caller waits for; they
+        // reach the GPU only with a submission.
+        let host_writes = self.streams.backend.host_writes_pending;
+        let index = if host_writes {
+            self.streams.backend.flush_host_writes()
+        } else {
+            let (_, stream) = self.streams.encoder(stream_id);
+            stream.last_submission.clone()
+        };
         let done = self.poller.wait(index);
         let faults = Arc::clone(&self.faults);
         let logger = Arc::clone(&self.logger);
@@ -509,6 +515,7 @@ impl<C: WgpuCompiler> Server for WgpuServer<C> {
     fn flush(&mut self, stream_id: StreamId) -> Result<(), ServerError> {
         self.enter()?;
         self.streams.submit(stream_id);
+        self.streams.backend.flush_host_writes();
         self.streams.take_deferred(stream_id)
     }
 

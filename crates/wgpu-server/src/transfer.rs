@@ -33,9 +33,11 @@ fn check_descriptor(descriptor: &CopyDescriptor) -> Result<u64, ServerError> {
             "only row-major contiguous copy descriptors are transferred",
         ));
     }
-    let bytes = descriptor.size_bytes().ok_or(ServerError::InvalidArgument {
-        reason: "copy descriptor size overflows u64".into(),
-    })?;
+    let bytes = descriptor
+        .size_bytes()
+        .ok_or(ServerError::InvalidArgument {
+            reason: "copy descriptor size overflows u64".into(),
+        })?;
     if bytes != descriptor.binding.size {
         return Err(ServerError::SizeMismatch {
             expected: descriptor.binding.size,
@@ -78,15 +80,17 @@ pub(crate) fn write<C: WgpuCompiler>(
             ),
         });
     }
-    let buffer = server
-        .memory
-        .storage()
-        .buffer(target.id)
-        .cloned()
-        .ok_or(ServerError::UnknownHandle {
-            memory: descriptor.binding.memory_id(),
-        })?;
+    let buffer =
+        server
+            .memory
+            .storage()
+            .buffer(target.id)
+            .cloned()
+            .ok_or(ServerError::UnknownHandle {
+                memory: descriptor.binding.memory_id(),
+            })?;
     server.streams.prepare_host_write(&[target.id]);
+    server.streams.backend.host_writes_pending = true;
     let queue = &server.queue;
     scoped(&server.device, || {
         if size % ALIGN == 0 {
@@ -145,14 +149,11 @@ pub(crate) fn read<C: WgpuCompiler>(
         let start = target.offset - target.offset % ALIGN;
         let end = (target.offset + size).next_multiple_of(ALIGN);
         let copy_len = (end - start).max(ALIGN);
-        let buffer = server
-            .memory
-            .storage()
-            .buffer(target.id)
-            .cloned()
-            .ok_or(ServerError::InvalidArgument {
+        let buffer = server.memory.storage().buffer(target.id).cloned().ok_or(
+            ServerError::InvalidArgument {
                 reason: "page vanished during read".into(),
-            })?;
+            },
+        )?;
         let page_size = buffer.size();
         let copy_len = copy_len.min(page_size - start);
         let device = server.device.clone();
@@ -165,12 +166,13 @@ pub(crate) fn read<C: WgpuCompiler>(
             })
         })
         .map_err(|e| match e {
-            ServerError::Validation { message } | ServerError::OutOfMemory { reason: message, .. } => {
-                ServerError::OutOfMemory {
-                    size: copy_len,
-                    reason: format!("read staging buffer: {message}"),
-                }
-            }
+            ServerError::Validation { message }
+            | ServerError::OutOfMemory {
+                reason: message, ..
+            } => ServerError::OutOfMemory {
+                size: copy_len,
+                reason: format!("read staging buffer: {message}"),
+            },
             other => other,
         })?;
         if copy_len > 0 {
@@ -221,13 +223,13 @@ pub(crate) fn read<C: WgpuCompiler>(
                     });
                 }
             }
-            let view = r
-                .staging
-                .slice(..)
-                .get_mapped_range()
-                .map_err(|e| ServerError::Mapping {
-                    reason: e.to_string(),
-                })?;
+            let view =
+                r.staging
+                    .slice(..)
+                    .get_mapped_range()
+                    .map_err(|e| ServerError::Mapping {
+                        reason: e.to_string(),
+                    })?;
             out.push(Bytes::from_owner(MappedRange {
                 view,
                 start: r.start,

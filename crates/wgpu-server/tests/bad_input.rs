@@ -88,10 +88,19 @@ fn out_of_bounds_descriptors_are_refused() {
     };
     let err = read_desc(&mut f.s, CopyDescriptor::contiguous(past_end.clone()), S0)
         .expect_err("oob read");
-    assert!(matches!(err, ServerError::OutOfBounds { capacity: 64, .. }), "{err}");
-    f.s.write(vec![(CopyDescriptor::contiguous(past_end), u32s(&[9; 16]))], S0);
+    assert!(
+        matches!(err, ServerError::OutOfBounds { capacity: 64, .. }),
+        "{err}"
+    );
+    f.s.write(
+        vec![(CopyDescriptor::contiguous(past_end), u32s(&[9; 16]))],
+        S0,
+    );
     let err = f.s.flush(S0).expect_err("oob write");
-    assert!(matches!(err.root_cause(), ServerError::OutOfBounds { .. }), "{err}");
+    assert!(
+        matches!(err.root_cause(), ServerError::OutOfBounds { .. }),
+        "{err}"
+    );
     let overflow = BufferBinding {
         memory: h.memory.clone(),
         offset: u64::MAX - 2,
@@ -131,7 +140,10 @@ fn size_mismatch_between_descriptor_and_data_is_refused_and_poisons_only_the_tar
     assert!(matches!(err, ServerError::SizeMismatch { .. }), "{err}");
     // A full overwrite restores trust.
     f.s.write(vec![(h.copy_descriptor(), u32s(&[2; 16]))], S0);
-    assert_eq!(to_u32s(&read(&mut f.s, &h, S0).expect("trusted again")), vec![2; 16]);
+    assert_eq!(
+        to_u32s(&read(&mut f.s, &h, S0).expect("trusted again")),
+        vec![2; 16]
+    );
     f.assert_intact();
 }
 
@@ -171,7 +183,13 @@ fn dispatch_over_the_adapter_limits_is_refused_before_wgpu_sees_it() {
     let mut f = fixture();
     let h = upload(&mut f.s, u32s(&[0; 64]), S0);
     let max = f.s.device().limits().max_compute_workgroups_per_dimension;
-    launch(&mut f.s, inc_kernel(), CubeCount::Static(max + 1, 1, 1), &[&h], S0);
+    launch(
+        &mut f.s,
+        inc_kernel(),
+        CubeCount::Static(max + 1, 1, 1),
+        &[&h],
+        S0,
+    );
     let err = f.s.flush(S0).expect_err("over limit");
     assert!(
         matches!(
@@ -194,7 +212,10 @@ fn dispatch_over_the_adapter_limits_is_refused_before_wgpu_sees_it() {
     );
     launch(&mut f.s, too_wide, CubeCount::x(1), &[&h], S0);
     let err = f.s.flush(S0).expect_err("too wide");
-    assert!(matches!(err.root_cause(), ServerError::LimitExceeded { .. }), "{err}");
+    assert!(
+        matches!(err.root_cause(), ServerError::LimitExceeded { .. }),
+        "{err}"
+    );
     // The batch the refused launches would have joined still runs.
     launch(&mut f.s, inc_kernel(), CubeCount::x(1), &[&h], S0);
     assert_eq!(to_u32s(&read(&mut f.s, &h, S0).expect("read")), vec![1; 64]);
@@ -207,7 +228,10 @@ fn wrong_argument_count_and_foreign_kernels_are_refused() {
     let h = upload(&mut f.s, u32s(&[0; 64]), S0);
     launch(&mut f.s, add_kernel(), CubeCount::x(1), &[&h], S0);
     let err = f.s.flush(S0).expect_err("arity");
-    assert!(matches!(err.root_cause(), ServerError::InvalidArgument { .. }), "{err}");
+    assert!(
+        matches!(err.root_cause(), ServerError::InvalidArgument { .. }),
+        "{err}"
+    );
 
     #[derive(Debug)]
     struct Alien;
@@ -233,7 +257,10 @@ fn wrong_argument_count_and_foreign_kernels_are_refused() {
         )
     };
     let err = f.s.flush(S0).expect_err("foreign");
-    assert!(matches!(err.root_cause(), ServerError::ForeignKernel { .. }), "{err}");
+    assert!(
+        matches!(err.root_cause(), ServerError::ForeignKernel { .. }),
+        "{err}"
+    );
     f.assert_intact();
 }
 
@@ -246,9 +273,15 @@ fn unaligned_partial_writes_are_refused_not_clobbering_neighbours() {
         offset: 2,
         size: 3,
     };
-    f.s.write(vec![(CopyDescriptor::contiguous(mid), Vec::from([9u8; 3]).into())], S0);
+    f.s.write(
+        vec![(CopyDescriptor::contiguous(mid), Vec::from([9u8; 3]).into())],
+        S0,
+    );
     let err = f.s.flush(S0).expect_err("unaligned");
-    assert!(matches!(err.root_cause(), ServerError::InvalidArgument { .. }), "{err}");
+    assert!(
+        matches!(err.root_cause(), ServerError::InvalidArgument { .. }),
+        "{err}"
+    );
     f.assert_intact();
 }
 
@@ -259,20 +292,34 @@ fn zero_size_and_oversized_reservations_are_refused() {
     let err = f.s.initialize_memory(m.clone(), 0, S0).expect_err("zero");
     assert!(matches!(err, ServerError::InvalidArgument { .. }), "{err}");
     let max = f.s.device().limits().max_buffer_size;
-    let err = f.s.initialize_memory(m.clone(), max + 1, S0).expect_err("huge");
+    let err =
+        f.s.initialize_memory(m.clone(), max + 1, S0)
+            .expect_err("huge");
     assert!(matches!(err, ServerError::LimitExceeded { .. }), "{err}");
     f.s.initialize_memory(m.clone(), 64, S0).expect("then fine");
     let err = f.s.initialize_memory(m, 64, S0).expect_err("twice");
-    assert!(matches!(err, ServerError::AlreadyInitialized { .. }), "{err}");
+    assert!(
+        matches!(err, ServerError::AlreadyInitialized { .. }),
+        "{err}"
+    );
     f.assert_intact();
 }
 
 #[test]
 fn unsupported_capabilities_say_so() {
     let mut f = fixture();
-    assert!(matches!(f.s.start_profile(S0), Err(ServerError::Unsupported { .. })));
-    assert!(matches!(f.s.begin_capture(S0), Err(ServerError::Unsupported { .. })));
-    assert!(matches!(f.s.staging(&[16], S0), Err(ServerError::Unsupported { .. })));
+    assert!(matches!(
+        f.s.start_profile(S0),
+        Err(ServerError::Unsupported { .. })
+    ));
+    assert!(matches!(
+        f.s.begin_capture(S0),
+        Err(ServerError::Unsupported { .. })
+    ));
+    assert!(matches!(
+        f.s.staging(&[16], S0),
+        Err(ServerError::Unsupported { .. })
+    ));
     let h = upload(&mut f.s, u32s(&[0; 64]), S0);
     // SAFETY: refused before anything runs.
     unsafe {
@@ -285,7 +332,10 @@ fn unsupported_capabilities_say_so() {
         )
     };
     let err = f.s.flush(S0).expect_err("queue mode");
-    assert!(matches!(err.root_cause(), ServerError::Unsupported { .. }), "{err}");
+    assert!(
+        matches!(err.root_cause(), ServerError::Unsupported { .. }),
+        "{err}"
+    );
     use compute_runtime::ServerCommunication;
     assert!(matches!(
         f.s.comm_init(vec![compute_runtime::DeviceId(0)]),

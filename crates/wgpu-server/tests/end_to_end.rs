@@ -11,7 +11,11 @@ fn write_read_roundtrip_exact_bytes() {
     for len in [1usize, 3, 4, 5, 255, 256, 4096, 100_003] {
         let data: Vec<u8> = (0..len).map(|i| (i * 7 + 3) as u8).collect();
         let h = upload(&mut s, data.clone().into(), S0);
-        assert_eq!(read(&mut s, &h, S0).expect("read").as_ref(), &data[..], "len {len}");
+        assert_eq!(
+            read(&mut s, &h, S0).expect("read").as_ref(),
+            &data[..],
+            "len {len}"
+        );
     }
 }
 
@@ -24,7 +28,13 @@ fn add_kernel_matches_host() {
     let ha = upload(&mut s, f32s(&a), S0);
     let hb = upload(&mut s, f32s(&b), S0);
     let hc = alloc(&mut s, (n * 4) as u64, S0);
-    launch(&mut s, add_kernel(), CubeCount::x((n as u32).div_ceil(64)), &[&ha, &hb, &hc], S0);
+    launch(
+        &mut s,
+        add_kernel(),
+        CubeCount::x((n as u32).div_ceil(64)),
+        &[&ha, &hb, &hc],
+        S0,
+    );
     let c = to_f32s(&read(&mut s, &hc, S0).expect("read"));
     let expected: Vec<f32> = a.iter().zip(&b).map(|(x, y)| x + y).collect();
     assert_eq!(c, expected);
@@ -38,7 +48,10 @@ fn repeated_launches_reuse_pipeline_and_accumulate() {
     for _ in 0..100 {
         launch(&mut s, inc_kernel(), CubeCount::x(16), &[&h], S0);
     }
-    assert_eq!(to_u32s(&read(&mut s, &h, S0).expect("read")), vec![100; 1000]);
+    assert_eq!(
+        to_u32s(&read(&mut s, &h, S0).expect("read")),
+        vec![100; 1000]
+    );
     assert_eq!(s.cached_pipelines(), 1);
     s.flush(S0).expect("flush");
 }
@@ -63,11 +76,20 @@ fn freed_memory_is_reused_without_corrupting_pending_work() {
     let keep = upload(&mut s, u32s(&[1; 256]), S0);
     for round in 0..20u32 {
         let tmp = upload(&mut s, u32s(&[round; 256]), StreamId(u64::from(round % 3)));
-        launch(&mut s, inc_kernel(), CubeCount::x(4), &[&tmp], StreamId(u64::from(round % 3)));
+        launch(
+            &mut s,
+            inc_kernel(),
+            CubeCount::x(4),
+            &[&tmp],
+            StreamId(u64::from(round % 3)),
+        );
         drop(tmp);
     }
     launch(&mut s, inc_kernel(), CubeCount::x(4), &[&keep], S0);
-    assert_eq!(to_u32s(&read(&mut s, &keep, S0).expect("read")), vec![2; 256]);
+    assert_eq!(
+        to_u32s(&read(&mut s, &keep, S0).expect("read")),
+        vec![2; 256]
+    );
 }
 
 #[test]

@@ -20,7 +20,11 @@ pub fn server() -> TestServer {
 }
 
 pub fn f32s(data: &[f32]) -> Bytes {
-    Bytes::from(data.iter().flat_map(|v| v.to_le_bytes()).collect::<Vec<u8>>())
+    Bytes::from(
+        data.iter()
+            .flat_map(|v| v.to_le_bytes())
+            .collect::<Vec<u8>>(),
+    )
 }
 
 pub fn to_f32s(bytes: &[u8]) -> Vec<f32> {
@@ -31,7 +35,11 @@ pub fn to_f32s(bytes: &[u8]) -> Vec<f32> {
 }
 
 pub fn u32s(data: &[u32]) -> Bytes {
-    Bytes::from(data.iter().flat_map(|v| v.to_le_bytes()).collect::<Vec<u8>>())
+    Bytes::from(
+        data.iter()
+            .flat_map(|v| v.to_le_bytes())
+            .collect::<Vec<u8>>(),
+    )
 }
 
 pub fn to_u32s(bytes: &[u8]) -> Vec<u32> {
@@ -114,7 +122,13 @@ fn main(@builtin(global_invocation_id) id: vec3<u32>) {
 "#;
 
 pub fn inc_kernel() -> WgslKernel {
-    WgslKernel::new("inc", INC_WGSL, "main", [64, 1, 1], vec![BindingAccess::ReadWrite])
+    WgslKernel::new(
+        "inc",
+        INC_WGSL,
+        "main",
+        [64, 1, 1],
+        vec![BindingAccess::ReadWrite],
+    )
 }
 
 pub fn launch(

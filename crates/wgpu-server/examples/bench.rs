@@ -1,0 +1,514 @@
+//! Benchmarks: each figure measured through the server and against the
+//! closest raw-wgpu loop doing the same work, in the same process, on the
+//! same device, in interleaved rounds; medians reported.
+//!
+//! `cargo xtask bench [--quick] [--filter PREFIX] [--out PATH]` writes
+//! `target/bench/report.json` (or PATH) and prints a table. See
+//! `docs/benchmarks.md` for what each figure means.
+
+use std::time::{Duration, Instant};
+
+use compute_runtime::{
+    Bytes, CopyDescriptor, CubeCount, DeviceId, Handle, KernelArguments, LaunchMode,
+    ManagedMemoryHandle, Server, ServerError, ServerStorage, StreamId,
+};
+use wgpu_server::{BindingAccess, WgpuServer, WgslKernel, WgslPassthrough};
+
+type S = WgpuServer<WgslPassthrough>;
+const STREAM: StreamId = StreamId(0);
+
+const TINY: &str = r#"
+@group(0) @binding(0) var<storage, read_write> x: array<u32>;
+@compute @workgroup_size(64)
+fn main(@builtin(global_invocation_id) id: vec3<u32>) {
+    if (id.x < arrayLength(&x)) { x[id.x] = x[id.x] + 1u; }
+}
+"#;
+
+struct Figure {
+    name: &'static str,
+    value: f64,
+    unit: &'static str,
+    baseline: &'static str,
+    baseline_value: f64,
+}
+
+struct Options {
+    quick: bool,
+    filter: Option<String>,
+    out: String,
+}
+
+fn options() -> Options {
+    let mut o = Options {
+        quick: false,
+        filter: None,
+        out: "target/bench/report.json".into(),
+    };
+    let mut args = std::env::args().skip(1);
+    while let Some(a) = args.next() {
+        match a.as_str() {
+            "--quick" => o.quick = true,
+            "--filter" => o.filter = args.next(),
+            "--out" => {
+                if let Some(p) = args.next() {
+                    o.out = p;
+                }
+            }
+            other => eprintln!("bench: ignoring unknown argument `{other}`"),
+        }
+    }
+    o
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(|a, b| a.total_cmp(b));
+    if v.is_empty() {
+        f64::NAN
+    } else {
+        v[v.len() / 2]
+    }
+}
+
+/// Runs `ours` and `raw` alternately for `rounds`, returning both medians.
+fn interleaved(
+    rounds: usize,
+    mut ours: impl FnMut() -> f64,
+    mut raw: impl FnMut() -> f64,
+) -> (f64, f64) {
+    let (mut a, mut b) = (Vec::new(), Vec::new());
+    for r in 0..rounds {
+        if r % 2 == 0 {
+            a.push(ours());
+            b.push(raw());
+        } else {
+            b.push(raw());
+            a.push(ours());
+        }
+    }
+    (median(a), median(b))
+}
+
+fn alloc(s: &mut S, size: u64) -> Result<Handle, ServerError> {
+    let m = ManagedMemoryHandle::new();
+    s.initialize_memory(m.clone(), size, STREAM)?;
+    Ok(Handle::new(m, size))
+}
+
+fn sync(s: &mut S) -> Result<(), ServerError> {
+    futures::executor::block_on(s.sync(vec![], STREAM))
+}
+
+fn wait(device: &wgpu::Device) {
+    let _ = device.poll(wgpu::PollType::wait_indefinitely());
+}
+
+fn us(d: Duration, n: usize) -> f64 {
+    d.as_secs_f64() * 1e6 / n as f64
+}
+
+/// Raw pipeline + bind group of the tiny kernel over `buffer`.
+fn raw_tiny(
+    device: &wgpu::Device,
+    buffer: &wgpu::Buffer,
+    offset: u64,
+    size: u64,
+) -> (wgpu::ComputePipeline, wgpu::BindGroup) {
+    let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
+        label: Some("raw tiny"),
+        source: wgpu::ShaderSource::Wgsl(TINY.into()),
+    });
+    let pipeline = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+        label: Some("raw tiny"),
+        layout: None,
+        module: &module,
+        entry_point: Some("main"),
+        compilation_options: Default::default(),
+        cache: None,
+    });
+    let group = device.create_bind_group(&wgpu::BindGroupDescriptor {
+        label: None,
+        layout: &pipeline.get_bind_group_layout(0),
+        entries: &[wgpu::BindGroupEntry {
+            binding: 0,
+            resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding {
+                buffer,
+                offset,
+                size: wgpu::BufferSize::new(size),
+            }),
+        }],
+    });
+    (pipeline, group)
+}
+
+fn launch_figures(s: &mut S, o: &Options, out: &mut Vec<Figure>) -> Result<(), ServerError> {
+    let launches = 10_000;
+    let rounds = if o.quick { 3 } else { 9 };
+    let h = alloc(s, 256)?;
+    s.write(
+        vec![(h.copy_descriptor(), Bytes::from(vec![0u8; 256]))],
+        STREAM,
+    );
+    let kernel = WgslKernel::new(
+        "tiny",
+        TINY,
+        "main",
+        [64, 1, 1],
+        vec![BindingAccess::ReadWrite],
+    );
+    let device = s.device().clone();
+    let queue = s.queue().clone();
+    let raw_buf = device.create_buffer(&wgpu::BufferDescriptor {
+        label: None,
+        size: 256,
+        usage: wgpu::BufferUsages::STORAGE,
+        mapped_at_creation: false,
+    });
+    let (pipeline, group) = raw_tiny(&device, &raw_buf, 0, 256);
+    sync(s)?;
+
+    let ours = |s: &mut S, with_sync: bool| -> f64 {
+        let t = Instant::now();
+        for _ in 0..launches {
+            let args = KernelArguments::buffers(vec![h.binding()]);
+            // SAFETY: the kernel bound-checks with arrayLength.
+            unsafe {
+                s.launch(
+                    Box::new(kernel.clone()),
+                    CubeCount::x(1),
+                    args,
+                    STREAM,
+                    LaunchMode::Execute,
+                )
+            };
+        }
+        let _ = s.flush(STREAM);
+        if with_sync {
+            let _ = sync(s);
+        }
+        let e = us(t.elapsed(), launches);
+        if !with_sync {
+            let _ = sync(s);
+        }
+        e
+    };
+    let raw = |with_wait: bool| -> f64 {
+        let t = Instant::now();
+        let mut enc = device.create_command_encoder(&Default::default());
+        {
+            let mut pass = enc.begin_compute_pass(&Default::default());
+            pass.set_pipeline(&pipeline);
+            pass.set_bind_group(0, &group, &[]);
+            for _ in 0..launches {
+                pass.dispatch_workgroups(1, 1, 1);
+            }
+        }
+        queue.submit(Some(enc.finish()));
+        if with_wait {
+            wait(&device);
+        }
+        let e = us(t.elapsed(), launches);
+        if !with_wait {
+            wait(&device);
+        }
+        e
+    };
+    let cell = std::cell::RefCell::new(s);
+    let (v, b) = interleaved(
+        rounds,
+        || ours(&mut cell.borrow_mut(), false),
+        || raw(false),
+    );
+    out.push(Figure {
+        name: "launch.enqueue_us",
+        value: v,
+        unit: "us/launch (lower is better)",
+        baseline: "raw.enqueue_us",
+        baseline_value: b,
+    });
+    let (v, b) = interleaved(rounds, || ours(&mut cell.borrow_mut(), true), || raw(true));
+    out.push(Figure {
+        name: "launch.e2e_us",
+        value: v,
+        unit: "us/launch (lower is better)",
+        baseline: "raw.e2e_us",
+        baseline_value: b,
+    });
+    Ok(())
+}
+
+fn sync_figure(s: &mut S, o: &Options, out: &mut Vec<Figure>) -> Result<(), ServerError> {
+    let n = if o.quick { 200 } else { 1000 };
+    let rounds = if o.quick { 3 } else { 9 };
+    let device = s.device().clone();
+    let queue = s.queue().clone();
+    let cell = std::cell::RefCell::new(s);
+    let (v, b) = interleaved(
+        rounds,
+        || {
+            let mut s = cell.borrow_mut();
+            let t = Instant::now();
+            for _ in 0..n {
+                let _ = sync(&mut s);
+            }
+            us(t.elapsed(), n)
+        },
+        || {
+            let t = Instant::now();
+            for _ in 0..n {
+                queue.submit(std::iter::empty());
+                wait(&device);
+            }
+            us(t.elapsed(), n)
+        },
+    );
+    out.push(Figure {
+        name: "sync.roundtrip_us",
+        value: v,
+        unit: "us (lower is better)",
+        baseline: "raw.sync_roundtrip_us",
+        baseline_value: b,
+    });
+    Ok(())
+}
+
+fn transfer_figures(s: &mut S, o: &Options, out: &mut Vec<Figure>) -> Result<(), ServerError> {
+    let size: u64 = 64 << 20;
+    let rounds = if o.quick { 3 } else { 7 };
+    let data = Bytes::from((0..size).map(|i| (i % 251) as u8).collect::<Vec<u8>>());
+    let h = alloc(s, size)?;
+    let device = s.device().clone();
+    let queue = s.queue().clone();
+    let raw_dst = device.create_buffer(&wgpu::BufferDescriptor {
+        label: None,
+        size,
+        usage: wgpu::BufferUsages::STORAGE
+            | wgpu::BufferUsages::COPY_DST
+            | wgpu::BufferUsages::COPY_SRC,
+        mapped_at_creation: false,
+    });
+    let gbps = |d: Duration| size as f64 / d.as_secs_f64() / 1e9;
+    let cell = std::cell::RefCell::new(s);
+
+    let (v, b) = interleaved(
+        rounds,
+        || {
+            let mut s = cell.borrow_mut();
+            let t = Instant::now();
+            s.write(vec![(h.copy_descriptor(), data.clone())], STREAM);
+            let _ = sync(&mut s);
+            gbps(t.elapsed())
+        },
+        || {
+            let t = Instant::now();
+            queue.write_buffer(&raw_dst, 0, &data);
+            queue.submit(std::iter::empty());
+            wait(&device);
+            gbps(t.elapsed())
+        },
+    );
+    out.push(Figure {
+        name: "transfer.write_64mib_gbps",
+        value: v,
+        unit: "GB/s (higher is better)",
+        baseline: "raw.write_64mib_gbps",
+        baseline_value: b,
+    });
+
+    let raw_read = || {
+        let t = Instant::now();
+        let staging = device.create_buffer(&wgpu::BufferDescriptor {
+            label: None,
+            size,
+            usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
+        let mut enc = device.create_command_encoder(&Default::default());
+        enc.copy_buffer_to_buffer(&raw_dst, 0, &staging, 0, size);
+        queue.submit(Some(enc.finish()));
+        staging.map_async(wgpu::MapMode::Read, .., |_| {});
+        wait(&device);
+        let bytes = staging
+            .get_mapped_range(..)
+            .map(|v| v.to_vec())
+            .unwrap_or_default();
+        std::hint::black_box(bytes);
+        gbps(t.elapsed())
+    };
+    let (v, b) = interleaved(
+        rounds,
+        || {
+            let mut s = cell.borrow_mut();
+            let t = Instant::now();
+            let r = futures::executor::block_on(s.read(vec![h.copy_descriptor()], STREAM));
+            std::hint::black_box(r.ok());
+            gbps(t.elapsed())
+        },
+        raw_read,
+    );
+    out.push(Figure {
+        name: "transfer.read_64mib_gbps",
+        value: v,
+        unit: "GB/s (higher is better)",
+        baseline: "raw.read_64mib_gbps",
+        baseline_value: b,
+    });
+
+    // 4 KiB round trip.
+    let small = Bytes::from(vec![7u8; 4096]);
+    let hs = alloc(&mut cell.borrow_mut(), 4096)?;
+    let raw_small = device.create_buffer(&wgpu::BufferDescriptor {
+        label: None,
+        size: 4096,
+        usage: wgpu::BufferUsages::STORAGE
+            | wgpu::BufferUsages::COPY_DST
+            | wgpu::BufferUsages::COPY_SRC,
+        mapped_at_creation: false,
+    });
+    let n = if o.quick { 50 } else { 200 };
+    let (v, b) = interleaved(
+        rounds,
+        || {
+            let mut s = cell.borrow_mut();
+            let t = Instant::now();
+            for _ in 0..n {
+                s.write(vec![(hs.copy_descriptor(), small.clone())], STREAM);
+                let r = futures::executor::block_on(s.read(vec![hs.copy_descriptor()], STREAM));
+                std::hint::black_box(r.ok());
+            }
+            us(t.elapsed(), n)
+        },
+        || {
+            let t = Instant::now();
+            for _ in 0..n {
+                queue.write_buffer(&raw_small, 0, &small);
+                let staging = device.create_buffer(&wgpu::BufferDescriptor {
+                    label: None,
+                    size: 4096,
+                    usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+                    mapped_at_creation: false,
+                });
+                let mut enc = device.create_command_encoder(&Default::default());
+                enc.copy_buffer_to_buffer(&raw_small, 0, &staging, 0, 4096);
+                queue.submit(Some(enc.finish()));
+                staging.map_async(wgpu::MapMode::Read, .., |_| {});
+                wait(&device);
+                let bytes = staging
+                    .get_mapped_range(..)
+                    .map(|v| v.to_vec())
+                    .unwrap_or_default();
+                std::hint::black_box(bytes);
+            }
+            us(t.elapsed(), n)
+        },
+    );
+    out.push(Figure {
+        name: "transfer.roundtrip_4kib_us",
+        value: v,
+        unit: "us (lower is better)",
+        baseline: "raw.roundtrip_4kib_us",
+        baseline_value: b,
+    });
+    let _ = cell.borrow_mut().get_resource(h.binding(), STREAM);
+    let _ = CopyDescriptor::contiguous(h.binding());
+    Ok(())
+}
+
+fn json_str(s: &str) -> String {
+    let mut o = String::from("\"");
+    for c in s.chars() {
+        match c {
+            '"' => o.push_str("\\\""),
+            '\\' => o.push_str("\\\\"),
+            c if (c as u32) < 0x20 => o.push_str(&format!("\\u{:04x}", c as u32)),
+            c => o.push(c),
+        }
+    }
+    o.push('"');
+    o
+}
+
+fn json_num(v: f64) -> String {
+    if v.is_finite() {
+        format!("{v}")
+    } else {
+        "null".into()
+    }
+}
+
+fn main() -> Result<(), ServerError> {
+    let o = options();
+    let mut s = S::try_init(DeviceId(0))?;
+    let a = Server::utilities(&s).adapter.clone();
+    println!(
+        "adapter: {} ({}, {}, {} {})",
+        a.name, a.backend, a.device_type, a.driver, a.driver_info
+    );
+    let wanted = |prefix: &str| {
+        o.filter
+            .as_deref()
+            .is_none_or(|f| prefix.starts_with(f) || f.starts_with(prefix))
+    };
+    let mut figures = Vec::new();
+    if wanted("launch.") {
+        launch_figures(&mut s, &o, &mut figures)?;
+    }
+    if wanted("sync.") {
+        sync_figure(&mut s, &o, &mut figures)?;
+    }
+    if wanted("transfer.") {
+        transfer_figures(&mut s, &o, &mut figures)?;
+    }
+    if let Some(f) = &o.filter {
+        figures.retain(|x| x.name.starts_with(f.as_str()));
+    }
+
+    println!(
+        "\n{:<32} {:>12} {:>12} {:>8}  unit / baseline",
+        "figure", "value", "baseline", "ratio"
+    );
+    for f in &figures {
+        println!(
+            "{:<32} {:>12.3} {:>12.3} {:>8.3}  {} / {}",
+            f.name,
+            f.value,
+            f.baseline_value,
+            f.value / f.baseline_value,
+            f.unit,
+            f.baseline
+        );
+    }
+    let body: Vec<String> = figures
+        .iter()
+        .map(|f| {
+            format!(
+                "    {{\"name\": {}, \"value\": {}, \"unit\": {}, \"baseline\": {}, \"baseline_value\": {}, \"ratio\": {}}}",
+                json_str(f.name),
+                json_num(f.value),
+                json_str(f.unit),
+                json_str(f.baseline),
+                json_num(f.baseline_value),
+                json_num(f.value / f.baseline_value)
+            )
+        })
+        .collect();
+    let json = format!(
+        "{{\n  \"adapter\": {{\"name\": {}, \"backend\": {}, \"device_type\": {}, \"driver\": {}, \"driver_info\": {}}},\n  \"quick\": {},\n  \"figures\": [\n{}\n  ]\n}}\n",
+        json_str(&a.name),
+        json_str(&a.backend),
+        json_str(&a.device_type),
+        json_str(&a.driver),
+        json_str(&a.driver_info),
+        o.quick,
+        body.join(",\n")
+    );
+    let path = std::path::Path::new(&o.out);
+    if let Some(dir) = path.parent() {
+        let _ = std::fs::create_dir_all(dir);
+    }
+    std::fs::write(path, json).map_err(|e| ServerError::InvalidArgument {
+        reason: format!("writing {}: {e}", o.out),
+    })?;
+    println!("\nwrote {}", o.out);
+    Ok(())
+}
