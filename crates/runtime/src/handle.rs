@@ -11,6 +11,7 @@
 //! buy is eager reuse: a slice freed between two server calls is reusable from
 //! the next call on.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use crate::{MemoryId, ServerError};
@@ -20,6 +21,9 @@ use crate::{MemoryId, ServerError};
 #[derive(Debug, Default)]
 pub struct ReleaseQueue {
     ids: Mutex<Vec<MemoryId>>,
+    /// Ids pushed and not drained: lets the drain every server call makes
+    /// skip the lock when nothing was freed.
+    pending: AtomicUsize,
 }
 
 impl ReleaseQueue {
@@ -33,11 +37,16 @@ impl ReleaseQueue {
         // Vec is still valid, so keep going rather than leak the slice.
         let mut ids = self.ids.lock().unwrap_or_else(|e| e.into_inner());
         ids.push(id);
+        self.pending.fetch_add(1, Ordering::Release);
     }
 
     /// Takes every id released since the last call, appending to `out`.
     pub fn drain_into(&self, out: &mut Vec<MemoryId>) {
+        if self.pending.load(Ordering::Acquire) == 0 {
+            return;
+        }
         let mut ids = self.ids.lock().unwrap_or_else(|e| e.into_inner());
+        self.pending.store(0, Ordering::Release);
         out.append(&mut ids);
     }
 }

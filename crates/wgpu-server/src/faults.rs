@@ -7,6 +7,7 @@
 //! next `sync`, which drains first so every fault of the work it waited on has
 //! had its chance to arrive.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use compute_runtime::ServerError;
@@ -14,6 +15,8 @@ use compute_runtime::ServerError;
 /// Faults recorded by the device's callbacks.
 #[derive(Debug, Default)]
 pub struct DeviceFaults {
+    /// Fast path for the check every call makes.
+    is_lost: AtomicBool,
     lost: Mutex<Option<String>>,
     uncaptured: Mutex<Vec<String>>,
 }
@@ -24,8 +27,7 @@ impl DeviceFaults {
         let faults = Arc::new(Self::default());
         let f = Arc::clone(&faults);
         device.set_device_lost_callback(move |reason, message| {
-            let mut lost = f.lost.lock().unwrap_or_else(|e| e.into_inner());
-            lost.get_or_insert_with(|| format!("{reason:?}: {message}"));
+            f.mark_lost(format!("{reason:?}: {message}"));
         });
         let f = Arc::clone(&faults);
         device.on_uncaptured_error(Arc::new(move |error: wgpu::Error| {
@@ -37,6 +39,9 @@ impl DeviceFaults {
 
     /// `Err(DeviceLost)` once the device is gone.
     pub fn lost(&self) -> Result<(), ServerError> {
+        if !self.is_lost.load(Ordering::Acquire) {
+            return Ok(());
+        }
         let lost = self.lost.lock().unwrap_or_else(|e| e.into_inner());
         match &*lost {
             None => Ok(()),
@@ -51,6 +56,7 @@ impl DeviceFaults {
     pub fn mark_lost(&self, reason: String) {
         let mut lost = self.lost.lock().unwrap_or_else(|e| e.into_inner());
         lost.get_or_insert(reason);
+        self.is_lost.store(true, Ordering::Release);
     }
 
     /// The first uncaptured error since the last call, if any.

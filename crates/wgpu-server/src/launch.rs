@@ -10,6 +10,7 @@
 //! first: an invalid command inside an encoder would invalidate the whole
 //! batch, taking other launches' work with it.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use compute_runtime::{
@@ -22,6 +23,7 @@ use compute_wgsl::{BindingAccess, KernelLayout, WgpuCompiler};
 use crate::WgpuServer;
 use crate::bind::{BindKey, Range};
 use crate::faults::scoped;
+use crate::pipeline::CachedPipeline;
 
 pub(crate) fn launch<C: WgpuCompiler>(
     server: &mut WgpuServer<C>,
@@ -35,9 +37,15 @@ pub(crate) fn launch<C: WgpuCompiler>(
         server.streams.defer_error(stream, &Arc::new(e));
         return;
     }
+    // A cache hit knows the layout; a miss asks the compiler, which can
+    // tell it without compiling.
+    let cached = server.pipelines.get(kernel.id(), &server.options).cloned();
+    let layout = match &cached {
+        Some(p) => Ok(Cow::Borrowed(&p.layout)),
+        None => server.compiler.layout(kernel).map(Cow::Owned),
+    };
     // The write set: read-write bindings by the layout; every buffer when
     // the layout itself cannot be had (nothing is known to be read-only).
-    let layout = server.compiler.layout(kernel);
     let writes: Vec<BufferBinding> = match &layout {
         Ok(l) => args
             .buffers
@@ -50,7 +58,7 @@ pub(crate) fn launch<C: WgpuCompiler>(
     };
     let _ = server.scoped(stream, &writes, |s| {
         let layout = layout?;
-        encode(s, kernel, &layout, count, &args, stream, mode)
+        encode(s, kernel, cached.clone(), &layout, count, &args, stream, mode)
     });
 }
 
@@ -107,9 +115,11 @@ fn check_counts(
     Ok(())
 }
 
+#[allow(clippy::too_many_arguments)]
 fn encode<C: WgpuCompiler>(
     s: &mut WgpuServer<C>,
     kernel: &dyn CubeKernel,
+    cached: Option<Arc<CachedPipeline>>,
     layout: &KernelLayout,
     count: CubeCount,
     args: &KernelArguments,
@@ -190,14 +200,17 @@ fn encode<C: WgpuCompiler>(
         }
     };
 
-    let pipeline = s.pipelines.get_or_compile(
-        &mut s.compiler,
-        kernel,
-        &s.options,
-        &s.caps,
-        &s.device,
-        &s.logger,
-    )?;
+    let pipeline = match cached {
+        Some(p) => p,
+        None => s.pipelines.get_or_compile(
+            &mut s.compiler,
+            kernel,
+            &s.options,
+            &s.caps,
+            &s.device,
+            &s.logger,
+        )?,
+    };
 
     // Bind group: cached when the ranges repeat (and there are no scalars).
     let key = if layout.scalars {

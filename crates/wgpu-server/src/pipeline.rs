@@ -28,6 +28,8 @@ pub struct CachedPipeline {
     pub pipeline: wgpu::ComputePipeline,
     /// Layout of bind group 0.
     pub bind_group_layout: wgpu::BindGroupLayout,
+    /// The kernel's interface, so a hit needs no call into the compiler.
+    pub layout: KernelLayout,
     /// The kernel's name.
     pub name: String,
 }
@@ -39,6 +41,15 @@ pub struct PipelineCache {
 }
 
 impl PipelineCache {
+    /// The cached pipeline of `kernel`, if compiled: the launch path's hit.
+    pub fn get(
+        &self,
+        kernel: KernelId,
+        options: &WgpuCompilationOptions,
+    ) -> Option<&Arc<CachedPipeline>> {
+        self.pipelines.get(&(kernel, *options))
+    }
+
     /// Number of cached pipelines.
     pub fn len(&self) -> usize {
         self.pipelines.len()
@@ -108,6 +119,7 @@ impl PipelineCache {
             id: NEXT.fetch_add(1, Ordering::Relaxed),
             pipeline,
             bind_group_layout,
+            layout: compiled.layout,
             name: compiled.name,
         });
         logger.log(LogCategory::Compile, LogLevel::Basic, || {

@@ -99,7 +99,7 @@ impl<C: WgpuCompiler + Default> WgpuServer<C> {
             WgpuCompilationOptions::default(),
             device,
             queue,
-            DEFAULT_TASKS_MAX,
+            tasks_max_from_env(),
             info.backend,
             timing_method,
             utilities,
@@ -617,4 +617,13 @@ fn graphs_unsupported() -> ServerError {
         "graph capture",
         "software graphs are not built yet (graphs issue)",
     )
+}
+
+/// `WGPU_SERVER_TASKS_MAX`, else [`DEFAULT_TASKS_MAX`].
+fn tasks_max_from_env() -> usize {
+    std::env::var("WGPU_SERVER_TASKS_MAX")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .filter(|v: &usize| *v > 0)
+        .unwrap_or(DEFAULT_TASKS_MAX)
 }
