@@ -58,7 +58,16 @@ pub(crate) fn launch<C: WgpuCompiler>(
     };
     let _ = server.scoped(stream, &writes, |s| {
         let layout = layout?;
-        encode(s, kernel, cached.clone(), &layout, count, &args, stream, mode)
+        encode(
+            s,
+            kernel,
+            cached.clone(),
+            &layout,
+            count,
+            &args,
+            stream,
+            mode,
+        )
     });
 }
 

@@ -12,9 +12,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use compute_runtime::{CubeKernel, KernelId, LogCategory, LogLevel, ServerError, ServerLogger};
-use compute_wgsl::{
-    BindingAccess, BoundsChecks, DeviceCaps, KernelLayout, WgpuCompilationOptions, WgpuCompiler,
-};
+use compute_wgsl::{BoundsChecks, DeviceCaps, KernelLayout, WgpuCompilationOptions, WgpuCompiler};
 use hashbrown::HashMap;
 
 use crate::faults::scoped;
@@ -140,13 +138,14 @@ fn bind_group_layout(device: &wgpu::Device, layout: &KernelLayout) -> wgpu::Bind
         .bindings
         .iter()
         .enumerate()
-        .map(|(i, access)| wgpu::BindGroupLayoutEntry {
+        // Every storage binding is read-write (the `CompiledKernel`
+        // contract): a read-only and a read-write binding of one page in one
+        // dispatch would be a usage conflict.
+        .map(|(i, _access)| wgpu::BindGroupLayoutEntry {
             binding: i as u32,
             visibility: wgpu::ShaderStages::COMPUTE,
             ty: wgpu::BindingType::Buffer {
-                ty: wgpu::BufferBindingType::Storage {
-                    read_only: *access == BindingAccess::ReadOnly,
-                },
+                ty: wgpu::BufferBindingType::Storage { read_only: false },
                 has_dynamic_offset: false,
                 min_binding_size: None,
             },

@@ -36,17 +36,24 @@ impl DevicePoller {
             .name("wgpu-server-poller".into())
             .spawn(move || {
                 while let Ok(job) = rx.recv() {
-                    let result = device
-                        .poll(wgpu::PollType::Wait {
-                            submission_index: job.index,
+                    let wait = |index| {
+                        device.poll(wgpu::PollType::Wait {
+                            submission_index: index,
                             timeout: None,
                         })
-                        .map(|_| ())
-                        .map_err(|e| {
-                            let reason = format!("poll failed: {e}");
-                            faults.mark_lost(reason.clone());
-                            ServerError::DeviceLost { reason }
-                        });
+                    };
+                    let result = match wait(job.index) {
+                        // A submission that failed validation has an index
+                        // but never runs (its error goes to the uncaptured
+                        // handler, reported by sync): wait for what did run.
+                        Err(wgpu::PollError::WrongSubmissionIndex(..)) => wait(None),
+                        other => other,
+                    };
+                    let result = result.map(|_| ()).map_err(|e| {
+                        let reason = format!("poll failed: {e}");
+                        faults.mark_lost(reason.clone());
+                        ServerError::DeviceLost { reason }
+                    });
                     // The waiter may have been dropped; nobody to tell.
                     let _ = job.done.send(result);
                 }

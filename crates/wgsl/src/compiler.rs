@@ -73,11 +73,15 @@ impl KernelLayout {
 }
 
 /// A kernel ready for `create_shader_module`.
+///
+/// Contract: `source` declares every storage binding `read_write` (see
+/// [`crate::writable_storage`] for why); `layout` still says which bindings
+/// the kernel writes.
 #[derive(Clone, Debug)]
 pub struct CompiledKernel {
     /// Name for labels and errors.
     pub name: String,
-    /// WGSL source.
+    /// WGSL source, every storage binding `read_write`.
     pub source: String,
     /// Entry point.
     pub entry_point: String,

@@ -24,4 +24,4 @@ pub use compiler::{
     WgpuCompiler,
 };
 pub use passthrough::{WgslKernel, WgslPassthrough};
-pub use validate::validate_wgsl;
+pub use validate::{validate_wgsl, writable_storage};

@@ -14,7 +14,7 @@ use compute_runtime::{CubeKernel, KernelId, ServerError};
 
 use crate::{
     BindingAccess, CompiledKernel, DeviceCaps, KernelLayout, WgpuCompilationOptions, WgpuCompiler,
-    validate_wgsl,
+    validate_wgsl, writable_storage,
 };
 
 /// A kernel given as WGSL source.
@@ -115,8 +115,9 @@ impl WgpuCompiler for WgslPassthrough {
         _caps: &DeviceCaps,
     ) -> Result<CompiledKernel, ServerError> {
         let k = Self::downcast(kernel)?;
+        let source = writable_storage(&k.name, &k.source)?;
         if options.validate {
-            let module = validate_wgsl(&k.name, &k.source)?;
+            let module = validate_wgsl(&k.name, &source)?;
             if !module
                 .entry_points
                 .iter()
@@ -130,7 +131,7 @@ impl WgpuCompiler for WgslPassthrough {
         }
         Ok(CompiledKernel {
             name: k.name.to_string(),
-            source: k.source.to_string(),
+            source,
             entry_point: k.entry_point.to_string(),
             layout: k.layout.clone(),
         })
