@@ -193,18 +193,22 @@ fn device_bundle() -> Result {
         "wgpu-server",
         "--example",
         "bench",
+        "--example",
+        "tour",
     ]);
     run(build)?;
     let out = root().join(".h200");
     std::fs::create_dir_all(&out).map_err(|e| format!("create {}: {e}", out.display()))?;
-    let bin = root().join("target/release/examples/bench");
-    std::fs::copy(&bin, out.join("bench")).map_err(|e| format!("copy {}: {e}", bin.display()))?;
+    for name in ["bench", "tour"] {
+        let bin = root().join("target/release/examples").join(name);
+        std::fs::copy(&bin, out.join(name)).map_err(|e| format!("copy {}: {e}", bin.display()))?;
+    }
     let mut libs = Command::new("bash");
     libs.arg(root().join("xtask/h200/fetch-libs.sh"));
     run(libs)?;
     eprintln!(
-        "device-bundle: .h200/bench and .gl/ are ready. On the device machine run\n  \
-         source xtask/h200/env.sh && .h200/bench --out $OUT/report.json\n\
+        "device-bundle: .h200/bench, .h200/tour and .gl/ are ready. On the device machine run\n  \
+         source xtask/h200/env.sh && .h200/tour && .h200/bench --out $OUT/report.json\n\
          carrying .gl and .h200."
     );
     Ok(())

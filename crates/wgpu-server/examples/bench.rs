@@ -341,7 +341,9 @@ fn transfer_figures(s: &mut S, o: &Options, out: &mut Vec<Figure>) -> Result<(),
             let mut s = cell.borrow_mut();
             let t = Instant::now();
             let r = futures::executor::block_on(s.read(vec![h.copy_descriptor()], STREAM));
-            std::hint::black_box(r.ok());
+            // The same work as the raw loop: the bytes end up in a Vec.
+            let bytes = r.ok().and_then(|mut v| v.pop()).map(|b| b.to_vec());
+            std::hint::black_box(bytes);
             gbps(t.elapsed())
         },
         raw_read,
@@ -414,6 +416,195 @@ fn transfer_figures(s: &mut S, o: &Options, out: &mut Vec<Figure>) -> Result<(),
     Ok(())
 }
 
+const SHARED_COPY: &str = r#"
+@group(0) @binding(0) var<storage, read> src: array<u32>;
+@group(0) @binding(1) var<storage, read_write> dst: array<u32>;
+@compute @workgroup_size(64)
+fn main(@builtin(global_invocation_id) id: vec3<u32>) {
+    if (id.x < arrayLength(&dst)) { dst[id.x] = src[id.x] + 1u; }
+}
+"#;
+
+const SPIN: &str = r#"
+struct P { n: u32, pad0: u32, pad1: u32, pad2: u32 }
+@group(0) @binding(0) var<storage, read_write> x: array<f32>;
+@group(0) @binding(1) var<uniform> p: P;
+@compute @workgroup_size(64)
+fn main(@builtin(global_invocation_id) id: vec3<u32>) {
+    var acc = f32(id.x);
+    for (var i = 0u; i < p.n; i = i + 1u) { acc = acc * 0.999 + 1.0; }
+    x[id.x] = acc;
+}
+"#;
+
+/// CPU nanoseconds of this process's own threads named in `names` (and the
+/// calling thread), from /proc: the driver's threads are left out, since on
+/// a CPU adapter they are the "GPU".
+fn own_cpu_ns(names: &[&str]) -> Option<u64> {
+    let field = |path: std::path::PathBuf| -> Option<u64> {
+        std::fs::read_to_string(path)
+            .ok()?
+            .split_whitespace()
+            .next()?
+            .parse()
+            .ok()
+    };
+    let mut total = field("/proc/thread-self/schedstat".into())?;
+    for task in std::fs::read_dir("/proc/self/task").ok()?.flatten() {
+        let comm = std::fs::read_to_string(task.path().join("comm")).unwrap_or_default();
+        if names.iter().any(|n| comm.trim() == *n) {
+            total += field(task.path().join("schedstat")).unwrap_or(0);
+        }
+    }
+    Some(total)
+}
+
+fn stream_figures(s: &mut S, o: &Options, out: &mut Vec<Figure>) -> Result<(), ServerError> {
+    // Cross-stream: launches alternate between two streams that read one
+    // shared input and write their own outputs (no hazard, so no forced
+    // submits); baseline the raw single-pass loop of launch.enqueue_us.
+    let launches = 10_000;
+    let rounds = if o.quick { 3 } else { 9 };
+    let shared = alloc(s, 256)?;
+    let outs = [alloc(s, 256)?, alloc(s, 256)?];
+    s.write(
+        vec![(shared.copy_descriptor(), Bytes::from(vec![0u8; 256]))],
+        STREAM,
+    );
+    let kernel = WgslKernel::new(
+        "shared_copy",
+        SHARED_COPY,
+        "main",
+        [64, 1, 1],
+        vec![BindingAccess::ReadOnly, BindingAccess::ReadWrite],
+    );
+    let device = s.device().clone();
+    let queue = s.queue().clone();
+    let raw_buf = device.create_buffer(&wgpu::BufferDescriptor {
+        label: None,
+        size: 256,
+        usage: wgpu::BufferUsages::STORAGE,
+        mapped_at_creation: false,
+    });
+    let (pipeline, group) = raw_tiny(&device, &raw_buf, 0, 256);
+    sync(s)?;
+    let cell = std::cell::RefCell::new(&mut *s);
+    let (v, b) = interleaved(
+        rounds,
+        || {
+            let mut s = cell.borrow_mut();
+            let t = Instant::now();
+            for i in 0..launches {
+                let stream = StreamId(1 + (i % 2) as u64);
+                let args = KernelArguments::buffers(vec![shared.binding(), outs[i % 2].binding()]);
+                // SAFETY: the kernel bound-checks with arrayLength.
+                unsafe {
+                    s.launch(
+                        Box::new(kernel.clone()),
+                        CubeCount::x(1),
+                        args,
+                        stream,
+                        LaunchMode::Execute,
+                    )
+                };
+            }
+            let _ = s.flush(StreamId(1));
+            let _ = s.flush(StreamId(2));
+            let e = us(t.elapsed(), launches);
+            let _ = futures::executor::block_on(s.sync(vec![], StreamId(1)));
+            let _ = futures::executor::block_on(s.sync(vec![], StreamId(2)));
+            e
+        },
+        || {
+            let t = Instant::now();
+            let mut enc = device.create_command_encoder(&Default::default());
+            {
+                let mut pass = enc.begin_compute_pass(&Default::default());
+                pass.set_pipeline(&pipeline);
+                pass.set_bind_group(0, &group, &[]);
+                for _ in 0..launches {
+                    pass.dispatch_workgroups(1, 1, 1);
+                }
+            }
+            queue.submit(Some(enc.finish()));
+            let e = us(t.elapsed(), launches);
+            wait(&device);
+            e
+        },
+    );
+    out.push(Figure {
+        name: "stream.cross_stream_enqueue_us",
+        value: v,
+        unit: "us/launch (lower is better)",
+        baseline: "raw.enqueue_us",
+        baseline_value: b,
+    });
+
+    // Idle wait: CPU the server's own threads (caller + poller) spend while
+    // a sync waits on ~100 ms of GPU work.
+    let x = alloc(&mut cell.borrow_mut(), 64 * 4 * 1024)?;
+    let spin = WgslKernel::new(
+        "spin",
+        SPIN,
+        "main",
+        [64, 1, 1],
+        vec![BindingAccess::ReadWrite],
+    )
+    .with_scalars();
+    let run_spin = |s: &mut S, n: u32| -> Duration {
+        let mut p = n.to_le_bytes().to_vec();
+        p.resize(16, 0);
+        let args = KernelArguments::buffers(vec![x.binding()]).with_scalars(p);
+        let t = Instant::now();
+        // SAFETY: the kernel writes x[id.x] for 1024 workgroups of 64, which x holds.
+        unsafe {
+            s.launch(
+                Box::new(spin.clone()),
+                CubeCount::x(1024),
+                args,
+                STREAM,
+                LaunchMode::Execute,
+            )
+        };
+        let _ = futures::executor::block_on(s.sync(vec![], STREAM));
+        t.elapsed()
+    };
+    let mut n = 1u32 << 8;
+    loop {
+        let d = run_spin(&mut cell.borrow_mut(), n);
+        if d >= Duration::from_millis(25) || n >= 1 << 30 {
+            let scale = 100.0 / (d.as_secs_f64() * 1e3).max(1e-3);
+            n = ((f64::from(n) * scale) as u32).max(1);
+            break;
+        }
+        n = n.saturating_mul(4);
+    }
+    // One more pass now that everything is warm.
+    let d = run_spin(&mut cell.borrow_mut(), n);
+    n = ((f64::from(n) * 100.0 / (d.as_secs_f64() * 1e3).max(1e-3)) as u32).max(1);
+    let mut cpu = Vec::new();
+    let mut wall = Vec::new();
+    for _ in 0..if o.quick { 2 } else { 5 } {
+        let before = own_cpu_ns(&["wgpu-server-pol"]);
+        let d = run_spin(&mut cell.borrow_mut(), n);
+        let after = own_cpu_ns(&["wgpu-server-pol"]);
+        if let (Some(a), Some(b)) = (before, after) {
+            cpu.push((b - a) as f64 / 1e6);
+            wall.push(d.as_secs_f64() * 1e3);
+        }
+    }
+    if !cpu.is_empty() {
+        out.push(Figure {
+            name: "stream.idle_wait_cpu_ms",
+            value: median(cpu),
+            unit: "ms CPU of the server's threads (lower is better)",
+            baseline: "wall_ms_waited",
+            baseline_value: median(wall),
+        });
+    }
+    Ok(())
+}
+
 fn json_str(s: &str) -> String {
     let mut o = String::from("\"");
     for c in s.chars() {
@@ -452,6 +643,9 @@ fn main() -> Result<(), ServerError> {
     let mut figures = Vec::new();
     if wanted("launch.") {
         launch_figures(&mut s, &o, &mut figures)?;
+    }
+    if wanted("stream.") {
+        stream_figures(&mut s, &o, &mut figures)?;
     }
     if wanted("sync.") {
         sync_figure(&mut s, &o, &mut figures)?;

@@ -93,12 +93,16 @@ fn main() -> Result<(), ServerError> {
         .chunks_exact(4)
         .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
         .collect();
+    // A GPU may contract `alpha * x + y` into one fused multiply-add (NVIDIA
+    // does, lavapipe does not): both roundings are exact answers.
     let wrong = got
         .iter()
         .zip(x.iter().zip(&y))
-        .filter(|(g, (xi, yi))| **g != alpha * **xi + **yi)
+        .filter(|(g, (xi, yi))| **g != alpha * **xi + **yi && **g != alpha.mul_add(**xi, **yi))
         .count();
-    println!("saxpy over {n} floats: {wrong} mismatches against the host");
+    println!(
+        "saxpy over {n} floats: {wrong} mismatches against the host (separate or fused multiply-add)"
+    );
     if wrong != 0 {
         return Err(ServerError::InvalidArgument {
             reason: format!("{wrong} wrong results"),

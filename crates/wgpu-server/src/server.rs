@@ -31,7 +31,7 @@ use crate::storage::{WgpuResource, WgpuStorage};
 use crate::{adapter, transfer};
 
 /// Default bound on tasks a stream encodes before it submits.
-pub const DEFAULT_TASKS_MAX: usize = 32;
+pub const DEFAULT_TASKS_MAX: usize = 128;
 
 /// Wgpu compute server.
 pub struct WgpuServer<C: WgpuCompiler> {
