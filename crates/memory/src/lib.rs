@@ -11,12 +11,23 @@
 //! slice out again at once, and the scheduler orders the new user after the
 //! old one because they share a page.
 //!
+//! Pools, one file each: [`sliced`] (many slices per page, best fit),
+//! [`exclusive`] (one slice per page), [`persistent`] (exact-size reuse for
+//! persistent mode); [`management`] routes between them; [`trace`] is the
+//! documented allocation trace behind the `memory.peak_reserved_over_peak_live`
+//! benchmark.
+//!
 //! [`ComputeStorage`]: compute_runtime::ComputeStorage
 //! [`MemoryId`]: compute_runtime::MemoryId
 //! [`StreamMemoryReport`]: compute_runtime::StreamMemoryReport
 
 mod cpu;
-mod management;
+pub mod exclusive;
+pub mod management;
+pub mod persistent;
+mod pool;
+pub mod sliced;
+pub mod trace;
 
 pub use cpu::{BytesStorage, CpuResource};
-pub use management::MemoryManagement;
+pub use management::{MemoryManagement, default_pools};

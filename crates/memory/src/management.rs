@@ -1,21 +1,202 @@
-//! `MemoryManagement`: managed ids to slices of storage pages.
+//! `MemoryManagement`: managed ids to slices of storage pages, through
+//! pools routed by size.
 //!
-//! First version: every reservation gets an exclusive page, rounded up to the
-//! storage alignment, and freed pages are kept for exact-size reuse until
-//! `cleanup`. The pooled version (sliced pages, exclusive pages, persistent
-//! mode) replaces the internals behind the same API.
+//! **Routing.** The pools of the configuration are kept in routing order.
+//! In [`MemoryAllocationMode::Auto`] a reservation goes to the first sliced
+//! or exclusive pool whose `max_slice` fits it. In
+//! [`MemoryAllocationMode::Persistent`] every reservation goes to the
+//! persistent pool (exact-size reuse, see [`crate::persistent`]); a slice
+//! is freed back to the pool that served it, whatever the mode is then.
+//!
+//! **Configurations.**
+//! - [`MemoryConfiguration::Default`], from [`MemoryDeviceProperties`]
+//!   (see [`default_pools`] for the rule and the measurements behind it);
+//!   with wgpu's default limits (128 MiB bindings, 256-byte alignment):
+//!   1. sliced, 32 MiB pages, slices up to 2 MiB;
+//!   2. sliced, 128 MiB pages, slices up to 64 MiB;
+//!   3. exclusive, slices up to `max_buffer_size`.
+//! - [`MemoryConfiguration::ExclusivePages`]: one exclusive pool, max slice
+//!   `max_buffer_size`.
+//! - [`MemoryConfiguration::Custom`]: the pools as given, each with its
+//!   `max_reserved` cap. At most one [`PoolKind::Persistent`] entry, which
+//!   then is the persistent pool, in its place; and at least one sliced or
+//!   exclusive pool, else nothing could be served in `Auto` mode.
+//!
+//! Without a persistent entry, an uncapped persistent pool is appended
+//! after the configured ones. [`MemoryManagement::report`] lists it, last,
+//! while the mode is `Persistent` or while it still holds pages; a
+//! configured persistent entry is always listed, in its place.
+//!
+//! **Cleanup.** [`MemoryManagement::cleanup`] gives back every page with
+//! nothing live: empty sliced pages, kept exclusive pages, and, outside
+//! persistent mode only, kept persistent pages. Nothing else ever gives a
+//! page back, so the ids cleanup returns are every page that went.
+//!
+//! **Slices.** The alignment is the least common multiple of the storage's
+//! alignment, the device's `alignment` and 4 (copies move multiples of 4
+//! bytes). A slice's [`StorageHandle`] covers the slice as reserved: the
+//! request rounded up to the alignment (or the whole kept page reused for
+//! it); [`MemoryManagement::size_of`] gives the bytes asked for, and the
+//! difference is the pool's `bytes_padding`.
 
 use compute_runtime::{
     ComputeStorage, MemoryAllocationMode, MemoryConfiguration, MemoryDeviceProperties, MemoryId,
-    PoolKind, PoolReport, ServerError, StorageHandle, StorageId, StreamMemoryReport,
+    MemoryPoolOptions, PoolKind, PoolReport, ServerError, StorageHandle, StorageId,
+    StreamMemoryReport,
 };
 use hashbrown::HashMap;
+use hashbrown::hash_map::Entry;
 
+use crate::exclusive::ExclusivePool;
+use crate::persistent::PersistentPool;
+use crate::pool::{Usage, fmt_bytes, round_down, round_up};
+use crate::sliced::SlicedPool;
+
+/// Largest page of the default configuration's large sliced pool.
+pub const DEFAULT_LARGE_PAGE: u64 = 128 << 20;
+/// Smallest large page for which the default configuration has sliced
+/// pools at all.
+pub const MIN_DEFAULT_LARGE_PAGE: u64 = 1 << 20;
+
+/// The pools [`MemoryConfiguration::Default`] stands for on a device, in
+/// routing order; `alignment` is the slice alignment (see the module doc).
+///
+/// With `L = min(max_binding_size, max_buffer_size, 128 MiB)` rounded down
+/// to the alignment:
+/// 1. small sliced pool: pages of `L / 4`, max slice `L / 64` (32 MiB
+///    pages, 2 MiB slices for `L = 128 MiB`);
+/// 2. large sliced pool: pages of `L`, max slice `L / 2` (128 MiB pages,
+///    64 MiB slices);
+/// 3. exclusive pool: max slice `max_buffer_size`.
+///
+/// If `L` is under 1 MiB there are no sliced pools; the small one is left
+/// out when its slices would be under the alignment.
+///
+/// Why this shape, measured on the benchmark trace family (see
+/// [`crate::trace`]; 32 seeds, working sets of 128 to 512 handles, means):
+/// one 128 MiB / 32 MiB sliced pool plus exclusive pages ends at a peak
+/// reserved / peak live of 1.45-1.65, because the largest octave of sizes
+/// (32-64 MiB, about half of all bytes) then lives in exclusive pages that
+/// are reused only when a freed page happens to fit. Sliced pages with
+/// slices up to half a page reuse that memory through coalescing: 1.23-1.41
+/// with one 128 MiB / 64 MiB pool. Keeping slices up to 2 MiB in their own
+/// 32 MiB pages (small slices no longer pin big holes, and a small workload
+/// reserves 32 MiB, not 128 MiB) gives 1.20-1.33. Further splits (a pool
+/// per octave band) measured worse: every pool adds its own partly filled
+/// pages.
+pub fn default_pools(props: &MemoryDeviceProperties, alignment: u64) -> Vec<MemoryPoolOptions> {
+    let alignment = alignment.max(1);
+    let sliced = |page_size, max_slice| MemoryPoolOptions {
+        kind: PoolKind::Sliced {
+            page_size,
+            max_slice,
+        },
+        max_reserved: None,
+    };
+    let mut pools = Vec::with_capacity(3);
+    let large = round_down(
+        props
+            .max_binding_size
+            .min(props.max_buffer_size)
+            .min(DEFAULT_LARGE_PAGE),
+        alignment,
+    );
+    if large >= MIN_DEFAULT_LARGE_PAGE {
+        let small_page = round_down(large / 4, alignment);
+        let small_slice = round_down(large / 64, alignment);
+        if small_slice > 0 {
+            pools.push(sliced(small_page, small_slice));
+        }
+        let large_slice = round_down(large / 2, alignment);
+        if large_slice > 0 {
+            pools.push(sliced(large, large_slice));
+        }
+    }
+    pools.push(MemoryPoolOptions {
+        kind: PoolKind::Exclusive {
+            max_slice: props.max_buffer_size,
+        },
+        max_reserved: None,
+    });
+    pools
+}
+
+#[derive(Debug)]
+enum Pool {
+    Sliced(SlicedPool),
+    Exclusive(ExclusivePool),
+    Persistent(PersistentPool),
+}
+
+impl Pool {
+    /// Whether the pool serves `size` bytes in `Auto` mode.
+    fn routes(&self, size: u64) -> bool {
+        match self {
+            Pool::Sliced(p) => p.fits(size),
+            Pool::Exclusive(p) => p.fits(size),
+            Pool::Persistent(_) => false,
+        }
+    }
+
+    fn max_slice(&self) -> Option<u64> {
+        match self {
+            Pool::Sliced(p) => Some(p.max_slice()),
+            Pool::Exclusive(p) => Some(p.max_slice()),
+            Pool::Persistent(_) => None,
+        }
+    }
+
+    fn reserve<S: ComputeStorage>(
+        &mut self,
+        storage: &mut S,
+        size: u64,
+    ) -> Result<StorageHandle, ServerError> {
+        match self {
+            Pool::Sliced(p) => p.reserve(storage, size),
+            Pool::Exclusive(p) => p.reserve(storage, size),
+            Pool::Persistent(p) => p.reserve(storage, size),
+        }
+    }
+
+    fn free(&mut self, slice: StorageHandle, requested: u64) {
+        match self {
+            Pool::Sliced(p) => p.free(slice, requested),
+            Pool::Exclusive(p) => p.free(slice, requested),
+            Pool::Persistent(p) => p.free(slice, requested),
+        }
+    }
+
+    fn cleanup<S: ComputeStorage>(&mut self, storage: &mut S, gone: &mut Vec<StorageId>) {
+        match self {
+            Pool::Sliced(p) => p.cleanup(storage, gone),
+            Pool::Exclusive(p) => p.cleanup(storage, gone),
+            Pool::Persistent(p) => p.cleanup(storage, gone),
+        }
+    }
+
+    fn usage(&self) -> &Usage {
+        match self {
+            Pool::Sliced(p) => p.usage(),
+            Pool::Exclusive(p) => p.usage(),
+            Pool::Persistent(p) => p.usage(),
+        }
+    }
+
+    fn report(&self) -> PoolReport {
+        match self {
+            Pool::Sliced(p) => p.report(),
+            Pool::Exclusive(p) => p.report(),
+            Pool::Persistent(p) => p.report(),
+        }
+    }
+}
+
+/// A live slice: where it is, what was asked, which pool holds it.
 #[derive(Debug, Clone, Copy)]
-struct Slice {
+struct Slot {
     handle: StorageHandle,
-    /// Bytes the caller asked for (`handle.size` is the rounded size).
     requested: u64,
+    pool: usize,
 }
 
 /// Slices of device memory for managed handles.
@@ -24,9 +205,44 @@ pub struct MemoryManagement<S: ComputeStorage> {
     storage: S,
     props: MemoryDeviceProperties,
     mode: MemoryAllocationMode,
-    live: HashMap<MemoryId, Slice>,
-    free: HashMap<u64, Vec<StorageHandle>>,
-    stats: PoolReport,
+    /// Routing order; includes the persistent pool.
+    pools: Vec<Pool>,
+    /// Index of the persistent pool in `pools`.
+    persistent: usize,
+    /// Whether the persistent pool was appended rather than configured.
+    persistent_implicit: bool,
+    live: HashMap<MemoryId, Slot>,
+}
+
+fn gcd(mut a: u64, mut b: u64) -> u64 {
+    while b != 0 {
+        (a, b) = (b, a % b);
+    }
+    a
+}
+
+fn lcm(a: u64, b: u64) -> Option<u64> {
+    (a / gcd(a, b)).checked_mul(b)
+}
+
+fn describe(index: usize, kind: &PoolKind) -> String {
+    match kind {
+        PoolKind::Sliced {
+            page_size,
+            max_slice,
+        } => format!(
+            "pool {index} (sliced: {} pages, max slice {})",
+            fmt_bytes(*page_size),
+            fmt_bytes(*max_slice)
+        ),
+        PoolKind::Exclusive { max_slice } => {
+            format!(
+                "pool {index} (exclusive: max slice {})",
+                fmt_bytes(*max_slice)
+            )
+        }
+        PoolKind::Persistent => format!("pool {index} (persistent)"),
+    }
 }
 
 impl<S: ComputeStorage> MemoryManagement<S> {
@@ -38,25 +254,103 @@ impl<S: ComputeStorage> MemoryManagement<S> {
         config: &MemoryConfiguration,
     ) -> Result<Self, ServerError> {
         config.validate(&props)?;
+        let bad = |reason: String| ServerError::InvalidConfiguration { reason };
+        let align = lcm(storage.alignment().max(1), props.alignment.max(1))
+            .and_then(|a| lcm(a, 4))
+            .filter(|&a| a <= props.max_buffer_size)
+            .ok_or_else(|| {
+                bad(format!(
+                    "slice alignment (storage {}, device {}) exceeds max_buffer_size {}",
+                    storage.alignment(),
+                    props.alignment,
+                    props.max_buffer_size
+                ))
+            })?;
+        let options = match config {
+            MemoryConfiguration::Default => default_pools(&props, align),
+            MemoryConfiguration::ExclusivePages => vec![MemoryPoolOptions {
+                kind: PoolKind::Exclusive {
+                    max_slice: props.max_buffer_size,
+                },
+                max_reserved: None,
+            }],
+            MemoryConfiguration::Custom(pools) => pools.clone(),
+        };
+        let mut pools = Vec::with_capacity(options.len() + 1);
+        let mut persistent = None;
+        for (i, opt) in options.iter().enumerate() {
+            let name = describe(i, &opt.kind);
+            let pool = match opt.kind {
+                PoolKind::Sliced {
+                    page_size,
+                    max_slice,
+                } => {
+                    let usable = round_down(page_size, align);
+                    let need = round_up(max_slice, align).unwrap_or(u64::MAX);
+                    if need > usable {
+                        return Err(bad(format!(
+                            "{name}: a max-slice request rounded up to the alignment {align} takes {need} bytes, more than the {usable} a page holds"
+                        )));
+                    }
+                    Pool::Sliced(SlicedPool::new(
+                        name,
+                        page_size,
+                        max_slice,
+                        align,
+                        opt.max_reserved,
+                    ))
+                }
+                PoolKind::Exclusive { max_slice } => Pool::Exclusive(ExclusivePool::new(
+                    name,
+                    max_slice,
+                    align,
+                    props.max_buffer_size,
+                    opt.max_reserved,
+                )),
+                PoolKind::Persistent => {
+                    if persistent.is_some() {
+                        return Err(bad(format!(
+                            "{name}: a configuration has at most one persistent pool"
+                        )));
+                    }
+                    persistent = Some(i);
+                    Pool::Persistent(PersistentPool::new(
+                        name,
+                        align,
+                        props.max_buffer_size,
+                        opt.max_reserved,
+                    ))
+                }
+            };
+            pools.push(pool);
+        }
+        if !pools.iter().any(|p| p.max_slice().is_some()) {
+            return Err(bad(
+                "a configuration needs a sliced or exclusive pool to serve Auto mode".into(),
+            ));
+        }
+        let persistent_implicit = persistent.is_none();
+        let persistent = match persistent {
+            Some(i) => i,
+            None => {
+                let i = pools.len();
+                pools.push(Pool::Persistent(PersistentPool::new(
+                    describe(i, &PoolKind::Persistent),
+                    align,
+                    props.max_buffer_size,
+                    None,
+                )));
+                i
+            }
+        };
         Ok(Self {
             storage,
             props,
             mode: MemoryAllocationMode::Auto,
+            pools,
+            persistent,
+            persistent_implicit,
             live: HashMap::new(),
-            free: HashMap::new(),
-            stats: PoolReport {
-                kind: PoolKind::Exclusive {
-                    max_slice: props.max_buffer_size,
-                },
-                allocations: 0,
-                bytes_in_use: 0,
-                bytes_reserved: 0,
-                bytes_padding: 0,
-                pages: 0,
-                peak_bytes_in_use: 0,
-                peak_bytes_reserved: 0,
-                peak_pages: 0,
-            },
         })
     }
 
@@ -65,11 +359,30 @@ impl<S: ComputeStorage> MemoryManagement<S> {
         &mut self.storage
     }
 
-    /// Reserves `size` bytes for `memory`.
-    pub fn bind(&mut self, memory: MemoryId, size: u64) -> Result<StorageHandle, ServerError> {
-        if self.live.contains_key(&memory) {
-            return Err(ServerError::AlreadyInitialized { memory });
+    /// The pool a reservation of `size` bytes goes to in `Auto` mode.
+    fn route(&self, size: u64) -> Result<usize, ServerError> {
+        if let Some(i) = self.pools.iter().position(|p| p.routes(size)) {
+            return Ok(i);
         }
+        let largest = self
+            .pools
+            .iter()
+            .enumerate()
+            .filter_map(|(i, p)| p.max_slice().map(|m| (m, i)))
+            .max();
+        let reason = match largest {
+            Some((max, i)) => format!(
+                "{size} bytes is larger than every pool's max slice (the largest is pool {i}'s, {max} bytes); \
+                 configure an exclusive pool for it"
+            ),
+            None => format!("no pool serves {size} bytes"),
+        };
+        Err(ServerError::InvalidArgument { reason })
+    }
+
+    /// Reserves `size` bytes for `memory`. The handle covers the slice as
+    /// reserved (at least `size` bytes, see the module doc).
+    pub fn bind(&mut self, memory: MemoryId, size: u64) -> Result<StorageHandle, ServerError> {
         if size == 0 {
             return Err(ServerError::InvalidArgument {
                 reason: "cannot reserve zero bytes".into(),
@@ -82,43 +395,29 @@ impl<S: ComputeStorage> MemoryManagement<S> {
                 max: self.props.max_buffer_size,
             });
         }
-        let align = self.storage.alignment().max(4);
-        let rounded = size
-            .div_ceil(align)
-            .saturating_mul(align)
-            .min(self.props.max_buffer_size);
-        let rounded = rounded.max(size);
-        let handle = match self.free.get_mut(&rounded).and_then(Vec::pop) {
-            Some(h) => h,
-            None => {
-                let h = self.storage.alloc(rounded)?;
-                self.stats.pages += 1;
-                self.stats.bytes_reserved += rounded;
-                h
-            }
+        let pool = match self.mode {
+            MemoryAllocationMode::Persistent => self.persistent,
+            MemoryAllocationMode::Auto => self.route(size)?,
         };
-        self.live.insert(
-            memory,
-            Slice {
-                handle,
-                requested: size,
-            },
-        );
-        self.stats.allocations += 1;
-        self.stats.bytes_in_use += size;
-        self.stats.bytes_padding += rounded - size;
-        self.update_peaks();
+        let Entry::Vacant(slot) = self.live.entry(memory) else {
+            return Err(ServerError::AlreadyInitialized { memory });
+        };
+        let Some(target) = self.pools.get_mut(pool) else {
+            return Err(ServerError::InvalidArgument {
+                reason: format!("no pool {pool}"),
+            });
+        };
+        let handle = target.reserve(&mut self.storage, size)?;
+        slot.insert(Slot {
+            handle,
+            requested: size,
+            pool,
+        });
         Ok(handle)
     }
 
-    fn update_peaks(&mut self) {
-        let s = &mut self.stats;
-        s.peak_bytes_in_use = s.peak_bytes_in_use.max(s.bytes_in_use);
-        s.peak_bytes_reserved = s.peak_bytes_reserved.max(s.bytes_reserved);
-        s.peak_pages = s.peak_pages.max(s.pages);
-    }
-
     /// Where `memory` lives.
+    #[inline]
     pub fn get(&self, memory: MemoryId) -> Option<StorageHandle> {
         self.live.get(&memory).map(|s| s.handle)
     }
@@ -131,28 +430,22 @@ impl<S: ComputeStorage> MemoryManagement<S> {
     /// Frees `memory`'s slice for reuse. Unknown ids are ignored (a handle
     /// whose bind failed still reports its drop).
     pub fn release(&mut self, memory: MemoryId) {
-        if let Some(slice) = self.live.remove(&memory) {
-            self.stats.allocations -= 1;
-            self.stats.bytes_in_use -= slice.requested;
-            self.stats.bytes_padding -= slice.handle.size - slice.requested;
-            self.free
-                .entry(slice.handle.size)
-                .or_default()
-                .push(slice.handle);
+        if let Some(slot) = self.live.remove(&memory)
+            && let Some(pool) = self.pools.get_mut(slot.pool)
+        {
+            pool.free(slot.handle, slot.requested);
         }
     }
 
     /// Gives every page with nothing live back to the storage, returning
-    /// their ids.
+    /// their ids; in persistent mode the persistent pool keeps its pages.
     pub fn cleanup(&mut self) -> Vec<StorageId> {
         let mut gone = Vec::new();
-        for (_, pages) in self.free.drain() {
-            for h in pages {
-                self.storage.dealloc(h.id);
-                self.stats.pages -= 1;
-                self.stats.bytes_reserved -= h.size;
-                gone.push(h.id);
+        for (i, pool) in self.pools.iter_mut().enumerate() {
+            if i == self.persistent && self.mode == MemoryAllocationMode::Persistent {
+                continue;
             }
+            pool.cleanup(&mut self.storage, &mut gone);
         }
         gone
     }
@@ -167,10 +460,33 @@ impl<S: ComputeStorage> MemoryManagement<S> {
         self.mode
     }
 
-    /// Every pool, in routing order.
+    /// Every pool, in routing order (see the module doc for when the
+    /// persistent pool is listed).
     pub fn report(&self) -> StreamMemoryReport {
         StreamMemoryReport {
-            pools: vec![self.stats.clone()],
+            pools: self
+                .pools
+                .iter()
+                .enumerate()
+                .filter(|(i, p)| !self.hides(*i, p))
+                .map(|(_, p)| p.report())
+                .collect(),
         }
+    }
+
+    fn hides(&self, index: usize, pool: &Pool) -> bool {
+        index == self.persistent
+            && self.persistent_implicit
+            && self.mode == MemoryAllocationMode::Auto
+            && pool.usage().pages == 0
+    }
+
+    /// Bytes asked for by live slices and bytes reserved, over every pool:
+    /// the report's sums without building it.
+    pub(crate) fn totals(&self) -> (u64, u64) {
+        self.pools.iter().fold((0, 0), |(live, reserved), p| {
+            let u = p.usage();
+            (live + u.bytes_in_use, reserved + u.bytes_reserved)
+        })
     }
 }

@@ -16,9 +16,9 @@ pub struct WgpuStream {
     encoder: Option<wgpu::CommandEncoder>,
     pass: Option<wgpu::ComputePass<'static>>,
     /// Identity of the pipeline set in the open pass.
-    pub(crate) pass_pipeline: Option<u64>,
+    pass_pipeline: Option<u64>,
     /// Identity of the bind group set in the open pass.
-    pub(crate) pass_bind_group: Option<u64>,
+    pass_bind_group: Option<u64>,
     /// The last submission of this stream.
     pub(crate) last_submission: Option<wgpu::SubmissionIndex>,
 }
@@ -34,11 +34,7 @@ impl WgpuStream {
     }
 
     /// The open compute pass, opening one if needed.
-    pub(crate) fn pass(&mut self, device: &wgpu::Device) -> &mut wgpu::ComputePass<'static> {
-        if self.pass.is_none() {
-            self.pass_pipeline = None;
-            self.pass_bind_group = None;
-        }
+    fn pass(&mut self, device: &wgpu::Device) -> &mut wgpu::ComputePass<'static> {
         let encoder = &mut self.encoder;
         self.pass.get_or_insert_with(|| {
             Self::encoder(encoder, device)
@@ -56,7 +52,63 @@ impl WgpuStream {
         Self::encoder(&mut self.encoder, device)
     }
 
-    fn end_pass(&mut self) {
+    /// Writes timestamp `index` of `query_set` after everything encoded so
+    /// far, with an empty pass of its own (needs only `TIMESTAMP_QUERY`).
+    pub(crate) fn stamp(&mut self, device: &wgpu::Device, query_set: &wgpu::QuerySet, index: u32) {
+        self.end_pass();
+        let encoder = Self::encoder(&mut self.encoder, device);
+        let _pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
+            label: Some("timestamp"),
+            timestamp_writes: Some(wgpu::ComputePassTimestampWrites {
+                query_set,
+                beginning_of_pass_write_index: Some(index),
+                end_of_pass_write_index: None,
+            }),
+        });
+    }
+
+    /// The pass a launch encodes into, with its pipeline and bind group
+    /// set (skipped when the open pass already has them). With `timed`, a
+    /// fresh pass whose timestamp writes (queries 0 and 1) bracket the
+    /// launch; the caller ends it after its one dispatch.
+    pub(crate) fn launch_pass(
+        &mut self,
+        device: &wgpu::Device,
+        timed: Option<&wgpu::QuerySet>,
+        pipeline: (&wgpu::ComputePipeline, u64),
+        group: (&wgpu::BindGroup, u64),
+    ) -> &mut wgpu::ComputePass<'static> {
+        if let Some(query_set) = timed {
+            self.end_pass();
+            let encoder = Self::encoder(&mut self.encoder, device);
+            let pass = encoder
+                .begin_compute_pass(&wgpu::ComputePassDescriptor {
+                    label: Some("profiled launch"),
+                    timestamp_writes: Some(wgpu::ComputePassTimestampWrites {
+                        query_set,
+                        beginning_of_pass_write_index: Some(0),
+                        end_of_pass_write_index: Some(1),
+                    }),
+                })
+                .forget_lifetime();
+            self.pass = Some(pass);
+        }
+        let fresh = self.pass.is_none();
+        let set_pipeline = fresh || self.pass_pipeline != Some(pipeline.1);
+        let set_group = set_pipeline || self.pass_bind_group != Some(group.1);
+        self.pass_pipeline = Some(pipeline.1);
+        self.pass_bind_group = Some(group.1);
+        let pass = self.pass(device);
+        if set_pipeline {
+            pass.set_pipeline(pipeline.0);
+        }
+        if set_group {
+            pass.set_bind_group(0, group.0, &[]);
+        }
+        pass
+    }
+
+    pub(crate) fn end_pass(&mut self) {
         self.pass = None;
         self.pass_pipeline = None;
         self.pass_bind_group = None;

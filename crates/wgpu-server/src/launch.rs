@@ -263,16 +263,15 @@ fn encode<C: WgpuCompiler>(
     };
     s.streams.prepare(stream, &pages);
     let device = s.device.clone();
+    // An at-launch profile window holds exactly this launch.
+    let timed = s.profiler.arm_launch(stream);
     let (_, ws) = s.streams.encoder(stream);
-    let same_pipeline = ws.pass_pipeline == Some(pipeline.id);
-    let same_group = ws.pass_bind_group == Some(bind_id);
-    let pass = ws.pass(&device);
-    if !same_pipeline {
-        pass.set_pipeline(&pipeline.pipeline);
-    }
-    if !same_group || !same_pipeline {
-        pass.set_bind_group(0, &bind_group, &[]);
-    }
+    let pass = ws.launch_pass(
+        &device,
+        timed.as_ref(),
+        (&pipeline.pipeline, pipeline.id),
+        (&bind_group, bind_id),
+    );
     match (&count, &indirect_buffer, &indirect) {
         (CubeCount::Static(x, y, z), _, _) => pass.dispatch_workgroups(*x, *y, *z),
         (CubeCount::Dynamic(_), Some(buf), Some(h)) => {
@@ -284,8 +283,9 @@ fn encode<C: WgpuCompiler>(
             });
         }
     }
-    ws.pass_pipeline = Some(pipeline.id);
-    ws.pass_bind_group = Some(bind_id);
+    if timed.is_some() {
+        ws.end_pass();
+    }
     s.streams.task_done(stream);
     s.logger.log(LogCategory::Launch, LogLevel::Full, || {
         format!("launch `{}` {:?} on {stream}", pipeline.name, count)

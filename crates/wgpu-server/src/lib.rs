@@ -26,6 +26,8 @@ mod faults;
 mod launch;
 mod pipeline;
 mod poller;
+mod profile;
+mod profiling;
 mod server;
 mod storage;
 mod transfer;

@@ -27,6 +27,7 @@ use crate::bind::BindGroupCache;
 use crate::faults::DeviceFaults;
 use crate::pipeline::PipelineCache;
 use crate::poller::DevicePoller;
+use crate::profile::Profiler;
 use crate::storage::{WgpuResource, WgpuStorage};
 use crate::{adapter, transfer};
 
@@ -50,6 +51,7 @@ pub struct WgpuServer<C: WgpuCompiler> {
     pub(crate) faults: Arc<DeviceFaults>,
     utilities: Arc<ServerUtilities>,
     pub(crate) logger: Arc<ServerLogger>,
+    pub(crate) profiler: Profiler,
     captures: DeviceCaptures,
     capture_states: HashMap<StreamId, CaptureState>,
     backend: wgpu::Backend,
@@ -194,6 +196,7 @@ impl<C: WgpuCompiler + Default> WgpuServer<C> {
             faults,
             utilities: Arc::new(utilities),
             logger,
+            profiler: Profiler::new(timing_method),
             captures,
             capture_states: HashMap::new(),
             backend,
@@ -227,6 +230,21 @@ impl<C: WgpuCompiler> WgpuServer<C> {
     /// Compiled pipelines in the cache.
     pub fn cached_pipelines(&self) -> usize {
         self.pipelines.len()
+    }
+
+    /// Timestamp slots ever created by profile windows (they are pooled).
+    pub fn profile_slots_created(&self) -> usize {
+        self.profiler.slots_created()
+    }
+
+    /// Profile windows open now.
+    pub fn open_profile_windows(&self) -> usize {
+        self.profiler.open_windows()
+    }
+
+    /// How profile windows are timed.
+    pub fn timing_method(&self) -> TimingMethod {
+        self.profiler.method
     }
 
     /// The graph registry this server records into.
@@ -307,6 +325,7 @@ impl<C: WgpuCompiler> WriteScoped for WgpuServer<C> {
 
     fn on_failure(&mut self, stream: StreamId, error: &ServerError) {
         self.failures += 1;
+        self.profiler.invalidate(stream, error);
         self.logger.log(LogCategory::Launch, LogLevel::Basic, || {
             format!("operation on {stream} failed: {error}")
         });
@@ -521,11 +540,9 @@ impl<C: WgpuCompiler> Server for WgpuServer<C> {
 
     fn start_profile(&mut self, stream_id: StreamId) -> Result<ProfilingToken, ServerError> {
         self.enter()?;
-        let _ = stream_id;
-        Err(ServerError::unsupported(
-            "start_profile",
-            "profiling is not built yet (profiling issue)",
-        ))
+        self.capture_state(stream_id)
+            .allow_host_wait(stream_id, "start_profile")?;
+        crate::profiling::start(self, stream_id)
     }
 
     fn end_profile(
@@ -533,20 +550,11 @@ impl<C: WgpuCompiler> Server for WgpuServer<C> {
         stream_id: StreamId,
         token: ProfilingToken,
     ) -> Result<ProfileDuration, ProfileError> {
-        // No window is ever opened, so no token can be known.
-        Err(ProfileError::UnknownToken {
-            token: token.id,
-            stream: stream_id,
-        })
+        crate::profiling::end(self, stream_id, token)
     }
 
     fn abandon_profile(&mut self, stream_id: StreamId, token: ProfilingToken) {
-        self.logger.log(LogCategory::Profile, LogLevel::Basic, || {
-            format!(
-                "abandon_profile({}) on {stream_id}: no such window (profiling is not built)",
-                token.id
-            )
-        });
+        crate::profiling::abandon(self, stream_id, token);
     }
 
     fn memory_report(&mut self, _stream_id: StreamId) -> Option<StreamMemoryReport> {
@@ -604,11 +612,9 @@ impl<C: WgpuCompiler> Server for WgpuServer<C> {
         stream_id: StreamId,
     ) -> Result<ProfilingToken, ServerError> {
         self.enter()?;
-        let _ = stream_id;
-        Err(ServerError::unsupported(
-            "start_profile_at_launch",
-            "profiling is not built yet (profiling issue)",
-        ))
+        self.capture_state(stream_id)
+            .allow_host_wait(stream_id, "start_profile_at_launch")?;
+        crate::profiling::start_at_launch(self, stream_id)
     }
 }
 

@@ -1,0 +1,198 @@
+//! Profile windows: tokens, timestamp slots, and how a window is measured.
+//!
+//! `TimingMethod::Device` brackets the window with GPU timestamps written by
+//! empty compute passes (`timestamp_writes`), which needs only
+//! `TIMESTAMP_QUERY`: the start stamp runs after everything submitted before
+//! it, the end stamp after everything inside. Timestamps are queue-global, so
+//! a window measures the GPU time between its two stamps in queue order, work
+//! of other streams submitted in between included; windows on different
+//! streams may overlap. A window opened with `start_profile_at_launch` holds
+//! exactly the next launch: that launch gets a pass of its own whose
+//! timestamp writes bracket it.
+//!
+//! `TimingMethod::System` drains the queue at both ends and reads the host
+//! clock: coarse, but available everywhere.
+//!
+//! Each window takes a slot (a two-query set and its resolve buffer) from a
+//! pool and gives it back when it ends or is abandoned, so abandoned windows
+//! never grow the pool. A failure on the stream while a window is open (the
+//! write scope's `on_failure`) marks it, and `end_profile` reports why.
+
+use std::time::{Duration, Instant};
+
+use compute_runtime::{ProfileError, ServerError, StreamId, TimingMethod};
+use hashbrown::HashMap;
+
+/// Two timestamp queries and the buffer they resolve into.
+#[derive(Debug)]
+pub(crate) struct Slot {
+    pub query_set: wgpu::QuerySet,
+    pub resolve: wgpu::Buffer,
+}
+
+#[derive(Debug)]
+pub(crate) enum Measure {
+    /// Timestamps at both ends.
+    Device(Slot),
+    /// The next launch gets its own timestamped pass; `recorded` once it has.
+    AtLaunch { slot: Slot, recorded: bool },
+    /// Host clock after a drain.
+    System(Instant),
+}
+
+#[derive(Debug)]
+pub(crate) struct Window {
+    pub stream: StreamId,
+    pub measure: Measure,
+    pub invalid: Option<ServerError>,
+}
+
+/// Open windows and the slot pool of one server.
+#[derive(Debug)]
+pub(crate) struct Profiler {
+    pub method: TimingMethod,
+    next: u64,
+    windows: HashMap<u64, Window>,
+    pool: Vec<Slot>,
+    slots_created: usize,
+}
+
+impl Profiler {
+    pub fn new(method: TimingMethod) -> Self {
+        Self {
+            method,
+            next: 0,
+            windows: HashMap::new(),
+            pool: Vec::new(),
+            slots_created: 0,
+        }
+    }
+
+    /// Slots ever created (the pool's high-water mark).
+    pub fn slots_created(&self) -> usize {
+        self.slots_created
+    }
+
+    /// Open windows.
+    pub fn open_windows(&self) -> usize {
+        self.windows.len()
+    }
+
+    pub fn take_slot(&mut self, device: &wgpu::Device) -> Slot {
+        if let Some(s) = self.pool.pop() {
+            return s;
+        }
+        self.slots_created += 1;
+        Slot {
+            query_set: device.create_query_set(&wgpu::QuerySetDescriptor {
+                label: Some("profile window"),
+                ty: wgpu::QueryType::Timestamp,
+                count: 2,
+            }),
+            resolve: device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some("profile resolve"),
+                size: 16,
+                usage: wgpu::BufferUsages::QUERY_RESOLVE | wgpu::BufferUsages::COPY_SRC,
+                mapped_at_creation: false,
+            }),
+        }
+    }
+
+    pub fn give_back(&mut self, slot: Slot) {
+        self.pool.push(slot);
+    }
+
+    pub fn open(&mut self, stream: StreamId, measure: Measure) -> u64 {
+        self.next += 1;
+        self.windows.insert(
+            self.next,
+            Window {
+                stream,
+                measure,
+                invalid: None,
+            },
+        );
+        self.next
+    }
+
+    /// Removes the window `token` of `stream`.
+    pub fn close(&mut self, stream: StreamId, token: u64) -> Result<Window, ProfileError> {
+        match self.windows.get(&token) {
+            Some(w) if w.stream == stream => {}
+            _ => return Err(ProfileError::UnknownToken { token, stream }),
+        }
+        self.windows
+            .remove(&token)
+            .ok_or(ProfileError::UnknownToken { token, stream })
+    }
+
+    /// Marks every open window of `stream` invalid (first cause wins).
+    pub fn invalidate(&mut self, stream: StreamId, error: &ServerError) {
+        for w in self.windows.values_mut().filter(|w| w.stream == stream) {
+            w.invalid.get_or_insert_with(|| error.clone());
+        }
+    }
+
+    /// The query set of an armed at-launch window of `stream`, marking it
+    /// recorded: the launch about to be encoded is the one it holds.
+    pub fn arm_launch(&mut self, stream: StreamId) -> Option<wgpu::QuerySet> {
+        self.windows
+            .values_mut()
+            .find_map(|w| match &mut w.measure {
+                Measure::AtLaunch { slot, recorded } if w.stream == stream && !*recorded => {
+                    *recorded = true;
+                    Some(slot.query_set.clone())
+                }
+                _ => None,
+            })
+    }
+
+    /// Whether `stream` already has an at-launch window waiting for a launch.
+    pub fn has_armed(&self, stream: StreamId) -> bool {
+        self.windows.values().any(|w| {
+            w.stream == stream
+                && matches!(
+                    w.measure,
+                    Measure::AtLaunch {
+                        recorded: false,
+                        ..
+                    }
+                )
+        })
+    }
+}
+
+/// Converts two resolved timestamps to a duration.
+pub(crate) fn duration(bytes: &[u8], period_ns: f32) -> Result<Duration, ProfileError> {
+    let stamp = |i: usize| -> Option<u64> {
+        let b: [u8; 8] = bytes.get(i * 8..i * 8 + 8)?.try_into().ok()?;
+        Some(u64::from_le_bytes(b))
+    };
+    let (Some(start), Some(end)) = (stamp(0), stamp(1)) else {
+        return Err(ProfileError::Server(ServerError::Mapping {
+            reason: "timestamp readback too short".into(),
+        }));
+    };
+    let ticks = end.saturating_sub(start);
+    Ok(Duration::from_nanos(
+        (ticks as f64 * f64::from(period_ns)) as u64,
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_scale_by_the_period_and_never_go_negative() {
+        let mut b = Vec::new();
+        b.extend_from_slice(&100u64.to_le_bytes());
+        b.extend_from_slice(&350u64.to_le_bytes());
+        assert_eq!(duration(&b, 2.0).ok(), Some(Duration::from_nanos(500)));
+        let mut r = Vec::new();
+        r.extend_from_slice(&350u64.to_le_bytes());
+        r.extend_from_slice(&100u64.to_le_bytes());
+        assert_eq!(duration(&r, 1.0).ok(), Some(Duration::ZERO));
+        assert!(duration(&b[..8], 1.0).is_err());
+    }
+}

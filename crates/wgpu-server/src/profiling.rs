@@ -1,0 +1,196 @@
+//! The profile calls of `Server`, over [`crate::profile::Profiler`].
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use compute_runtime::{
+    LogCategory, LogLevel, ProfileDuration, ProfileError, ProfilingToken, ServerError, StreamId,
+    TimingMethod,
+};
+use compute_wgsl::WgpuCompiler;
+use futures::channel::oneshot;
+
+use crate::WgpuServer;
+use crate::profile::{Measure, Slot, duration};
+
+/// Submits `stream` (and pending host writes) and waits for the queue.
+fn drain<C: WgpuCompiler>(s: &mut WgpuServer<C>, stream: StreamId) -> Result<(), ServerError> {
+    s.streams.submit(stream);
+    let index = s.streams.backend.flush_host_writes();
+    match futures::executor::block_on(s.poller.wait(index)) {
+        Ok(r) => r,
+        Err(_) => s.faults.lost(),
+    }
+}
+
+pub(crate) fn start<C: WgpuCompiler>(
+    s: &mut WgpuServer<C>,
+    stream: StreamId,
+) -> Result<ProfilingToken, ServerError> {
+    let measure = match s.profiler.method {
+        TimingMethod::Device => {
+            let slot = s.profiler.take_slot(&s.device);
+            let device = s.device.clone();
+            let (_, ws) = s.streams.encoder(stream);
+            ws.stamp(&device, &slot.query_set, 0);
+            s.streams.task_done(stream);
+            Measure::Device(slot)
+        }
+        TimingMethod::System => {
+            drain(s, stream)?;
+            Measure::System(Instant::now())
+        }
+    };
+    let id = s.profiler.open(stream, measure);
+    s.logger.log(LogCategory::Profile, LogLevel::Basic, || {
+        format!("profile window {id} opened on {stream}")
+    });
+    Ok(ProfilingToken { id })
+}
+
+pub(crate) fn start_at_launch<C: WgpuCompiler>(
+    s: &mut WgpuServer<C>,
+    stream: StreamId,
+) -> Result<ProfilingToken, ServerError> {
+    if !s.caps.features.contains(wgpu::Features::TIMESTAMP_QUERY) {
+        return Err(ServerError::unsupported(
+            "start_profile_at_launch",
+            "the device has no timestamp queries",
+        ));
+    }
+    if s.profiler.has_armed(stream) {
+        return Err(ServerError::ProfileState {
+            stream,
+            reason: "an at-launch window is already waiting for the next launch".into(),
+        });
+    }
+    let slot = s.profiler.take_slot(&s.device);
+    let id = s.profiler.open(
+        stream,
+        Measure::AtLaunch {
+            slot,
+            recorded: false,
+        },
+    );
+    Ok(ProfilingToken { id })
+}
+
+pub(crate) fn abandon<C: WgpuCompiler>(
+    s: &mut WgpuServer<C>,
+    stream: StreamId,
+    token: ProfilingToken,
+) {
+    match s.profiler.close(stream, token.id) {
+        Ok(window) => match window.measure {
+            Measure::Device(slot) | Measure::AtLaunch { slot, .. } => s.profiler.give_back(slot),
+            Measure::System(_) => {}
+        },
+        Err(e) => s.logger.log(LogCategory::Profile, LogLevel::Basic, || {
+            format!("abandon_profile: {e}")
+        }),
+    }
+}
+
+pub(crate) fn end<C: WgpuCompiler>(
+    s: &mut WgpuServer<C>,
+    stream: StreamId,
+    token: ProfilingToken,
+) -> Result<ProfileDuration, ProfileError> {
+    let window = s.profiler.close(stream, token.id)?;
+    let method = s.profiler.method;
+    let give_back = |s: &mut WgpuServer<C>, m: Measure| {
+        if let Measure::Device(slot) | Measure::AtLaunch { slot, .. } = m {
+            s.profiler.give_back(slot);
+        }
+    };
+    if let Err(e) = s.enter() {
+        give_back(s, window.measure);
+        return Err(e.into());
+    }
+    if let Some(cause) = window.invalid {
+        give_back(s, window.measure);
+        return Err(ProfileError::Invalidated { cause });
+    }
+    match window.measure {
+        Measure::System(started) => {
+            drain(s, stream)?;
+            Ok(ProfileDuration::ready(method, started.elapsed()))
+        }
+        Measure::AtLaunch {
+            slot,
+            recorded: false,
+        } => {
+            s.profiler.give_back(slot);
+            Err(ProfileError::Server(ServerError::ProfileState {
+                stream,
+                reason: "the at-launch window ended before any launch".into(),
+            }))
+        }
+        Measure::Device(slot) => {
+            let device = s.device.clone();
+            let (_, ws) = s.streams.encoder(stream);
+            ws.stamp(&device, &slot.query_set, 1);
+            resolve(s, stream, slot)
+        }
+        Measure::AtLaunch { slot, .. } => resolve(s, stream, slot),
+    }
+}
+
+/// Resolves a window's two timestamps, submits, and returns the future of
+/// their difference. The slot goes back to the pool at once: any later
+/// window writes it in a later position of the queue.
+fn resolve<C: WgpuCompiler>(
+    s: &mut WgpuServer<C>,
+    stream: StreamId,
+    slot: Slot,
+) -> Result<ProfileDuration, ProfileError> {
+    let device = s.device.clone();
+    let readback = device.create_buffer(&wgpu::BufferDescriptor {
+        label: Some("profile readback"),
+        size: 16,
+        usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+        mapped_at_creation: false,
+    });
+    {
+        let (_, ws) = s.streams.encoder(stream);
+        let encoder = ws.encoder_for_copy(&device);
+        encoder.resolve_query_set(&slot.query_set, 0..2, &slot.resolve, 0);
+        encoder.copy_buffer_to_buffer(&slot.resolve, 0, &readback, 0, 16);
+    }
+    s.profiler.give_back(slot);
+    s.streams.task_done(stream);
+    s.streams.submit(stream);
+    let (tx, rx) = oneshot::channel();
+    readback.map_async(wgpu::MapMode::Read, .., move |r| {
+        let _ = tx.send(r);
+    });
+    let (_, ws) = s.streams.encoder(stream);
+    let done = s.poller.wait(ws.last_submission.clone());
+    let faults = Arc::clone(&s.faults);
+    let period = s.queue.get_timestamp_period();
+    Ok(ProfileDuration::new(
+        TimingMethod::Device,
+        Box::pin(async move {
+            match done.await {
+                Ok(r) => r?,
+                Err(_) => faults.lost()?,
+            }
+            match rx.await {
+                Ok(Ok(())) => {}
+                _ => {
+                    faults.lost()?;
+                    return Err(ProfileError::Server(ServerError::Mapping {
+                        reason: "timestamp readback could not be mapped".into(),
+                    }));
+                }
+            }
+            let view = readback
+                .slice(..)
+                .get_mapped_range()
+                .map_err(|e| ServerError::Mapping {
+                    reason: e.to_string(),
+                })?;
+            duration(&view, period)
+        }),
+    ))
+}
