@@ -77,15 +77,28 @@ impl<C: WgpuCompiler + Default> WgpuServer<C> {
     /// Opens device `device_id` (see [`adapter`] for how it is chosen) with
     /// the default configuration.
     pub fn try_init(device_id: DeviceId) -> Result<Self, ServerError> {
+        Self::try_init_with(device_id, MemoryConfiguration::Default, None)
+    }
+
+    /// Opens device `device_id` with a memory configuration and, when
+    /// given, a forced timing method (else Device when the adapter has
+    /// timestamp queries, System otherwise).
+    pub fn try_init_with(
+        device_id: DeviceId,
+        memory_config: MemoryConfiguration,
+        timing: Option<TimingMethod>,
+    ) -> Result<Self, ServerError> {
         let (adapter, device, queue) = adapter::open(device_id)?;
         let info = adapter.get_info();
         let limits = device.limits();
         let memory_properties = adapter::memory_properties(&limits);
-        let timing_method = if device.features().contains(wgpu::Features::TIMESTAMP_QUERY) {
-            TimingMethod::Device
-        } else {
-            TimingMethod::System
-        };
+        let timing_method = timing.unwrap_or(
+            if device.features().contains(wgpu::Features::TIMESTAMP_QUERY) {
+                TimingMethod::Device
+            } else {
+                TimingMethod::System
+            },
+        );
         let logger = Arc::new(ServerLogger::from_env());
         let utilities = ServerUtilities {
             logger,
@@ -97,7 +110,7 @@ impl<C: WgpuCompiler + Default> WgpuServer<C> {
         };
         Self::try_new(
             memory_properties,
-            MemoryConfiguration::Default,
+            memory_config,
             WgpuCompilationOptions::default(),
             device,
             queue,

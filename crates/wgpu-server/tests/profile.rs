@@ -1,0 +1,211 @@
+//! Profile windows on the real adapter: methods agree, time scales with
+//! work, nested windows add up, misuse is an error, abandoned windows do not
+//! grow anything, failures invalidate.
+
+mod common;
+
+use std::time::Duration;
+
+use common::*;
+use compute_runtime::{
+    CubeCount, DeviceId, Handle, KernelArguments, LaunchMode, MemoryConfiguration, ProfileError,
+    ProfilingToken, Server, ServerError, StreamId, TimingMethod,
+};
+use wgpu_server::{BindingAccess, WgslKernel};
+
+const SPIN: &str = r#"
+struct P { n: u32, pad0: u32, pad1: u32, pad2: u32 }
+@group(0) @binding(0) var<storage, read_write> x: array<f32>;
+@group(0) @binding(1) var<uniform> p: P;
+@compute @workgroup_size(64)
+fn main(@builtin(global_invocation_id) id: vec3<u32>) {
+    var acc = f32(id.x);
+    for (var i = 0u; i < p.n; i = i + 1u) { acc = acc * 0.999 + 1.0; }
+    x[id.x] = acc;
+}
+"#;
+
+fn spin(s: &mut TestServer, x: &Handle, n: u32, stream: StreamId) {
+    let kernel = WgslKernel::new(
+        "spin",
+        SPIN,
+        "main",
+        [64, 1, 1],
+        vec![BindingAccess::ReadWrite],
+    )
+    .with_scalars();
+    let mut p = n.to_le_bytes().to_vec();
+    p.resize(16, 0);
+    let args = KernelArguments::buffers(vec![x.binding()]).with_scalars(p);
+    // SAFETY: 64 workgroups of 64 write x[0..4096], which x holds.
+    unsafe {
+        s.launch(
+            Box::new(kernel),
+            CubeCount::x(64),
+            args,
+            stream,
+            LaunchMode::Execute,
+        )
+    };
+}
+
+fn timed(s: &mut TestServer, x: &Handle, n: u32) -> Duration {
+    let t = s.start_profile(S0).expect("start");
+    spin(s, x, n, S0);
+    let d = s.end_profile(S0, t).expect("end");
+    futures::executor::block_on(d.resolve()).expect("resolve")
+}
+
+fn with_timing(method: TimingMethod) -> TestServer {
+    TestServer::try_init_with(DeviceId(0), MemoryConfiguration::Default, Some(method))
+        .expect("server")
+}
+
+#[test]
+fn device_and_system_agree_and_time_grows_with_the_work() {
+    let mut dev = server();
+    if dev.timing_method() != TimingMethod::Device {
+        eprintln!("adapter has no timestamp queries: device timing not tested here");
+        return;
+    }
+    let mut sys = with_timing(TimingMethod::System);
+    assert_eq!(sys.timing_method(), TimingMethod::System);
+    let xd = alloc(&mut dev, 4096 * 4, S0);
+    let xs = alloc(&mut sys, 4096 * 4, S0);
+    // Warm up (compile) outside the measurement.
+    timed(&mut dev, &xd, 16);
+    timed(&mut sys, &xs, 16);
+    let n = 20_000;
+    let median = |f: &mut dyn FnMut() -> Duration| {
+        let mut v: Vec<Duration> = (0..5).map(|_| f()).collect();
+        v.sort();
+        v[2]
+    };
+    let d1 = median(&mut || timed(&mut dev, &xd, n));
+    let d4 = median(&mut || timed(&mut dev, &xd, 4 * n));
+    let s1 = median(&mut || timed(&mut sys, &xs, n));
+    assert!(d1 > Duration::ZERO, "device time is zero");
+    // Four times the loop: clearly more than twice the time.
+    assert!(d4 > d1 * 2, "device: {d1:?} for n, {d4:?} for 4n");
+    // System time includes submit and wake-up latency; on lavapipe the two
+    // agree within a factor of two (stated tolerance) for kernels this long.
+    let ratio = s1.as_secs_f64() / d1.as_secs_f64();
+    assert!(
+        (0.5..=2.0).contains(&ratio),
+        "system {s1:?} vs device {d1:?} (ratio {ratio:.2})"
+    );
+}
+
+#[test]
+fn per_launch_windows_inside_a_larger_window_sum_to_no_more_than_it() {
+    let mut s = server();
+    if s.timing_method() != TimingMethod::Device {
+        return;
+    }
+    let x = alloc(&mut s, 4096 * 4, S0);
+    timed(&mut s, &x, 16);
+    let outer = s.start_profile(S0).expect("outer");
+    let mut inner = Vec::new();
+    for n in [2_000, 4_000, 8_000] {
+        let t = s.start_profile_at_launch(S0).expect("at launch");
+        spin(&mut s, &x, n, S0);
+        inner.push(s.end_profile(S0, t).expect("inner end"));
+    }
+    let total = futures::executor::block_on(s.end_profile(S0, outer).expect("outer end").resolve())
+        .expect("outer");
+    let parts: Vec<Duration> = inner
+        .into_iter()
+        .map(|d| futures::executor::block_on(d.resolve()).expect("inner"))
+        .collect();
+    let sum: Duration = parts.iter().sum();
+    assert!(parts.iter().all(|p| *p > Duration::ZERO), "{parts:?}");
+    assert!(
+        sum <= total,
+        "parts {parts:?} sum to more than the window {total:?}"
+    );
+    assert!(parts[2] > parts[0], "more work, more time: {parts:?}");
+}
+
+#[test]
+fn token_misuse_is_a_profile_error() {
+    let mut s = server();
+    let err = s
+        .end_profile(S0, ProfilingToken { id: 12345 })
+        .expect_err("unknown token");
+    assert!(
+        matches!(err, ProfileError::UnknownToken { token: 12345, .. }),
+        "{err}"
+    );
+    // A token belongs to its stream.
+    let t = s.start_profile(S0).expect("start");
+    let id = t.id;
+    let err = s.end_profile(StreamId(9), t).expect_err("other stream");
+    assert!(matches!(err, ProfileError::UnknownToken { .. }), "{err}");
+    // Ending twice (the same id again) is unknown the second time.
+    s.end_profile(S0, ProfilingToken { id }).expect("first end");
+    let err = s.end_profile(S0, ProfilingToken { id }).expect_err("twice");
+    assert!(matches!(err, ProfileError::UnknownToken { .. }), "{err}");
+    if s.timing_method() == TimingMethod::Device {
+        // An at-launch window with no launch, and two armed at once.
+        let t = s.start_profile_at_launch(S0).expect("armed");
+        let err = s.start_profile_at_launch(S0).expect_err("two armed");
+        assert!(matches!(err, ServerError::ProfileState { .. }), "{err}");
+        let err = s.end_profile(S0, t).expect_err("no launch");
+        assert!(
+            matches!(err, ProfileError::Server(ServerError::ProfileState { .. })),
+            "{err}"
+        );
+    }
+    // Abandoning an unknown token is harmless.
+    s.abandon_profile(S0, ProfilingToken { id: 999_999 });
+    assert_eq!(s.open_profile_windows(), 0);
+}
+
+#[test]
+fn abandoned_windows_do_not_grow_the_pool() {
+    let mut s = server();
+    for i in 0..100_000u64 {
+        let stream = StreamId(i % 3);
+        let t = if i % 2 == 0 {
+            s.start_profile(stream)
+        } else {
+            s.start_profile_at_launch(stream)
+                .or_else(|_| s.start_profile(stream))
+        }
+        .expect("start");
+        s.abandon_profile(stream, t);
+    }
+    assert_eq!(s.open_profile_windows(), 0);
+    assert!(
+        s.profile_slots_created() <= 2,
+        "{} slots for 100,000 abandoned windows",
+        s.profile_slots_created()
+    );
+    sync(&mut s, S0).expect("sync");
+}
+
+#[test]
+fn a_failure_inside_a_window_invalidates_it() {
+    let mut s = server();
+    let h = upload(&mut s, u32s(&[0; 64]), S0);
+    let t = s.start_profile(S0).expect("start");
+    let other = s.start_profile(StreamId(5)).expect("other stream");
+    launch(
+        &mut s,
+        inc_kernel(),
+        CubeCount::Static(u32::MAX, 1, 1),
+        &[&h],
+        S0,
+    );
+    let err = s.end_profile(S0, t).expect_err("invalidated");
+    let ProfileError::Invalidated { cause } = &err else {
+        panic!("expected Invalidated, got {err}");
+    };
+    assert!(
+        matches!(cause, ServerError::LimitExceeded { .. }),
+        "{cause}"
+    );
+    // The window on another stream is untouched.
+    let d = s.end_profile(StreamId(5), other).expect("other window");
+    futures::executor::block_on(d.resolve()).expect("resolves");
+}
