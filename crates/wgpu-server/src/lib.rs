@@ -29,6 +29,7 @@ mod poller;
 mod profile;
 mod profiling;
 mod server;
+mod staging;
 mod storage;
 mod transfer;
 

@@ -28,6 +28,7 @@ use crate::faults::DeviceFaults;
 use crate::pipeline::PipelineCache;
 use crate::poller::DevicePoller;
 use crate::profile::Profiler;
+use crate::staging::HostStaging;
 use crate::storage::{WgpuResource, WgpuStorage};
 use crate::{adapter, transfer};
 
@@ -52,6 +53,7 @@ pub struct WgpuServer<C: WgpuCompiler> {
     utilities: Arc<ServerUtilities>,
     pub(crate) logger: Arc<ServerLogger>,
     pub(crate) profiler: Profiler,
+    staging: HostStaging,
     captures: DeviceCaptures,
     capture_states: HashMap<StreamId, CaptureState>,
     backend: wgpu::Backend,
@@ -210,6 +212,7 @@ impl<C: WgpuCompiler + Default> WgpuServer<C> {
             utilities: Arc::new(utilities),
             logger,
             profiler: Profiler::new(timing_method),
+            staging: HostStaging::default(),
             captures,
             capture_states: HashMap::new(),
             backend,
@@ -243,6 +246,11 @@ impl<C: WgpuCompiler> WgpuServer<C> {
     /// Compiled pipelines in the cache.
     pub fn cached_pipelines(&self) -> usize {
         self.pipelines.len()
+    }
+
+    /// Host allocations `staging` had to make (the rest came from its pool).
+    pub fn staging_allocations(&self) -> u64 {
+        self.staging.allocations
     }
 
     /// Timestamp slots ever created by profile windows (they are pooled).
@@ -449,13 +457,19 @@ impl<C: WgpuCompiler> Server for WgpuServer<C> {
 
     fn staging(
         &mut self,
-        _sizes: &[usize],
+        sizes: &[usize],
         _stream_id: StreamId,
     ) -> Result<Vec<Bytes>, ServerError> {
-        Err(ServerError::unsupported(
-            "staging",
-            "zero-copy staging buffers are not built yet (memory issue); write host Bytes directly",
-        ))
+        self.enter()?;
+        let max = usize::try_from(self.utilities.memory.max_buffer_size).unwrap_or(usize::MAX);
+        if let Some(big) = sizes.iter().find(|s| **s > max) {
+            return Err(ServerError::LimitExceeded {
+                limit: "max_buffer_size",
+                requested: *big as u64,
+                max: max as u64,
+            });
+        }
+        Ok(sizes.iter().map(|s| self.staging.take(*s)).collect())
     }
 
     fn initialize_memory(
@@ -509,9 +523,14 @@ impl<C: WgpuCompiler> Server for WgpuServer<C> {
             // Each write is its own scope: one bad descriptor poisons its
             // own destination only.
             let target = descriptor.binding.clone();
-            let _ = self.scoped(stream_id, std::slice::from_ref(&target), |s| {
+            let written = self.scoped(stream_id, std::slice::from_ref(&target), |s| {
                 transfer::write(s, &descriptor, &data, stream_id)
             });
+            // The queue has its own copy now: the allocation can serve the
+            // next `staging` call (only if the caller kept no clone).
+            if written.is_ok() {
+                self.staging.give_back(data);
+            }
         }
     }
 

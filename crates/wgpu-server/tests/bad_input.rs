@@ -312,10 +312,6 @@ fn unsupported_capabilities_say_so() {
         f.s.begin_capture(S0),
         Err(ServerError::Unsupported { .. })
     ));
-    assert!(matches!(
-        f.s.staging(&[16], S0),
-        Err(ServerError::Unsupported { .. })
-    ));
     let h = upload(&mut f.s, u32s(&[0; 64]), S0);
     // SAFETY: refused before anything runs.
     unsafe {
