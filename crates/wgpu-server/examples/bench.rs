@@ -605,6 +605,294 @@ fn stream_figures(s: &mut S, o: &Options, out: &mut Vec<Figure>) -> Result<(), S
     Ok(())
 }
 
+fn memory_figures(s: &mut S, o: &Options, out: &mut Vec<Figure>) -> Result<(), ServerError> {
+    // Reserve + free of 1 MiB with 10,000 live handles of mixed small sizes.
+    let live: Vec<Handle> = (0..10_000u64)
+        .map(|i| alloc(s, 256 + (i % 64) * 256))
+        .collect::<Result<_, _>>()?;
+    let device = s.device().clone();
+    let n = if o.quick { 2_000 } else { 10_000 };
+    let rounds = if o.quick { 3 } else { 9 };
+    let cell = std::cell::RefCell::new(&mut *s);
+    let (v, b) = interleaved(
+        rounds,
+        || {
+            let mut s = cell.borrow_mut();
+            let t = Instant::now();
+            for _ in 0..n {
+                let m = ManagedMemoryHandle::new();
+                let _ = s.initialize_memory(m.clone(), 1 << 20, STREAM);
+                drop(m); // freed at the next call's drain
+            }
+            t.elapsed().as_secs_f64() * 1e9 / n as f64
+        },
+        || {
+            let t = Instant::now();
+            for _ in 0..n {
+                let b = device.create_buffer(&wgpu::BufferDescriptor {
+                    label: None,
+                    size: 1 << 20,
+                    usage: wgpu::BufferUsages::STORAGE
+                        | wgpu::BufferUsages::COPY_DST
+                        | wgpu::BufferUsages::COPY_SRC,
+                    mapped_at_creation: false,
+                });
+                drop(b);
+            }
+            t.elapsed().as_secs_f64() * 1e9 / n as f64
+        },
+    );
+    out.push(Figure {
+        name: "memory.reserve_free_ns",
+        value: v,
+        unit: "ns per reserve+free (lower is better)",
+        baseline: "raw.create_buffer_drop_ns",
+        baseline_value: b,
+    });
+    drop(live);
+
+    let ratio = compute_memory::trace::peak_trace_ratio(
+        compute_memory::trace::TRACE_SEED,
+        compute_memory::trace::TRACE_OPS,
+    );
+    out.push(Figure {
+        name: "memory.peak_reserved_over_peak_live",
+        value: ratio,
+        unit: "ratio (lower is better; target <= 1.25)",
+        baseline: "ideal (1.0)",
+        baseline_value: 1.0,
+    });
+
+    // staging + write of 64 MiB against the raw write_buffer loop.
+    let size = 64usize << 20;
+    let data: Vec<u8> = (0..size).map(|i| (i % 251) as u8).collect();
+    let h = alloc(&mut cell.borrow_mut(), size as u64)?;
+    let queue = cell.borrow().queue().clone();
+    let raw_dst = device.create_buffer(&wgpu::BufferDescriptor {
+        label: None,
+        size: size as u64,
+        usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST,
+        mapped_at_creation: false,
+    });
+    let gbps = |d: Duration| size as f64 / d.as_secs_f64() / 1e9;
+    let (v, b) = interleaved(
+        if o.quick { 3 } else { 7 },
+        || {
+            let mut s = cell.borrow_mut();
+            let t0 = Instant::now();
+            let Some(staged) = s.staging(&[size], STREAM).ok().and_then(|mut v| v.pop()) else {
+                return f64::NAN;
+            };
+            let staging_time = t0.elapsed();
+            // Filling is the caller's work (the raw loop's data is already
+            // in place), so it is not timed.
+            let Ok(mut fill) = staged.try_into_mut() else {
+                return f64::NAN;
+            };
+            fill.copy_from_slice(&data);
+            let t1 = Instant::now();
+            s.write(vec![(h.copy_descriptor(), fill.freeze())], STREAM);
+            let _ = sync(&mut s);
+            gbps(staging_time + t1.elapsed())
+        },
+        || {
+            let t = Instant::now();
+            queue.write_buffer(&raw_dst, 0, &data);
+            queue.submit(std::iter::empty());
+            wait(&device);
+            gbps(t.elapsed())
+        },
+    );
+    out.push(Figure {
+        name: "transfer.staged_write_64mib_gbps",
+        value: v,
+        unit: "GB/s (higher is better)",
+        baseline: "raw.write_64mib_gbps",
+        baseline_value: b,
+    });
+    Ok(())
+}
+
+fn profile_figures(s: &mut S, o: &Options, out: &mut Vec<Figure>) -> Result<(), ServerError> {
+    let x = alloc(s, 64 * 4 * 1024)?;
+    let spin = WgslKernel::new(
+        "spin",
+        SPIN,
+        "main",
+        [64, 1, 1],
+        vec![BindingAccess::ReadWrite],
+    )
+    .with_scalars();
+    let launch = |s: &mut S, n: u32| {
+        let mut p = n.to_le_bytes().to_vec();
+        p.resize(16, 0);
+        let args = KernelArguments::buffers(vec![x.binding()]).with_scalars(p);
+        // SAFETY: 1024 workgroups of 64 write x[0..65536], which x holds.
+        unsafe {
+            s.launch(
+                Box::new(spin.clone()),
+                CubeCount::x(1024),
+                args,
+                STREAM,
+                LaunchMode::Execute,
+            )
+        };
+    };
+    launch(s, 1);
+    sync(s)?;
+    // Overhead: CPU time of start + end around one launch, minus the launch.
+    let n = if o.quick { 200 } else { 2000 };
+    let mut with = Vec::new();
+    let mut without = Vec::new();
+    for _ in 0..if o.quick { 3 } else { 9 } {
+        let t = Instant::now();
+        for _ in 0..n {
+            launch(s, 1);
+        }
+        without.push(us(t.elapsed(), n));
+        sync(s)?;
+        let t = Instant::now();
+        for _ in 0..n {
+            let Ok(tok) = s.start_profile(STREAM) else {
+                break;
+            };
+            launch(s, 1);
+            let d = s.end_profile(STREAM, tok);
+            std::hint::black_box(d.is_ok());
+        }
+        with.push(us(t.elapsed(), n));
+        sync(s)?;
+    }
+    let base = median(without);
+    let overhead = median(with) - base;
+    out.push(Figure {
+        name: "profile.window_overhead_us",
+        value: overhead,
+        unit: "us CPU per window (lower is better)",
+        baseline: "launch.enqueue_us",
+        baseline_value: base,
+    });
+
+    // Accuracy: a large kernel timed by a device window vs a raw
+    // timestamp-query pair around the same dispatch.
+    if s.timing_method() != compute_runtime::TimingMethod::Device {
+        return Ok(());
+    }
+    let heavy = 20_000u32;
+    let mut ours = Vec::new();
+    let mut raw = Vec::new();
+    let device = s.device().clone();
+    let queue = s.queue().clone();
+    let qs = device.create_query_set(&wgpu::QuerySetDescriptor {
+        label: None,
+        ty: wgpu::QueryType::Timestamp,
+        count: 2,
+    });
+    let resolve = device.create_buffer(&wgpu::BufferDescriptor {
+        label: None,
+        size: 16,
+        usage: wgpu::BufferUsages::QUERY_RESOLVE | wgpu::BufferUsages::COPY_SRC,
+        mapped_at_creation: false,
+    });
+    let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
+        label: None,
+        source: wgpu::ShaderSource::Wgsl(SPIN.into()),
+    });
+    let pipeline = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+        label: None,
+        layout: None,
+        module: &module,
+        entry_point: Some("main"),
+        compilation_options: Default::default(),
+        cache: None,
+    });
+    let raw_x = device.create_buffer(&wgpu::BufferDescriptor {
+        label: None,
+        size: 64 * 4 * 1024,
+        usage: wgpu::BufferUsages::STORAGE,
+        mapped_at_creation: false,
+    });
+    let uni = device.create_buffer(&wgpu::BufferDescriptor {
+        label: None,
+        size: 16,
+        usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
+        mapped_at_creation: false,
+    });
+    let mut p = heavy.to_le_bytes().to_vec();
+    p.resize(16, 0);
+    queue.write_buffer(&uni, 0, &p);
+    let group = device.create_bind_group(&wgpu::BindGroupDescriptor {
+        label: None,
+        layout: &pipeline.get_bind_group_layout(0),
+        entries: &[
+            wgpu::BindGroupEntry {
+                binding: 0,
+                resource: raw_x.as_entire_binding(),
+            },
+            wgpu::BindGroupEntry {
+                binding: 1,
+                resource: uni.as_entire_binding(),
+            },
+        ],
+    });
+    let period = f64::from(queue.get_timestamp_period());
+    for _ in 0..if o.quick { 3 } else { 7 } {
+        let Ok(tok) = s.start_profile_at_launch(STREAM) else {
+            break;
+        };
+        launch(s, heavy);
+        if let Ok(d) = s.end_profile(STREAM, tok)
+            && let Ok(d) = futures::executor::block_on(d.resolve())
+        {
+            ours.push(d.as_secs_f64() * 1e6);
+        }
+        let readback = device.create_buffer(&wgpu::BufferDescriptor {
+            label: None,
+            size: 16,
+            usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
+        let mut enc = device.create_command_encoder(&Default::default());
+        {
+            let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor {
+                label: None,
+                timestamp_writes: Some(wgpu::ComputePassTimestampWrites {
+                    query_set: &qs,
+                    beginning_of_pass_write_index: Some(0),
+                    end_of_pass_write_index: Some(1),
+                }),
+            });
+            pass.set_pipeline(&pipeline);
+            pass.set_bind_group(0, &group, &[]);
+            pass.dispatch_workgroups(1024, 1, 1);
+        }
+        enc.resolve_query_set(&qs, 0..2, &resolve, 0);
+        enc.copy_buffer_to_buffer(&resolve, 0, &readback, 0, 16);
+        queue.submit(Some(enc.finish()));
+        readback.map_async(wgpu::MapMode::Read, .., |_| {});
+        wait(&device);
+        if let Ok(v) = readback.get_mapped_range(..) {
+            let t0 = u64::from_le_bytes(v[0..8].try_into().unwrap_or_default());
+            let t1 = u64::from_le_bytes(v[8..16].try_into().unwrap_or_default());
+            raw.push(t1.saturating_sub(t0) as f64 * period / 1e3);
+        }
+    }
+    if !ours.is_empty() && !raw.is_empty() {
+        let (a, b) = (median(ours), median(raw));
+        out.push(Figure {
+            name: "profile.accuracy_ratio",
+            value: a / b,
+            unit: Box::leak(
+                format!("ratio (target 0.95..1.05; device window {a:.1} us, raw {b:.1} us)")
+                    .into_boxed_str(),
+            ),
+            baseline: "ideal (1.0)",
+            baseline_value: 1.0,
+        });
+    }
+    Ok(())
+}
+
 fn json_str(s: &str) -> String {
     let mut o = String::from("\"");
     for c in s.chars() {
@@ -643,6 +931,12 @@ fn main() -> Result<(), ServerError> {
     let mut figures = Vec::new();
     if wanted("launch.") {
         launch_figures(&mut s, &o, &mut figures)?;
+    }
+    if wanted("memory.") {
+        memory_figures(&mut s, &o, &mut figures)?;
+    }
+    if wanted("profile.") {
+        profile_figures(&mut s, &o, &mut figures)?;
     }
     if wanted("stream.") {
         stream_figures(&mut s, &o, &mut figures)?;
