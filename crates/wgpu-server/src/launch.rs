@@ -264,7 +264,9 @@ fn encode<C: WgpuCompiler>(
     s.streams.prepare(stream, &pages);
     let device = s.device.clone();
     // An at-launch profile window holds exactly this launch.
-    let timed = s.profiler.arm_launch(stream);
+    let timed = s
+        .profiler
+        .stamp_launch(&device, stream, &pipeline.name, || format!("{count:?}"));
     let (_, ws) = s.streams.encoder(stream);
     let pass = ws.launch_pass(
         &device,

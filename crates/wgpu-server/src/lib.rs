@@ -31,11 +31,13 @@ mod profiling;
 mod server;
 mod staging;
 mod storage;
+mod timeline;
 mod transfer;
 
 pub use backend::{ScheduledWgpuBackend, WgpuStream};
 pub use server::WgpuServer;
 pub use storage::{WgpuResource, WgpuStorage};
+pub use timeline::{Timeline, TimelineEvent};
 
 pub use compute_wgsl::{
     BindingAccess, BoundsChecks, WgpuCompilationOptions, WgpuCompiler, WgslKernel, WgslPassthrough,

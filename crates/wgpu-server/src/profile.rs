@@ -47,6 +47,15 @@ pub(crate) struct Window {
     pub invalid: Option<ServerError>,
 }
 
+/// A launch recorded for the timeline: its slot holds its two stamps.
+#[derive(Debug)]
+pub(crate) struct TimelineEntry {
+    pub stream: StreamId,
+    pub kernel: String,
+    pub workgroups: String,
+    pub slot: Slot,
+}
+
 /// Open windows and the slot pool of one server.
 #[derive(Debug)]
 pub(crate) struct Profiler {
@@ -55,6 +64,8 @@ pub(crate) struct Profiler {
     windows: HashMap<u64, Window>,
     pool: Vec<Slot>,
     slots_created: usize,
+    /// `Some` while a timeline is being recorded.
+    pub timeline: Option<Vec<TimelineEntry>>,
 }
 
 impl Profiler {
@@ -65,6 +76,7 @@ impl Profiler {
             windows: HashMap::new(),
             pool: Vec::new(),
             slots_created: 0,
+            timeline: None,
         }
     }
 
@@ -145,6 +157,33 @@ impl Profiler {
                 }
                 _ => None,
             })
+    }
+
+    /// The query set the next launch on `stream` is stamped with: an armed
+    /// at-launch window's, else (while a timeline records) a fresh slot's,
+    /// recorded under the kernel's name.
+    pub fn stamp_launch(
+        &mut self,
+        device: &wgpu::Device,
+        stream: StreamId,
+        kernel: &str,
+        workgroups: impl FnOnce() -> String,
+    ) -> Option<wgpu::QuerySet> {
+        if let Some(q) = self.arm_launch(stream) {
+            return Some(q);
+        }
+        self.timeline.as_ref()?;
+        let slot = self.take_slot(device);
+        let query_set = slot.query_set.clone();
+        if let Some(t) = self.timeline.as_mut() {
+            t.push(TimelineEntry {
+                stream,
+                kernel: kernel.to_string(),
+                workgroups: workgroups(),
+                slot,
+            });
+        }
+        Some(query_set)
     }
 
     /// Whether `stream` already has an at-launch window waiting for a launch.

@@ -253,6 +253,17 @@ impl<C: WgpuCompiler> WgpuServer<C> {
         self.staging.allocations
     }
 
+    /// Starts recording a timeline of every launch (per-launch GPU
+    /// timestamps; see [`crate::Timeline`]). Needs timestamp queries.
+    pub fn start_timeline(&mut self) -> Result<(), ServerError> {
+        crate::timeline::start(self)
+    }
+
+    /// Stops recording and resolves the timeline (submits every stream).
+    pub fn finish_timeline(&mut self) -> DynFut<Result<crate::Timeline, ServerError>> {
+        crate::timeline::finish(self)
+    }
+
     /// Timestamp slots ever created by profile windows (they are pooled).
     pub fn profile_slots_created(&self) -> usize {
         self.profiler.slots_created()

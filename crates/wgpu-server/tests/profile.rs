@@ -209,3 +209,58 @@ fn a_failure_inside_a_window_invalidates_it() {
     let d = s.end_profile(StreamId(5), other).expect("other window");
     futures::executor::block_on(d.resolve()).expect("resolves");
 }
+
+#[test]
+fn timeline_is_a_chrome_trace_with_one_slice_per_launch() {
+    let mut s = server();
+    if s.timing_method() != TimingMethod::Device {
+        assert!(s.start_timeline().is_err(), "no timestamps: unsupported");
+        return;
+    }
+    let a = upload(&mut s, u32s(&[0; 4096]), StreamId(1));
+    let b = upload(&mut s, u32s(&[0; 4096]), StreamId(2));
+    s.start_timeline().expect("timeline");
+    for _ in 0..5 {
+        launch(
+            &mut s,
+            inc_kernel(),
+            compute_runtime::CubeCount::x(64),
+            &[&a],
+            StreamId(1),
+        );
+        launch(
+            &mut s,
+            inc_kernel(),
+            compute_runtime::CubeCount::x(64),
+            &[&b],
+            StreamId(2),
+        );
+    }
+    let t = futures::executor::block_on(s.finish_timeline()).expect("finish");
+    assert_eq!(t.events.len(), 10);
+    let json: serde_json::Value = serde_json::from_str(&t.to_chrome_trace()).expect("valid JSON");
+    let events = json["traceEvents"].as_array().expect("traceEvents");
+    let slices: Vec<_> = events.iter().filter(|e| e["ph"] == "X").collect();
+    assert_eq!(slices.len(), 10, "one slice per launch");
+    assert!(
+        slices
+            .iter()
+            .all(|e| e["name"] == "inc" && e["dur"].as_f64().is_some())
+    );
+    let tracks: std::collections::BTreeSet<_> = slices.iter().map(|e| e["tid"].as_u64()).collect();
+    assert_eq!(tracks.len(), 2, "one track per stream");
+    let names = events.iter().filter(|e| e["ph"] == "M").count();
+    assert_eq!(names, 2);
+    // Launches after the timeline ends are not stamped; results stay right.
+    launch(
+        &mut s,
+        inc_kernel(),
+        compute_runtime::CubeCount::x(64),
+        &[&a],
+        StreamId(1),
+    );
+    assert_eq!(
+        to_u32s(&read(&mut s, &a, StreamId(1)).expect("read")),
+        vec![6; 4096]
+    );
+}

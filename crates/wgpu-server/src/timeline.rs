@@ -1,0 +1,201 @@
+//! A timeline of kernels: per-launch GPU timestamps, exported as a Chrome
+//! trace (the JSON that Perfetto and `chrome://tracing` open).
+//!
+//! While recording, every launch gets a pass of its own whose timestamp
+//! writes bracket it (the same mechanism as `start_profile_at_launch`), so
+//! recording costs a pass per launch and is meant for inspection, not for
+//! production loops. One track per stream, one slice per launch, the kernel's
+//! name and workgroup count in the slice's args.
+
+use std::fmt::Write as _;
+
+use compute_runtime::{DynFut, ServerError, StreamId};
+use compute_wgsl::WgpuCompiler;
+use futures::channel::oneshot;
+
+use crate::WgpuServer;
+
+/// One launch on the timeline.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TimelineEvent {
+    /// The stream it ran on.
+    pub stream: StreamId,
+    /// The kernel's name.
+    pub kernel: String,
+    /// The dispatch size, as given.
+    pub workgroups: String,
+    /// Start, in ns from the first event's start.
+    pub start_ns: f64,
+    /// GPU duration in ns.
+    pub duration_ns: f64,
+}
+
+/// Recorded launches, in recording order.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Timeline {
+    /// The events.
+    pub events: Vec<TimelineEvent>,
+}
+
+fn json_escape(s: &str) -> String {
+    let mut o = String::with_capacity(s.len() + 2);
+    for c in s.chars() {
+        match c {
+            '"' => o.push_str("\\\""),
+            '\\' => o.push_str("\\\\"),
+            c if (c as u32) < 0x20 => {
+                let _ = write!(o, "\\u{:04x}", c as u32);
+            }
+            c => o.push(c),
+        }
+    }
+    o
+}
+
+impl Timeline {
+    /// The Chrome trace JSON: one `"X"` slice per launch (microseconds),
+    /// one thread-name record per stream.
+    pub fn to_chrome_trace(&self) -> String {
+        let mut out = String::from("{\"displayTimeUnit\":\"ns\",\"traceEvents\":[");
+        let mut streams: Vec<StreamId> = self.events.iter().map(|e| e.stream).collect();
+        streams.sort();
+        streams.dedup();
+        let mut first = true;
+        let mut sep = |out: &mut String| {
+            if !first {
+                out.push(',');
+            }
+            first = false;
+        };
+        for s in &streams {
+            sep(&mut out);
+            let _ = write!(
+                out,
+                "{{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":0,\"tid\":{},\"args\":{{\"name\":\"stream {}\"}}}}",
+                s.0, s.0
+            );
+        }
+        for e in &self.events {
+            sep(&mut out);
+            let _ = write!(
+                out,
+                "{{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"{}\",\"pid\":0,\"tid\":{},\"ts\":{:.3},\"dur\":{:.3},\"args\":{{\"workgroups\":\"{}\",\"duration_ns\":{:.0}}}}}",
+                json_escape(&e.kernel),
+                e.stream.0,
+                e.start_ns / 1e3,
+                e.duration_ns / 1e3,
+                json_escape(&e.workgroups),
+                e.duration_ns
+            );
+        }
+        out.push_str("]}\n");
+        out
+    }
+}
+
+/// Starts recording (see the module doc). Needs timestamp queries.
+pub(crate) fn start<C: WgpuCompiler>(s: &mut WgpuServer<C>) -> Result<(), ServerError> {
+    if !s.caps.features.contains(wgpu::Features::TIMESTAMP_QUERY) {
+        return Err(ServerError::unsupported(
+            "timeline",
+            "the device has no timestamp queries",
+        ));
+    }
+    s.profiler.timeline.get_or_insert_with(Vec::new);
+    Ok(())
+}
+
+/// Stops recording, submits everything, and resolves the recorded stamps.
+pub(crate) fn finish<C: WgpuCompiler>(
+    s: &mut WgpuServer<C>,
+) -> DynFut<Result<Timeline, ServerError>> {
+    let entries = s.profiler.timeline.take().unwrap_or_default();
+    if let Err(e) = s.enter() {
+        return Box::pin(async move { Err(e) });
+    }
+    if entries.is_empty() {
+        return Box::pin(async { Ok(Timeline::default()) });
+    }
+    s.streams.submit_all();
+    s.streams.backend.flush_host_writes();
+    const STRIDE: u64 = wgpu::QUERY_RESOLVE_BUFFER_ALIGNMENT;
+    let size = STRIDE * entries.len() as u64;
+    let device = s.device.clone();
+    let resolve = device.create_buffer(&wgpu::BufferDescriptor {
+        label: Some("timeline resolve"),
+        size,
+        usage: wgpu::BufferUsages::QUERY_RESOLVE | wgpu::BufferUsages::COPY_SRC,
+        mapped_at_creation: false,
+    });
+    let readback = device.create_buffer(&wgpu::BufferDescriptor {
+        label: Some("timeline readback"),
+        size,
+        usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+        mapped_at_creation: false,
+    });
+    let mut encoder = device.create_command_encoder(&wgpu::CommandEncoderDescriptor {
+        label: Some("timeline"),
+    });
+    for (i, e) in entries.iter().enumerate() {
+        encoder.resolve_query_set(&e.slot.query_set, 0..2, &resolve, STRIDE * i as u64);
+    }
+    encoder.copy_buffer_to_buffer(&resolve, 0, &readback, 0, size);
+    let index = s.queue.submit(Some(encoder.finish()));
+    let meta: Vec<(StreamId, String, String)> = entries
+        .into_iter()
+        .map(|e| {
+            s.profiler.give_back(e.slot);
+            (e.stream, e.kernel, e.workgroups)
+        })
+        .collect();
+    let (tx, rx) = oneshot::channel();
+    readback.map_async(wgpu::MapMode::Read, .., move |r| {
+        let _ = tx.send(r);
+    });
+    let done = s.poller.wait(Some(index));
+    let period = f64::from(s.queue.get_timestamp_period());
+    let faults = std::sync::Arc::clone(&s.faults);
+    Box::pin(async move {
+        match done.await {
+            Ok(r) => r?,
+            Err(_) => faults.lost()?,
+        }
+        if !matches!(rx.await, Ok(Ok(()))) {
+            faults.lost()?;
+            return Err(ServerError::Mapping {
+                reason: "timeline readback could not be mapped".into(),
+            });
+        }
+        let view = readback
+            .slice(..)
+            .get_mapped_range()
+            .map_err(|e| ServerError::Mapping {
+                reason: e.to_string(),
+            })?;
+        let stamp = |at: usize| -> u64 {
+            view.get(at..at + 8)
+                .and_then(|b| b.try_into().ok())
+                .map(u64::from_le_bytes)
+                .unwrap_or(0)
+        };
+        let raw: Vec<(u64, u64)> = (0..meta.len())
+            .map(|i| {
+                let at = STRIDE as usize * i;
+                (stamp(at), stamp(at + 8))
+            })
+            .collect();
+        let origin = raw.iter().map(|r| r.0).min().unwrap_or(0);
+        let events = meta
+            .into_iter()
+            .zip(raw)
+            .map(|((stream, kernel, workgroups), (t0, t1))| TimelineEvent {
+                stream,
+                kernel,
+                workgroups,
+                start_ns: t0.saturating_sub(origin) as f64 * period,
+                duration_ns: t1.saturating_sub(t0) as f64 * period,
+            })
+            .collect();
+        Ok(Timeline { events })
+    })
+}
