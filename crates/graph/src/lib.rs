@@ -9,11 +9,13 @@
 //! groups, dispatch sizes) and how it is replayed; the registry stores it as
 //! an opaque, type-erased value so this crate never names wgpu.
 //!
-//! Replay itself is not built yet: the wgpu server answers capture calls with
-//! `ServerError::Unsupported` (see `docs/status.md`).
+//! The per-stream recording ([`StreamCapture`]) lives here too, type-erased,
+//! so the stream layer's `WriteScoped` trait can name it.
 
+mod capture;
 mod registry;
 mod state;
 
+pub use capture::StreamCapture;
 pub use registry::DeviceCaptures;
 pub use state::CaptureState;

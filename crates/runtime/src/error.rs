@@ -7,7 +7,7 @@
 
 use std::sync::Arc;
 
-use crate::{MemoryId, StreamId};
+use crate::{GraphId, MemoryId, StreamId};
 
 /// Why a server call could not do what it was asked.
 #[derive(Clone, Debug, thiserror::Error, PartialEq, Eq)]
@@ -152,6 +152,12 @@ pub enum ServerError {
         stream: StreamId,
         /// What the state machine refused.
         reason: String,
+    },
+    /// `replay` of a graph id the device's registry does not hold.
+    #[error("unknown graph {graph}")]
+    UnknownGraph {
+        /// The id asked for.
+        graph: GraphId,
     },
     /// A profiling call in the wrong state.
     #[error("profiling on {stream}: {reason}")]

@@ -14,6 +14,7 @@
 
 use std::sync::Arc;
 
+use compute_graph::StreamCapture;
 use compute_runtime::{BufferBinding, ServerError, StreamId};
 
 use crate::{SchedulerMultiStream, SchedulerStreamBackend};
@@ -30,6 +31,14 @@ pub trait WriteScoped {
     /// Told about every failure a scope settles, so a measurement in flight
     /// on `stream` is invalidated wherever the failure happened.
     fn on_failure(&mut self, stream: StreamId, error: &ServerError);
+
+    /// The graph capture of the pooled stream `stream` folds onto, for a
+    /// server that records captures. Defaults to `None`, for one that does
+    /// not.
+    fn capturing(&mut self, stream: StreamId) -> Option<&mut StreamCapture> {
+        let _ = stream;
+        None
+    }
 
     /// An empty write set for the caller to fill with what the work it is
     /// about to run writes.

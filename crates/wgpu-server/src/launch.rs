@@ -15,9 +15,9 @@ use std::sync::Arc;
 
 use compute_runtime::{
     BufferBinding, CubeCount, CubeKernel, KernelArguments, LaunchMode, LogCategory, LogLevel,
-    ServerError, StorageHandle, StreamId,
+    ServerError, StorageHandle, StorageId, StreamId,
 };
-use compute_stream::Access;
+use compute_stream::{Access, WriteScoped};
 use compute_wgsl::{BindingAccess, KernelLayout, WgpuCompiler};
 
 use crate::WgpuServer;
@@ -56,18 +56,25 @@ pub(crate) fn launch<C: WgpuCompiler>(
             .collect(),
         Err(_) => args.buffers.clone(),
     };
+    if server.is_capturing(stream) {
+        // Recorded, not run: nothing is written now, so nothing is settled;
+        // a failure spoils the capture instead (`end_capture` reports it).
+        let resolved = layout
+            .and_then(|l| resolve_launch(server, kernel, cached.clone(), &l, count, &args, mode));
+        let reads: Vec<BufferBinding> = args.buffers.clone();
+        if let Some(capture) = server.capturing(stream) {
+            match resolved {
+                Ok(r) => capture.record(Box::new(r), &reads, &writes),
+                Err(e) => capture.fail(e),
+            }
+        }
+        return;
+    }
     let _ = server.scoped(stream, &writes, |s| {
         let layout = layout?;
-        encode(
-            s,
-            kernel,
-            cached.clone(),
-            &layout,
-            count,
-            &args,
-            stream,
-            mode,
-        )
+        let resolved = resolve_launch(s, kernel, cached.clone(), &layout, count, &args, mode)?;
+        dispatch(s, stream, &resolved);
+        Ok(())
     });
 }
 
@@ -124,17 +131,42 @@ fn check_counts(
     Ok(())
 }
 
+/// A launch with everything resolved: what `dispatch` encodes, and what a
+/// graph capture records (replay re-encodes it without the launch path).
+#[derive(Debug)]
+pub(crate) struct ResolvedLaunch {
+    pipeline: Arc<CachedPipeline>,
+    bind_group: wgpu::BindGroup,
+    bind_id: u64,
+    count: ResolvedCount,
+    pages: Vec<(StorageId, Access)>,
+}
+
+#[derive(Debug)]
+enum ResolvedCount {
+    Static(u32, u32, u32),
+    Indirect(wgpu::Buffer, u64),
+}
+
+impl std::fmt::Display for ResolvedCount {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ResolvedCount::Static(x, y, z) => write!(f, "({x}, {y}, {z})"),
+            ResolvedCount::Indirect(_, offset) => write!(f, "indirect@{offset}"),
+        }
+    }
+}
+
 #[allow(clippy::too_many_arguments)]
-fn encode<C: WgpuCompiler>(
+fn resolve_launch<C: WgpuCompiler>(
     s: &mut WgpuServer<C>,
     kernel: &dyn CubeKernel,
     cached: Option<Arc<CachedPipeline>>,
     layout: &KernelLayout,
     count: CubeCount,
     args: &KernelArguments,
-    stream: StreamId,
     mode: LaunchMode,
-) -> Result<(), ServerError> {
+) -> Result<ResolvedLaunch, ServerError> {
     if mode == LaunchMode::Queue {
         return Err(ServerError::unsupported(
             "LaunchMode::Queue",
@@ -243,7 +275,7 @@ fn encode<C: WgpuCompiler>(
     };
 
     // Order against other streams, then encode.
-    let mut pages: Vec<(compute_runtime::StorageId, Access)> = ranges
+    let mut pages: Vec<(StorageId, Access)> = ranges
         .iter()
         .zip(&layout.bindings)
         .map(|(r, a)| {
@@ -257,32 +289,51 @@ fn encode<C: WgpuCompiler>(
     if let Some(h) = &indirect {
         pages.push((h.id, Access::Read));
     }
-    let indirect_buffer = match &indirect {
-        Some(h) => Some(page_buffer(s, h)?),
-        None => None,
+    let count = match &indirect {
+        Some(h) => ResolvedCount::Indirect(page_buffer(s, h)?, h.offset),
+        None => match count {
+            CubeCount::Static(x, y, z) => ResolvedCount::Static(x, y, z),
+            CubeCount::Dynamic(_) => {
+                return Err(ServerError::InvalidArgument {
+                    reason: "indirect count could not be resolved".into(),
+                });
+            }
+        },
     };
-    s.streams.prepare(stream, &pages);
+    Ok(ResolvedLaunch {
+        pipeline,
+        bind_group,
+        bind_id,
+        count,
+        pages,
+    })
+}
+
+/// Orders `launch` against other streams and encodes it on `stream`.
+pub(crate) fn dispatch<C: WgpuCompiler>(
+    s: &mut WgpuServer<C>,
+    stream: StreamId,
+    launch: &ResolvedLaunch,
+) {
+    s.streams.prepare(stream, &launch.pages);
     let device = s.device.clone();
-    // An at-launch profile window holds exactly this launch.
+    // An at-launch profile window (or a timeline) stamps this launch.
     let timed = s
         .profiler
-        .stamp_launch(&device, stream, &pipeline.name, || format!("{count:?}"));
+        .stamp_launch(&device, stream, &launch.pipeline.name, || {
+            launch.count.to_string()
+        });
     let (_, ws) = s.streams.encoder(stream);
     let pass = ws.launch_pass(
         &device,
         timed.as_ref(),
-        (&pipeline.pipeline, pipeline.id),
-        (&bind_group, bind_id),
+        (&launch.pipeline.pipeline, launch.pipeline.id),
+        (&launch.bind_group, launch.bind_id),
     );
-    match (&count, &indirect_buffer, &indirect) {
-        (CubeCount::Static(x, y, z), _, _) => pass.dispatch_workgroups(*x, *y, *z),
-        (CubeCount::Dynamic(_), Some(buf), Some(h)) => {
-            pass.dispatch_workgroups_indirect(buf, h.offset)
-        }
-        (CubeCount::Dynamic(_), _, _) => {
-            return Err(ServerError::InvalidArgument {
-                reason: "indirect count could not be resolved".into(),
-            });
+    match &launch.count {
+        ResolvedCount::Static(x, y, z) => pass.dispatch_workgroups(*x, *y, *z),
+        ResolvedCount::Indirect(buffer, offset) => {
+            pass.dispatch_workgroups_indirect(buffer, *offset)
         }
     }
     if timed.is_some() {
@@ -290,9 +341,11 @@ fn encode<C: WgpuCompiler>(
     }
     s.streams.task_done(stream);
     s.logger.log(LogCategory::Launch, LogLevel::Full, || {
-        format!("launch `{}` {:?} on {stream}", pipeline.name, count)
+        format!(
+            "launch `{}` {} on {stream}",
+            launch.pipeline.name, launch.count
+        )
     });
-    Ok(())
 }
 
 fn page_buffer<C: WgpuCompiler>(

@@ -23,6 +23,7 @@ mod backend;
 mod bind;
 mod communication;
 mod faults;
+mod graph;
 mod launch;
 mod pipeline;
 mod poller;

@@ -8,7 +8,7 @@
 
 use std::sync::Arc;
 
-use compute_graph::{CaptureState, DeviceCaptures};
+use compute_graph::{CaptureState, DeviceCaptures, StreamCapture};
 use compute_memory::MemoryManagement;
 use compute_runtime::{
     BufferBinding, Bytes, ComputeStorage, CopyDescriptor, CubeCount, CubeKernel, DeviceId,
@@ -56,6 +56,10 @@ pub struct WgpuServer<C: WgpuCompiler> {
     staging: HostStaging,
     captures: DeviceCaptures,
     capture_states: HashMap<StreamId, CaptureState>,
+    recordings: HashMap<StreamId, StreamCapture>,
+    /// The allocation mode `graph_prepare` replaced, restored by
+    /// `end_capture`.
+    mode_before_capture: Option<MemoryAllocationMode>,
     backend: wgpu::Backend,
     failures: u64,
 }
@@ -215,6 +219,8 @@ impl<C: WgpuCompiler + Default> WgpuServer<C> {
             staging: HostStaging::default(),
             captures,
             capture_states: HashMap::new(),
+            recordings: HashMap::new(),
+            mode_before_capture: None,
             backend,
             failures: 0,
         })
@@ -346,6 +352,16 @@ impl<C: WgpuCompiler> WgpuServer<C> {
             .copied()
             .unwrap_or_default()
     }
+
+    /// Whether launches on `stream` are being recorded.
+    pub(crate) fn is_capturing(&self, stream: StreamId) -> bool {
+        self.capture_state(stream) == CaptureState::Capturing
+    }
+
+    /// Graphs stored in the device's registry.
+    pub fn graph_count(&self) -> usize {
+        self.captures.len()
+    }
 }
 
 impl<C: WgpuCompiler> WriteScoped for WgpuServer<C> {
@@ -353,6 +369,10 @@ impl<C: WgpuCompiler> WriteScoped for WgpuServer<C> {
 
     fn write_streams(&mut self) -> &mut Self::Streams {
         &mut self.streams
+    }
+
+    fn capturing(&mut self, stream: StreamId) -> Option<&mut StreamCapture> {
+        self.recordings.get_mut(&stream)
     }
 
     fn on_failure(&mut self, stream: StreamId, error: &ServerError) {
@@ -535,6 +555,12 @@ impl<C: WgpuCompiler> Server for WgpuServer<C> {
             // own destination only.
             let target = descriptor.binding.clone();
             let written = self.scoped(stream_id, std::slice::from_ref(&target), |s| {
+                if s.is_capturing(stream_id) {
+                    return Err(ServerError::CaptureState {
+                        stream: stream_id,
+                        reason: "host writes cannot be recorded into a graph".into(),
+                    });
+                }
                 transfer::write(s, &descriptor, &data, stream_id)
             });
             // The queue has its own copy now: the allocation can serve the
@@ -624,29 +650,68 @@ impl<C: WgpuCompiler> Server for WgpuServer<C> {
 
     fn graph_prepare(&mut self, stream_id: StreamId) -> Result<(), ServerError> {
         self.enter()?;
-        let _ = stream_id;
-        Err(graphs_unsupported())
+        let next = self.capture_state(stream_id).prepare(stream_id)?;
+        self.capture_states.insert(stream_id, next);
+        // The warm-up that follows frees into the persistent pool, so the
+        // capture window reuses it instead of allocating.
+        self.mode_before_capture.get_or_insert(self.memory.mode());
+        self.memory.set_mode(MemoryAllocationMode::Persistent);
+        Ok(())
     }
 
     fn begin_capture(&mut self, stream_id: StreamId) -> Result<(), ServerError> {
         self.enter()?;
-        let _ = stream_id;
-        Err(graphs_unsupported())
+        let next = self.capture_state(stream_id).begin(stream_id)?;
+        self.capture_states.insert(stream_id, next);
+        self.recordings.insert(stream_id, StreamCapture::default());
+        Ok(())
     }
 
     fn end_capture(&mut self, stream_id: StreamId) -> Result<GraphId, ServerError> {
         self.enter()?;
-        let _ = stream_id;
-        Err(graphs_unsupported())
+        let next = self.capture_state(stream_id).end(stream_id)?;
+        self.capture_states.insert(stream_id, next);
+        if let Some(mode) = self.mode_before_capture.take() {
+            self.memory.set_mode(mode);
+        }
+        let capture = self.recordings.remove(&stream_id).unwrap_or_default();
+        let graph = crate::graph::Graph::from_capture(stream_id, capture)?;
+        Ok(self.captures.insert(Box::new(graph)))
     }
 
-    fn replay(&mut self, _graph: GraphId, _stream_id: StreamId) -> Result<(), ServerError> {
+    fn replay(&mut self, graph: GraphId, stream_id: StreamId) -> Result<(), ServerError> {
         self.enter()?;
-        Err(graphs_unsupported())
+        if self.is_capturing(stream_id) {
+            return Err(ServerError::CaptureState {
+                stream: stream_id,
+                reason: "replay inside a capture window is not recorded".into(),
+            });
+        }
+        let registry = self.captures.clone();
+        let writes = registry
+            .with(graph, |g| {
+                g.downcast_ref::<crate::graph::Graph>()
+                    .map(|g| g.writes.clone())
+            })
+            .flatten()
+            .ok_or(ServerError::UnknownGraph { graph })?;
+        self.scoped(stream_id, &writes, |s| {
+            registry
+                .with(graph, |g| {
+                    if let Some(g) = g.downcast_ref::<crate::graph::Graph>() {
+                        for launch in &g.launches {
+                            crate::launch::dispatch(s, stream_id, launch);
+                        }
+                    }
+                })
+                .ok_or(ServerError::UnknownGraph { graph })
+        })
     }
 
     fn graph_destroy(&mut self, graph: GraphId, _stream_id: StreamId) {
-        // Unknown ids are a no-op by contract; no graph can exist yet.
+        // Dropping the graph unpins its slices; a replay already encoded or
+        // submitted is ordered before any later user of those pages by the
+        // scheduler (the wgpu guarantee the seed names). Unknown ids: no-op.
         let _ = self.captures.remove(graph);
     }
 
@@ -659,13 +724,6 @@ impl<C: WgpuCompiler> Server for WgpuServer<C> {
             .allow_host_wait(stream_id, "start_profile_at_launch")?;
         crate::profiling::start_at_launch(self, stream_id)
     }
-}
-
-fn graphs_unsupported() -> ServerError {
-    ServerError::unsupported(
-        "graph capture",
-        "software graphs are not built yet (graphs issue)",
-    )
 }
 
 /// `WGPU_SERVER_TASKS_MAX`, else [`DEFAULT_TASKS_MAX`].

@@ -308,10 +308,6 @@ fn zero_size_and_oversized_reservations_are_refused() {
 #[test]
 fn unsupported_capabilities_say_so() {
     let mut f = fixture();
-    assert!(matches!(
-        f.s.begin_capture(S0),
-        Err(ServerError::Unsupported { .. })
-    ));
     let h = upload(&mut f.s, u32s(&[0; 64]), S0);
     // SAFETY: refused before anything runs.
     unsafe {
