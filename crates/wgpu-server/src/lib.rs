@@ -41,6 +41,7 @@ pub use storage::{WgpuResource, WgpuStorage};
 pub use timeline::{Timeline, TimelineEvent};
 
 pub use compute_wgsl::{
-    BindingAccess, BoundsChecks, WgpuCompilationOptions, WgpuCompiler, WgslKernel, WgslPassthrough,
+    BindingAccess, BoundsChecks, IrCompiler, WgpuCompilationOptions, WgpuCompiler, WgslKernel,
+    WgslPassthrough,
 };
 pub use wgpu::Backend;

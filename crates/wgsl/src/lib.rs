@@ -7,7 +7,8 @@
 //! server, only the kernel, the [`WgpuCompilationOptions`] and the device's
 //! [`DeviceCaps`].
 //!
-//! **Owns:** the [`WgpuCompiler`] trait, the pass-through backend
+//! **Owns:** the [`WgpuCompiler`] trait, the IR backend ([`IrCompiler`]:
+//! `compute_ir` kernels to WGSL), the pass-through backend
 //! ([`WgslPassthrough`], for callers who hand WGSL source) and naga
 //! validation with diagnostics a person can read.
 //!
@@ -16,6 +17,7 @@
 //! kernel type; nothing here or in the server changes.
 
 mod compiler;
+pub mod ir;
 mod passthrough;
 mod validate;
 
@@ -23,5 +25,6 @@ pub use compiler::{
     BindingAccess, BoundsChecks, CompiledKernel, DeviceCaps, KernelLayout, WgpuCompilationOptions,
     WgpuCompiler,
 };
+pub use ir::IrCompiler;
 pub use passthrough::{WgslKernel, WgslPassthrough};
 pub use validate::{validate_wgsl, writable_storage};

@@ -1,0 +1,623 @@
+//! [`KernelBuilder`]: writes a kernel the way it reads.
+//!
+//! ```
+//! use compute_ir::{KernelBuilder, Scalar};
+//!
+//! // c[i] = a[i] + b[i] for i < n
+//! let mut k = KernelBuilder::new("add", [64, 1, 1]);
+//! let a = k.input(Scalar::F32);
+//! let b = k.input(Scalar::F32);
+//! let c = k.output(Scalar::F32);
+//! let n = k.scalar_arg(Scalar::U32);
+//! let gid = k.global_id();
+//! let i = k.x(gid);
+//! let inside = k.lt(i, n);
+//! k.if_(inside, |k| {
+//!     let x = k.load(a, i);
+//!     let y = k.load(b, i);
+//!     let s = k.add(x, y);
+//!     k.store(c, i, s);
+//! });
+//! let kernel = k.build().expect("well-typed");
+//! assert_eq!(kernel.info().buffers.len(), 3);
+//! ```
+//!
+//! Every method that computes something binds a fresh value where it is
+//! called ([`Val`]), so the order of calls is the order of evaluation. Types
+//! are checked at each call; the first error is kept and returned by
+//! [`KernelBuilder::build`], which also runs the full validator.
+
+use crate::ir::{
+    Access, ArrayRef, AtomicOp, Barrier, BinOp, BufferDecl, Builtin, KernelDef, Op, SharedDecl,
+    Stmt, UnOp, ValueId, VarId,
+};
+use crate::typeck::op_type;
+use crate::{IrError, Kernel, Lit, Scalar, Type};
+
+/// A value computed by the kernel.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Val {
+    /// Its id in the IR.
+    pub id: ValueId,
+    /// Its type.
+    pub ty: Type,
+}
+
+/// A (non-atomic) global buffer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Buf {
+    /// Its binding.
+    pub binding: u32,
+    /// Element type.
+    pub elem: Scalar,
+}
+
+/// A global buffer of `atomic<i32|u32>`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct AtomicBuf {
+    /// Its binding.
+    pub binding: u32,
+    /// Element type.
+    pub elem: Scalar,
+}
+
+/// A workgroup-shared array.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Shared {
+    /// Its index among the kernel's shared arrays.
+    pub index: u32,
+    /// Element type.
+    pub elem: Scalar,
+    /// Number of elements.
+    pub len: u32,
+}
+
+/// A mutable variable.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Var {
+    /// Its id in the IR.
+    pub id: VarId,
+    /// Its type.
+    pub ty: Type,
+}
+
+/// Something `load` and `store` can address.
+pub trait ArrayLike: Copy {
+    /// The IR reference.
+    fn array_ref(self) -> ArrayRef;
+}
+impl ArrayLike for Buf {
+    fn array_ref(self) -> ArrayRef {
+        ArrayRef::Global(self.binding)
+    }
+}
+impl ArrayLike for Shared {
+    fn array_ref(self) -> ArrayRef {
+        ArrayRef::Shared(self.index)
+    }
+}
+
+/// A buffer whose length `array_length` can take.
+pub trait BufferLike: Copy {
+    /// Its binding.
+    fn binding(self) -> u32;
+}
+impl BufferLike for Buf {
+    fn binding(self) -> u32 {
+        self.binding
+    }
+}
+impl BufferLike for AtomicBuf {
+    fn binding(self) -> u32 {
+        self.binding
+    }
+}
+
+/// Builds a [`Kernel`]; see the module docs.
+#[derive(Debug)]
+pub struct KernelBuilder {
+    def: KernelDef,
+    blocks: Vec<Vec<Stmt>>,
+    error: Option<IrError>,
+}
+
+macro_rules! unary {
+    ($($(#[$m:meta])* $name:ident => $op:ident),* $(,)?) => {$(
+        $(#[$m])*
+        pub fn $name(&mut self, x: Val) -> Val {
+            self.emit(Op::Unary(UnOp::$op, x.id))
+        }
+    )*};
+}
+
+macro_rules! binary {
+    ($($(#[$m:meta])* $name:ident => $op:ident),* $(,)?) => {$(
+        $(#[$m])*
+        pub fn $name(&mut self, x: Val, y: Val) -> Val {
+            self.emit(Op::Binary(BinOp::$op, x.id, y.id))
+        }
+    )*};
+}
+
+macro_rules! atomics {
+    ($($(#[$m:meta])* $name:ident => $op:ident),* $(,)?) => {$(
+        $(#[$m])*
+        pub fn $name(&mut self, buf: AtomicBuf, index: Val, value: Val) -> Val {
+            self.emit(Op::Atomic(AtomicOp::$op, buf.binding, index.id, value.id))
+        }
+    )*};
+}
+
+impl KernelBuilder {
+    /// A kernel named `name` with the given `@workgroup_size`.
+    pub fn new(name: impl Into<String>, workgroup_size: [u32; 3]) -> Self {
+        KernelBuilder {
+            def: KernelDef {
+                name: name.into(),
+                workgroup_size,
+                buffers: Vec::new(),
+                scalars: Vec::new(),
+                shared: Vec::new(),
+                values: Vec::new(),
+                vars: Vec::new(),
+                body: Vec::new(),
+            },
+            blocks: vec![Vec::new()],
+            error: None,
+        }
+    }
+
+    fn fail(&mut self, e: IrError) {
+        if self.error.is_none() {
+            self.error = Some(e);
+        }
+    }
+
+    fn push(&mut self, s: Stmt) {
+        if let Some(b) = self.blocks.last_mut() {
+            b.push(s);
+        }
+    }
+
+    fn fresh(&mut self, ty: Type) -> ValueId {
+        let id = ValueId(self.def.values.len() as u32);
+        self.def.values.push(ty);
+        id
+    }
+
+    /// Binds `op` to a fresh value (the escape hatch under every method).
+    pub fn emit(&mut self, op: Op) -> Val {
+        match op_type(&self.def, &op) {
+            Ok(ty) => {
+                let id = self.fresh(ty);
+                self.push(Stmt::Let(id, op));
+                Val { id, ty }
+            }
+            Err(e) => {
+                self.fail(e);
+                // A placeholder so building can go on; `build` reports the error.
+                let id = self.fresh(Type::U32);
+                Val { id, ty: Type::U32 }
+            }
+        }
+    }
+
+    fn block(&mut self, f: impl FnOnce(&mut Self)) -> Vec<Stmt> {
+        self.open_block();
+        f(self);
+        self.close_block()
+    }
+
+    // ---- raw statements (for generators that cannot use closures) ---------
+
+    /// Starts a block: statements go there until [`close_block`](Self::close_block).
+    pub fn open_block(&mut self) {
+        self.blocks.push(Vec::new());
+    }
+
+    /// Ends the block [`open_block`](Self::open_block) started, returning its
+    /// statements (to put in a [`Stmt::If`], [`Stmt::For`] or [`Stmt::Loop`]).
+    pub fn close_block(&mut self) -> Vec<Stmt> {
+        if self.blocks.len() > 1 {
+            self.blocks.pop().unwrap_or_default()
+        } else {
+            self.fail(IrError::structure("close_block", "no block is open"));
+            Vec::new()
+        }
+    }
+
+    /// Appends a statement to the current block as is (checked by `build`).
+    pub fn push_stmt(&mut self, s: Stmt) {
+        self.push(s);
+    }
+
+    /// A fresh value no statement binds yet: the index of a raw [`Stmt::For`].
+    pub fn fresh_value(&mut self, ty: Type) -> Val {
+        Val {
+            id: self.fresh(ty),
+            ty,
+        }
+    }
+
+    // ---- interface ------------------------------------------------------
+
+    fn buffer(&mut self, elem: Scalar, access: Access, atomic: bool) -> u32 {
+        let binding = self.def.buffers.len() as u32;
+        self.def.buffers.push(BufferDecl {
+            elem,
+            access,
+            atomic,
+        });
+        binding
+    }
+
+    /// A buffer the kernel only reads, at the next binding.
+    pub fn input(&mut self, elem: Scalar) -> Buf {
+        Buf {
+            binding: self.buffer(elem, Access::Read, false),
+            elem,
+        }
+    }
+
+    /// A buffer the kernel writes (and may read), at the next binding.
+    pub fn output(&mut self, elem: Scalar) -> Buf {
+        Buf {
+            binding: self.buffer(elem, Access::ReadWrite, false),
+            elem,
+        }
+    }
+
+    /// A read-write buffer of `atomic<elem>` (`i32` or `u32`), at the next binding.
+    pub fn atomic_buffer(&mut self, elem: Scalar) -> AtomicBuf {
+        AtomicBuf {
+            binding: self.buffer(elem, Access::ReadWrite, true),
+            elem,
+        }
+    }
+
+    /// The next scalar argument of the uniform block (`i32`, `u32` or `f32`),
+    /// read where this is called.
+    pub fn scalar_arg(&mut self, ty: Scalar) -> Val {
+        let index = self.def.scalars.len() as u32;
+        self.def.scalars.push(ty);
+        self.emit(Op::Arg(index))
+    }
+
+    /// A workgroup-shared array of `len` elements, zero at workgroup start.
+    pub fn shared(&mut self, elem: Scalar, len: u32) -> Shared {
+        let index = self.def.shared.len() as u32;
+        self.def.shared.push(SharedDecl { elem, len });
+        Shared { index, elem, len }
+    }
+
+    // ---- constants and builtins -------------------------------------------
+
+    /// A constant.
+    pub fn lit(&mut self, v: impl Into<Lit>) -> Val {
+        self.emit(Op::Lit(v.into()))
+    }
+    /// A `u32` constant.
+    pub fn u32(&mut self, v: u32) -> Val {
+        self.lit(v)
+    }
+    /// An `i32` constant.
+    pub fn i32(&mut self, v: i32) -> Val {
+        self.lit(v)
+    }
+    /// An `f32` constant.
+    pub fn f32(&mut self, v: f32) -> Val {
+        self.lit(v)
+    }
+    /// A `bool` constant.
+    pub fn bool(&mut self, v: bool) -> Val {
+        self.lit(v)
+    }
+
+    /// `global_invocation_id`.
+    pub fn global_id(&mut self) -> Val {
+        self.emit(Op::Builtin(Builtin::GlobalId))
+    }
+    /// `local_invocation_id`.
+    pub fn local_id(&mut self) -> Val {
+        self.emit(Op::Builtin(Builtin::LocalId))
+    }
+    /// `workgroup_id`.
+    pub fn workgroup_id(&mut self) -> Val {
+        self.emit(Op::Builtin(Builtin::WorkgroupId))
+    }
+    /// `num_workgroups`.
+    pub fn num_workgroups(&mut self) -> Val {
+        self.emit(Op::Builtin(Builtin::NumWorkgroups))
+    }
+    /// `local_invocation_index`.
+    pub fn local_index(&mut self) -> Val {
+        self.emit(Op::Builtin(Builtin::LocalIndex))
+    }
+
+    // ---- vectors ------------------------------------------------------------
+
+    /// Lane `lane` of a vector.
+    pub fn extract(&mut self, v: Val, lane: u8) -> Val {
+        self.emit(Op::Extract(v.id, lane))
+    }
+    /// Lane 0.
+    pub fn x(&mut self, v: Val) -> Val {
+        self.extract(v, 0)
+    }
+    /// Lane 1.
+    pub fn y(&mut self, v: Val) -> Val {
+        self.extract(v, 1)
+    }
+    /// Lane 2.
+    pub fn z(&mut self, v: Val) -> Val {
+        self.extract(v, 2)
+    }
+    /// A vector of `lanes` copies of a scalar.
+    pub fn splat(&mut self, v: Val, lanes: u8) -> Val {
+        self.emit(Op::Splat(v.id, lanes))
+    }
+    /// A vector from scalars.
+    pub fn vec(&mut self, lanes: &[Val]) -> Val {
+        self.emit(Op::Compose(lanes.iter().map(|v| v.id).collect()))
+    }
+
+    // ---- arithmetic, logic, math ---------------------------------------------
+
+    unary! {
+        /// `-x`.
+        neg => Neg,
+        /// `!x` (bool).
+        not => Not,
+        /// `~x` (integers).
+        bit_not => BitNot,
+        /// `abs(x)`.
+        abs => Abs,
+        /// `exp(x)`.
+        exp => Exp,
+        /// `log(x)`.
+        log => Log,
+        /// `sqrt(x)`.
+        sqrt => Sqrt,
+        /// `inverseSqrt(x)`.
+        inverse_sqrt => InverseSqrt,
+        /// `tanh(x)`.
+        tanh => Tanh,
+        /// `sin(x)`.
+        sin => Sin,
+        /// `cos(x)`.
+        cos => Cos,
+        /// `floor(x)`.
+        floor => Floor,
+        /// `ceil(x)`.
+        ceil => Ceil,
+    }
+
+    binary! {
+        /// `x + y`.
+        add => Add,
+        /// `x - y`.
+        sub => Sub,
+        /// `x * y`.
+        mul => Mul,
+        /// `x / y`.
+        div => Div,
+        /// `x % y`.
+        rem => Rem,
+        /// `x & y`.
+        and => And,
+        /// `x | y`.
+        or => Or,
+        /// `x ^ y`.
+        xor => Xor,
+        /// `x << y`.
+        shl => Shl,
+        /// `x >> y`.
+        shr => Shr,
+        /// `x == y`.
+        eq => Eq,
+        /// `x != y`.
+        ne => Ne,
+        /// `x < y`.
+        lt => Lt,
+        /// `x <= y`.
+        le => Le,
+        /// `x > y`.
+        gt => Gt,
+        /// `x >= y`.
+        ge => Ge,
+        /// `min(x, y)`.
+        min => Min,
+        /// `max(x, y)`.
+        max => Max,
+        /// `pow(x, y)`.
+        pow => Pow,
+    }
+
+    /// `cond ? on_true : on_false` (WGSL `select(on_false, on_true, cond)`).
+    pub fn select(&mut self, cond: Val, on_true: Val, on_false: Val) -> Val {
+        self.emit(Op::Select {
+            cond: cond.id,
+            on_true: on_true.id,
+            on_false: on_false.id,
+        })
+    }
+    /// `clamp(x, lo, hi)`.
+    pub fn clamp(&mut self, x: Val, lo: Val, hi: Val) -> Val {
+        self.emit(Op::Clamp(x.id, lo.id, hi.id))
+    }
+    /// `fma(a, b, c)`.
+    pub fn fma(&mut self, a: Val, b: Val, c: Val) -> Val {
+        self.emit(Op::Fma(a.id, b.id, c.id))
+    }
+    /// Value conversion (`f32(x)`, `u32(x)`, ...).
+    pub fn cast(&mut self, x: Val, to: Scalar) -> Val {
+        self.emit(Op::Cast(x.id, to))
+    }
+    /// `bitcast<to>(x)`.
+    pub fn bitcast(&mut self, x: Val, to: Scalar) -> Val {
+        self.emit(Op::Bitcast(x.id, to))
+    }
+
+    // ---- variables and memory ---------------------------------------------------
+
+    /// A mutable variable holding `init`.
+    pub fn var(&mut self, init: Val) -> Var {
+        let id = VarId(self.def.vars.len() as u32);
+        self.def.vars.push(init.ty);
+        self.push(Stmt::Var(id, init.id));
+        Var { id, ty: init.ty }
+    }
+    /// The variable's current value.
+    pub fn get(&mut self, var: Var) -> Val {
+        self.emit(Op::Get(var.id))
+    }
+    /// Assigns the variable.
+    pub fn set(&mut self, var: Var, value: Val) {
+        if var.ty != value.ty {
+            self.fail(IrError::ty(
+                "set",
+                format!("variable is {}, assigned {}", var.ty, value.ty),
+            ));
+        }
+        self.push(Stmt::Set(var.id, value.id));
+    }
+
+    /// `array[index]`.
+    pub fn load(&mut self, array: impl ArrayLike, index: Val) -> Val {
+        self.emit(Op::Load(array.array_ref(), index.id))
+    }
+    /// `array[index] = value`.
+    pub fn store(&mut self, array: impl ArrayLike, index: Val, value: Val) {
+        self.push(Stmt::Store(array.array_ref(), index.id, value.id));
+    }
+    /// `arrayLength(&buffer)`: elements in the bound slice.
+    pub fn array_length(&mut self, buffer: impl BufferLike) -> Val {
+        self.emit(Op::ArrayLength(buffer.binding()))
+    }
+
+    /// `atomicLoad(&buf[index])`.
+    pub fn atomic_load(&mut self, buf: AtomicBuf, index: Val) -> Val {
+        self.emit(Op::AtomicLoad(buf.binding, index.id))
+    }
+    /// `atomicStore(&buf[index], value)`.
+    pub fn atomic_store(&mut self, buf: AtomicBuf, index: Val, value: Val) {
+        self.push(Stmt::AtomicStore(buf.binding, index.id, value.id));
+    }
+    /// A read-modify-write atomic; returns the old value.
+    pub fn atomic(&mut self, op: AtomicOp, buf: AtomicBuf, index: Val, value: Val) -> Val {
+        self.emit(Op::Atomic(op, buf.binding, index.id, value.id))
+    }
+
+    atomics! {
+        /// `atomicAdd`; the old value.
+        atomic_add => Add,
+        /// `atomicSub`; the old value.
+        atomic_sub => Sub,
+        /// `atomicMax`; the old value.
+        atomic_max => Max,
+        /// `atomicMin`; the old value.
+        atomic_min => Min,
+        /// `atomicAnd`; the old value.
+        atomic_and => And,
+        /// `atomicOr`; the old value.
+        atomic_or => Or,
+        /// `atomicXor`; the old value.
+        atomic_xor => Xor,
+        /// `atomicExchange`; the old value.
+        atomic_exchange => Exchange,
+    }
+
+    // ---- control flow -------------------------------------------------------------
+
+    /// `if cond { then }`.
+    pub fn if_(&mut self, cond: Val, then: impl FnOnce(&mut Self)) {
+        let then = self.block(then);
+        self.push(Stmt::If {
+            cond: cond.id,
+            then,
+            otherwise: Vec::new(),
+        });
+    }
+
+    /// `if cond { then } else { otherwise }`.
+    pub fn if_else(
+        &mut self,
+        cond: Val,
+        then: impl FnOnce(&mut Self),
+        otherwise: impl FnOnce(&mut Self),
+    ) {
+        let then = self.block(then);
+        let otherwise = self.block(otherwise);
+        self.push(Stmt::If {
+            cond: cond.id,
+            then,
+            otherwise,
+        });
+    }
+
+    /// `for (i = start; i < end; i += 1) { body(i) }`.
+    pub fn for_range(&mut self, start: Val, end: Val, body: impl FnOnce(&mut Self, Val)) {
+        let one = match start.ty.scalar {
+            Scalar::I32 => self.i32(1),
+            _ => self.u32(1),
+        };
+        self.for_range_step(start, end, one, body);
+    }
+
+    /// `for (i = start; i < end; i += step) { body(i) }`.
+    pub fn for_range_step(
+        &mut self,
+        start: Val,
+        end: Val,
+        step: Val,
+        body: impl FnOnce(&mut Self, Val),
+    ) {
+        let index = Val {
+            id: self.fresh(start.ty),
+            ty: start.ty,
+        };
+        let body = self.block(|k| body(k, index));
+        self.push(Stmt::For {
+            index: index.id,
+            start: start.id,
+            end: end.id,
+            step: step.id,
+            body,
+        });
+    }
+
+    /// `loop { body }`; leave it with [`break_`](Self::break_).
+    pub fn loop_(&mut self, body: impl FnOnce(&mut Self)) {
+        let body = self.block(body);
+        self.push(Stmt::Loop(body));
+    }
+    /// `break`.
+    pub fn break_(&mut self) {
+        self.push(Stmt::Break);
+    }
+    /// `continue`.
+    pub fn continue_(&mut self) {
+        self.push(Stmt::Continue);
+    }
+    /// `return`: ends this invocation.
+    pub fn ret(&mut self) {
+        self.push(Stmt::Return);
+    }
+    /// `workgroupBarrier()`.
+    pub fn barrier(&mut self) {
+        self.push(Stmt::Barrier(Barrier::Workgroup));
+    }
+    /// `storageBarrier()`.
+    pub fn storage_barrier(&mut self) {
+        self.push(Stmt::Barrier(Barrier::Storage));
+    }
+
+    /// The kernel, or the first type or structure error.
+    pub fn build(mut self) -> Result<Kernel, IrError> {
+        if let Some(e) = self.error.take() {
+            return Err(e);
+        }
+        self.def.body = self.blocks.pop().unwrap_or_default();
+        Kernel::new(self.def)
+    }
+}

@@ -1,0 +1,77 @@
+//! Why a kernel was refused, and why a run of the interpreter stopped.
+
+/// A kernel the validator (or the builder, which runs the same checks as it
+/// goes) refuses. The message names the operation.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum IrError {
+    /// Operand types that do not fit the operation.
+    #[error("type error in `{op}`: {reason}")]
+    Type {
+        /// The operation, as the builder method is named.
+        op: &'static str,
+        /// What did not fit.
+        reason: String,
+    },
+    /// A value, variable or array used where it is not defined or allowed
+    /// (out of scope, `break` outside a loop, store to a read-only buffer...).
+    #[error("invalid `{op}`: {reason}")]
+    Structure {
+        /// The operation.
+        op: &'static str,
+        /// What is wrong.
+        reason: String,
+    },
+}
+
+impl IrError {
+    pub(crate) fn ty(op: &'static str, reason: impl Into<String>) -> Self {
+        IrError::Type {
+            op,
+            reason: reason.into(),
+        }
+    }
+    pub(crate) fn structure(op: &'static str, reason: impl Into<String>) -> Self {
+        IrError::Structure {
+            op,
+            reason: reason.into(),
+        }
+    }
+
+    /// The operation the error names.
+    pub fn op(&self) -> &'static str {
+        match self {
+            IrError::Type { op, .. } | IrError::Structure { op, .. } => op,
+        }
+    }
+}
+
+/// Why the interpreter stopped.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum RunError {
+    /// The host buffers or arguments do not match the kernel's interface.
+    #[error("interface mismatch: {0}")]
+    Interface(String),
+    /// An access outside its array (the GPU's result would be
+    /// implementation-defined, so the oracle refuses).
+    #[error("`{op}` out of bounds: index {index} of an array of {len}")]
+    OutOfBounds {
+        /// The operation.
+        op: &'static str,
+        /// The index.
+        index: i64,
+        /// The array's length.
+        len: u64,
+    },
+    /// Some invocations of a workgroup reached a barrier while others ended
+    /// or reached another one: the barrier is not in uniform control flow.
+    #[error("barrier in non-uniform control flow (workgroup {workgroup:?})")]
+    NonUniformBarrier {
+        /// The workgroup.
+        workgroup: [u32; 3],
+    },
+    /// A loop ran past the interpreter's step budget.
+    #[error("step budget exhausted (an endless loop?)")]
+    StepBudget,
+}

@@ -1,0 +1,347 @@
+//! One invocation as a resumable machine: an explicit stack of frames, so
+//! it can stop at a barrier and be resumed when the whole workgroup is there.
+
+use super::value::{self, Value};
+use crate::ir::{ArrayRef, AtomicOp, BinOp, Builtin, KernelDef, Op, Stmt, ValueId};
+use crate::{RunError, Scalar, Type};
+
+/// What the invocation is doing.
+#[derive(Debug)]
+enum Frame<'k> {
+    /// Executing `stmts[pc..]`.
+    Block(&'k [Stmt], usize),
+    /// A range loop whose body block has just ended (or continued).
+    For {
+        index: ValueId,
+        counter: u32,
+        end: u32,
+        step: u32,
+        signed: bool,
+        body: &'k [Stmt],
+    },
+    /// A `loop` whose body has just ended (or continued).
+    Loop(&'k [Stmt]),
+}
+
+/// Why [`Invocation::run`] returned.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Stop {
+    /// The invocation ended.
+    Done,
+    /// It reached the barrier at this address and waits.
+    Barrier(*const Stmt),
+}
+
+/// Memory an invocation sees: the launch's buffers and its workgroup's arrays.
+#[derive(Debug)]
+pub(crate) struct Memory<'m> {
+    pub globals: &'m mut [Vec<u8>],
+    pub shared: Vec<Vec<u32>>,
+}
+
+/// The launch-wide inputs.
+#[derive(Debug)]
+pub(crate) struct Ctx<'k> {
+    pub def: &'k KernelDef,
+    pub scalars: Vec<u32>,
+    pub workgroup_id: [u32; 3],
+    pub num_workgroups: [u32; 3],
+}
+
+/// One invocation's state.
+#[derive(Debug)]
+pub(crate) struct Invocation<'k> {
+    values: Vec<Value>,
+    vars: Vec<Value>,
+    stack: Vec<Frame<'k>>,
+    local_id: [u32; 3],
+}
+
+fn vec3(v: [u32; 3]) -> Value {
+    Value {
+        ty: Type::UVEC3,
+        lanes: [v[0], v[1], v[2], 0],
+    }
+}
+
+fn index(op: &'static str, v: Value, len: u64) -> Result<usize, RunError> {
+    let i = if v.ty.scalar == Scalar::I32 {
+        i64::from(v.bits() as i32)
+    } else {
+        i64::from(v.bits())
+    };
+    if i < 0 || i as u64 >= len {
+        return Err(RunError::OutOfBounds { op, index: i, len });
+    }
+    Ok(i as usize)
+}
+
+fn read_global(buf: &[u8], elem: Scalar, i: usize) -> u32 {
+    let n = elem.size();
+    let b = &buf[i * n..i * n + n];
+    if n == 2 {
+        u32::from(u16::from_le_bytes([b[0], b[1]]))
+    } else {
+        u32::from_le_bytes([b[0], b[1], b[2], b[3]])
+    }
+}
+
+fn write_global(buf: &mut [u8], elem: Scalar, i: usize, bits: u32) {
+    let n = elem.size();
+    buf[i * n..i * n + n].copy_from_slice(&bits.to_le_bytes()[..n]);
+}
+
+impl<'k> Invocation<'k> {
+    pub fn new(def: &'k KernelDef, local_id: [u32; 3]) -> Self {
+        Invocation {
+            values: def.values.iter().map(|t| Value::zero(*t)).collect(),
+            vars: def.vars.iter().map(|t| Value::zero(*t)).collect(),
+            stack: vec![Frame::Block(&def.body, 0)],
+            local_id,
+        }
+    }
+
+    fn v(&self, id: ValueId) -> Value {
+        self.values[id.0 as usize]
+    }
+
+    fn builtin(&self, ctx: &Ctx<'_>, b: Builtin) -> Value {
+        let wg = ctx.def.workgroup_size;
+        let l = self.local_id;
+        match b {
+            Builtin::LocalId => vec3(l),
+            Builtin::WorkgroupId => vec3(ctx.workgroup_id),
+            Builtin::NumWorkgroups => vec3(ctx.num_workgroups),
+            Builtin::GlobalId => {
+                let w = ctx.workgroup_id;
+                vec3([
+                    w[0].wrapping_mul(wg[0]).wrapping_add(l[0]),
+                    w[1].wrapping_mul(wg[1]).wrapping_add(l[1]),
+                    w[2].wrapping_mul(wg[2]).wrapping_add(l[2]),
+                ])
+            }
+            Builtin::LocalIndex => {
+                Value::scalar(Scalar::U32, l[0] + l[1] * wg[0] + l[2] * wg[0] * wg[1])
+            }
+        }
+    }
+
+    fn eval(
+        &self,
+        ctx: &Ctx<'_>,
+        mem: &mut Memory<'_>,
+        ty: Type,
+        op: &Op,
+    ) -> Result<Value, RunError> {
+        let def = ctx.def;
+        if let Some(v) = value::eval_pure(op, ty, |id| self.v(id)) {
+            return Ok(v);
+        }
+        Ok(match op {
+            Op::Arg(i) => Value::scalar(def.scalars[*i as usize], ctx.scalars[*i as usize]),
+            Op::Builtin(b) => self.builtin(ctx, *b),
+            Op::Get(var) => self.vars[var.0 as usize],
+            Op::Load(ArrayRef::Global(b), i) => {
+                let elem = def.buffers[*b as usize].elem;
+                let buf = &mem.globals[*b as usize];
+                let i = index("load", self.v(*i), (buf.len() / elem.size()) as u64)?;
+                Value::scalar(elem, read_global(buf, elem, i))
+            }
+            Op::Load(ArrayRef::Shared(s), i) => {
+                let arr = &mem.shared[*s as usize];
+                let i = index("load", self.v(*i), arr.len() as u64)?;
+                Value::scalar(def.shared[*s as usize].elem, arr[i])
+            }
+            Op::ArrayLength(b) => {
+                let elem = def.buffers[*b as usize].elem;
+                Value::scalar(
+                    Scalar::U32,
+                    (mem.globals[*b as usize].len() / elem.size()) as u32,
+                )
+            }
+            Op::AtomicLoad(b, i) => {
+                let elem = def.buffers[*b as usize].elem;
+                let buf = &mem.globals[*b as usize];
+                let i = index("atomic_load", self.v(*i), (buf.len() / 4) as u64)?;
+                Value::scalar(elem, read_global(buf, elem, i))
+            }
+            Op::Atomic(a, b, i, v) => {
+                let elem = def.buffers[*b as usize].elem;
+                let buf = &mut mem.globals[*b as usize];
+                let i = index(a.wgsl(), self.v(*i), (buf.len() / 4) as u64)?;
+                let old = read_global(buf, elem, i);
+                let x = self.v(*v).bits();
+                let new = match a {
+                    AtomicOp::Add => old.wrapping_add(x),
+                    AtomicOp::Sub => old.wrapping_sub(x),
+                    AtomicOp::Max => value::binary_lane(BinOp::Max, elem, old, x),
+                    AtomicOp::Min => value::binary_lane(BinOp::Min, elem, old, x),
+                    AtomicOp::And => old & x,
+                    AtomicOp::Or => old | x,
+                    AtomicOp::Xor => old ^ x,
+                    AtomicOp::Exchange => x,
+                };
+                write_global(buf, elem, i, new);
+                Value::scalar(elem, old)
+            }
+            // Pure operations were evaluated above.
+            _ => Value::zero(ty),
+        })
+    }
+
+    /// Ends the innermost loop's current iteration: starts the next one or
+    /// leaves the loop. The loop frame is on top.
+    fn next_iteration(&mut self) {
+        match self.stack.pop() {
+            Some(Frame::For {
+                index,
+                counter,
+                end,
+                step,
+                signed,
+                body,
+            }) => {
+                let c = counter.wrapping_add(step);
+                let go = if signed {
+                    (c as i32) < (end as i32)
+                } else {
+                    c < end
+                };
+                if go {
+                    let ty = self.values[index.0 as usize].ty;
+                    self.values[index.0 as usize] = Value::scalar(ty.scalar, c);
+                    self.stack.push(Frame::For {
+                        index,
+                        counter: c,
+                        end,
+                        step,
+                        signed,
+                        body,
+                    });
+                    self.stack.push(Frame::Block(body, 0));
+                }
+            }
+            Some(Frame::Loop(body)) => {
+                self.stack.push(Frame::Loop(body));
+                self.stack.push(Frame::Block(body, 0));
+            }
+            Some(f @ Frame::Block(..)) => self.stack.push(f),
+            None => {}
+        }
+    }
+
+    /// Runs until the invocation ends or reaches a barrier; `budget` counts
+    /// statements down.
+    pub fn run(
+        &mut self,
+        ctx: &Ctx<'k>,
+        mem: &mut Memory<'_>,
+        budget: &mut u64,
+    ) -> Result<Stop, RunError> {
+        loop {
+            let (stmts, pc) = match self.stack.last_mut() {
+                None => return Ok(Stop::Done),
+                Some(Frame::Block(stmts, pc)) => {
+                    let p = *pc;
+                    *pc += 1;
+                    (*stmts, p)
+                }
+                Some(_) => {
+                    // An iteration costs a step too, so an empty endless loop ends.
+                    if *budget == 0 {
+                        return Err(RunError::StepBudget);
+                    }
+                    *budget -= 1;
+                    self.next_iteration();
+                    continue;
+                }
+            };
+            let Some(s) = stmts.get(pc) else {
+                self.stack.pop();
+                continue;
+            };
+            if *budget == 0 {
+                return Err(RunError::StepBudget);
+            }
+            *budget -= 1;
+            match s {
+                Stmt::Let(id, op) => {
+                    let ty = ctx.def.values[id.0 as usize];
+                    self.values[id.0 as usize] = self.eval(ctx, mem, ty, op)?;
+                }
+                Stmt::Var(var, init) | Stmt::Set(var, init) => {
+                    self.vars[var.0 as usize] = self.v(*init);
+                }
+                Stmt::Store(ArrayRef::Global(b), i, v) => {
+                    let elem = ctx.def.buffers[*b as usize].elem;
+                    let buf = &mut mem.globals[*b as usize];
+                    let i = index("store", self.v(*i), (buf.len() / elem.size()) as u64)?;
+                    write_global(buf, elem, i, self.v(*v).bits());
+                }
+                Stmt::Store(ArrayRef::Shared(a), i, v) => {
+                    let x = self.v(*v).bits();
+                    let arr = &mut mem.shared[*a as usize];
+                    let i = index("store", self.v(*i), arr.len() as u64)?;
+                    arr[i] = x;
+                }
+                Stmt::AtomicStore(b, i, v) => {
+                    let elem = ctx.def.buffers[*b as usize].elem;
+                    let buf = &mut mem.globals[*b as usize];
+                    let i = index("atomic_store", self.v(*i), (buf.len() / 4) as u64)?;
+                    write_global(buf, elem, i, self.v(*v).bits());
+                }
+                Stmt::If {
+                    cond,
+                    then,
+                    otherwise,
+                } => {
+                    let body = if self.v(*cond).bits() != 0 {
+                        then
+                    } else {
+                        otherwise
+                    };
+                    self.stack.push(Frame::Block(body, 0));
+                }
+                Stmt::For {
+                    index,
+                    start,
+                    end,
+                    step,
+                    body,
+                } => {
+                    let signed = self.v(*start).ty.scalar == Scalar::I32;
+                    let step = self.v(*step).bits();
+                    // Enter "just before" the first iteration; `next_iteration`
+                    // steps to `start` and tests it.
+                    self.stack.push(Frame::For {
+                        index: *index,
+                        counter: self.v(*start).bits().wrapping_sub(step),
+                        end: self.v(*end).bits(),
+                        step,
+                        signed,
+                        body,
+                    });
+                    self.next_iteration();
+                }
+                Stmt::Loop(body) => {
+                    self.stack.push(Frame::Loop(body));
+                    self.stack.push(Frame::Block(body, 0));
+                }
+                Stmt::Break => {
+                    while let Some(f) = self.stack.pop() {
+                        if !matches!(f, Frame::Block(..)) {
+                            break;
+                        }
+                    }
+                }
+                Stmt::Continue => {
+                    while matches!(self.stack.last(), Some(Frame::Block(..))) {
+                        self.stack.pop();
+                    }
+                }
+                Stmt::Return => self.stack.clear(),
+                Stmt::Barrier(_) => return Ok(Stop::Barrier(s as *const Stmt)),
+            }
+        }
+    }
+}

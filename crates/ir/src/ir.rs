@@ -1,0 +1,392 @@
+//! The program: declarations, flat let-bound operations and structured
+//! statements.
+//!
+//! Every operation is bound to a fresh [`ValueId`] by a [`Stmt::Let`] at the
+//! point it runs, so evaluation order is the statement order (a load bound
+//! before a store sees the old value, as in the kernel source). A value is
+//! visible from its `Let` to the end of the enclosing block.
+
+use crate::{Lit, Scalar, Type};
+
+/// An SSA value: the result of one [`Stmt::Let`] (or a loop index).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ValueId(pub u32);
+
+/// A mutable function-local variable.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct VarId(pub u32);
+
+/// Whether a global buffer is written.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Access {
+    /// Only read by the kernel.
+    Read,
+    /// Read and written (part of the launch's write set).
+    ReadWrite,
+}
+
+/// A storage buffer at `@binding(index)`: a runtime-sized array.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct BufferDecl {
+    /// Element type (never `bool`).
+    pub elem: Scalar,
+    /// Whether the kernel writes it.
+    pub access: Access,
+    /// An array of `atomic<i32|u32>`: accessed only through atomics.
+    pub atomic: bool,
+}
+
+/// A `var<workgroup>` array, zero-initialised at the start of each workgroup.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct SharedDecl {
+    /// Element type.
+    pub elem: Scalar,
+    /// Number of elements.
+    pub len: u32,
+}
+
+/// An array a load or store addresses.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ArrayRef {
+    /// Global buffer `index`.
+    Global(u32),
+    /// Workgroup array `index`.
+    Shared(u32),
+}
+
+/// Invocation ids and counts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Builtin {
+    /// `global_invocation_id`, `vec3<u32>`.
+    GlobalId,
+    /// `local_invocation_id`, `vec3<u32>`.
+    LocalId,
+    /// `workgroup_id`, `vec3<u32>`.
+    WorkgroupId,
+    /// `num_workgroups`, `vec3<u32>`.
+    NumWorkgroups,
+    /// `local_invocation_index`, `u32`.
+    LocalIndex,
+}
+
+impl Builtin {
+    /// The builtin's type.
+    pub const fn ty(self) -> Type {
+        match self {
+            Builtin::LocalIndex => Type::U32,
+            _ => Type::UVEC3,
+        }
+    }
+}
+
+/// One-operand operations.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum UnOp {
+    /// `-x` (signed and float).
+    Neg,
+    /// `!x` (bool).
+    Not,
+    /// `~x` (integers).
+    BitNot,
+    /// `abs` (numeric; `abs(i32::MIN)` wraps to itself).
+    Abs,
+    /// `exp`.
+    Exp,
+    /// `log`.
+    Log,
+    /// `sqrt`.
+    Sqrt,
+    /// `inverseSqrt`.
+    InverseSqrt,
+    /// `tanh`.
+    Tanh,
+    /// `sin`.
+    Sin,
+    /// `cos`.
+    Cos,
+    /// `floor`.
+    Floor,
+    /// `ceil`.
+    Ceil,
+}
+
+impl UnOp {
+    /// The operation's name in messages (the WGSL name where there is one).
+    pub const fn name(self) -> &'static str {
+        match self {
+            UnOp::Neg => "neg",
+            UnOp::Not => "not",
+            UnOp::BitNot => "bit_not",
+            UnOp::Abs => "abs",
+            UnOp::Exp => "exp",
+            UnOp::Log => "log",
+            UnOp::Sqrt => "sqrt",
+            UnOp::InverseSqrt => "inverseSqrt",
+            UnOp::Tanh => "tanh",
+            UnOp::Sin => "sin",
+            UnOp::Cos => "cos",
+            UnOp::Floor => "floor",
+            UnOp::Ceil => "ceil",
+        }
+    }
+
+    /// Float-only math functions.
+    pub const fn float_only(self) -> bool {
+        !matches!(self, UnOp::Neg | UnOp::Not | UnOp::BitNot | UnOp::Abs)
+    }
+}
+
+/// Two-operand operations; both operands have the same type except for
+/// shifts, whose right operand is `u32` of the same width.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum BinOp {
+    /// `+` (numeric, wrapping for integers).
+    Add,
+    /// `-`.
+    Sub,
+    /// `*`.
+    Mul,
+    /// `/` (integers: `x / 0 == x`, `i32::MIN / -1 == i32::MIN`).
+    Div,
+    /// `%` (integers: `x % 0 == 0`, `i32::MIN % -1 == 0`).
+    Rem,
+    /// `&`: bitwise on integers, logical on bool.
+    And,
+    /// `|`: bitwise on integers, logical on bool.
+    Or,
+    /// `^`: bitwise on integers, inequality on bool.
+    Xor,
+    /// `<<` by the low log2(32) bits of the `u32` right operand.
+    Shl,
+    /// `>>`: arithmetic for `i32`, logical for `u32`.
+    Shr,
+    /// `==` (result bool of the same width).
+    Eq,
+    /// `!=`.
+    Ne,
+    /// `<`.
+    Lt,
+    /// `<=`.
+    Le,
+    /// `>`.
+    Gt,
+    /// `>=`.
+    Ge,
+    /// `min` (numeric).
+    Min,
+    /// `max` (numeric).
+    Max,
+    /// `pow` (float).
+    Pow,
+}
+
+impl BinOp {
+    /// The operation's name in messages.
+    pub const fn name(self) -> &'static str {
+        match self {
+            BinOp::Add => "add",
+            BinOp::Sub => "sub",
+            BinOp::Mul => "mul",
+            BinOp::Div => "div",
+            BinOp::Rem => "rem",
+            BinOp::And => "and",
+            BinOp::Or => "or",
+            BinOp::Xor => "xor",
+            BinOp::Shl => "shl",
+            BinOp::Shr => "shr",
+            BinOp::Eq => "eq",
+            BinOp::Ne => "ne",
+            BinOp::Lt => "lt",
+            BinOp::Le => "le",
+            BinOp::Gt => "gt",
+            BinOp::Ge => "ge",
+            BinOp::Min => "min",
+            BinOp::Max => "max",
+            BinOp::Pow => "pow",
+        }
+    }
+
+    /// Comparisons (result is bool).
+    pub const fn is_comparison(self) -> bool {
+        matches!(
+            self,
+            BinOp::Eq | BinOp::Ne | BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge
+        )
+    }
+}
+
+/// Read-modify-write atomics; each returns the old value.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum AtomicOp {
+    /// `atomicAdd`.
+    Add,
+    /// `atomicSub`.
+    Sub,
+    /// `atomicMax`.
+    Max,
+    /// `atomicMin`.
+    Min,
+    /// `atomicAnd`.
+    And,
+    /// `atomicOr`.
+    Or,
+    /// `atomicXor`.
+    Xor,
+    /// `atomicExchange`.
+    Exchange,
+}
+
+impl AtomicOp {
+    /// The WGSL function name.
+    pub const fn wgsl(self) -> &'static str {
+        match self {
+            AtomicOp::Add => "atomicAdd",
+            AtomicOp::Sub => "atomicSub",
+            AtomicOp::Max => "atomicMax",
+            AtomicOp::Min => "atomicMin",
+            AtomicOp::And => "atomicAnd",
+            AtomicOp::Or => "atomicOr",
+            AtomicOp::Xor => "atomicXor",
+            AtomicOp::Exchange => "atomicExchange",
+        }
+    }
+}
+
+/// An operation producing one value.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Op {
+    /// A constant.
+    Lit(Lit),
+    /// Scalar argument `index` from the uniform block.
+    Arg(u32),
+    /// An invocation builtin.
+    Builtin(Builtin),
+    /// A vector with every lane equal to a scalar.
+    Splat(ValueId, u8),
+    /// A vector from 2..=4 scalars of one type.
+    Compose(Vec<ValueId>),
+    /// Lane `1` of a vector.
+    Extract(ValueId, u8),
+    /// A one-operand operation.
+    Unary(UnOp, ValueId),
+    /// A two-operand operation.
+    Binary(BinOp, ValueId, ValueId),
+    /// `cond ? on_true : on_false`; `cond` is bool of the same width (or scalar).
+    Select {
+        /// Condition.
+        cond: ValueId,
+        /// Value where the condition holds.
+        on_true: ValueId,
+        /// Value where it does not.
+        on_false: ValueId,
+    },
+    /// `clamp(x, lo, hi)` = `min(max(x, lo), hi)`.
+    Clamp(ValueId, ValueId, ValueId),
+    /// `fma(a, b, c)` = `a * b + c` (float).
+    Fma(ValueId, ValueId, ValueId),
+    /// Value conversion to another scalar type of the same width.
+    Cast(ValueId, Scalar),
+    /// Bit reinterpretation between 32-bit types of the same width.
+    Bitcast(ValueId, Scalar),
+    /// The current value of a variable.
+    Get(VarId),
+    /// `array[index]` (non-atomic arrays; `index` is `u32` or `i32`).
+    Load(ArrayRef, ValueId),
+    /// `arrayLength(&buffer)`, `u32`.
+    ArrayLength(u32),
+    /// `atomicLoad(&buffer[index])`.
+    AtomicLoad(u32, ValueId),
+    /// A read-modify-write atomic on `buffer[index]`; the old value.
+    Atomic(AtomicOp, u32, ValueId, ValueId),
+}
+
+/// Which memory a barrier orders.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Barrier {
+    /// `workgroupBarrier()`: workgroup arrays.
+    Workgroup,
+    /// `storageBarrier()`: global buffers, within the workgroup.
+    Storage,
+}
+
+/// A statement.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Stmt {
+    /// Binds the result of `op` to `id`.
+    Let(ValueId, Op),
+    /// Declares variable `var` initialised to a value.
+    Var(VarId, ValueId),
+    /// Assigns a variable.
+    Set(VarId, ValueId),
+    /// `array[index] = value`.
+    Store(ArrayRef, ValueId, ValueId),
+    /// `atomicStore(&buffer[index], value)`.
+    AtomicStore(u32, ValueId, ValueId),
+    /// `if cond { then } else { otherwise }`.
+    If {
+        /// Scalar bool.
+        cond: ValueId,
+        /// Taken branch.
+        then: Vec<Stmt>,
+        /// Other branch (may be empty).
+        otherwise: Vec<Stmt>,
+    },
+    /// `for (i = start; i < end; i += step) { body }` over `i32` or `u32`;
+    /// `index` is bound to `i` in the body.
+    For {
+        /// The loop index, visible in the body.
+        index: ValueId,
+        /// First value.
+        start: ValueId,
+        /// Exclusive bound.
+        end: ValueId,
+        /// Increment.
+        step: ValueId,
+        /// Body.
+        body: Vec<Stmt>,
+    },
+    /// `loop { body }`, left by `Break` or `Return`.
+    Loop(Vec<Stmt>),
+    /// Leaves the innermost loop.
+    Break,
+    /// Next iteration of the innermost loop.
+    Continue,
+    /// Ends the invocation.
+    Return,
+    /// A barrier (in uniform control flow).
+    Barrier(Barrier),
+}
+
+/// A whole kernel, as the builder produced it and the validator accepted it.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct KernelDef {
+    /// Name for labels and errors (not part of the kernel's identity).
+    pub name: String,
+    /// `@workgroup_size`.
+    pub workgroup_size: [u32; 3],
+    /// Storage buffers, `@binding(0..)`.
+    pub buffers: Vec<BufferDecl>,
+    /// Scalar arguments in the uniform block, in order.
+    pub scalars: Vec<Scalar>,
+    /// Workgroup arrays.
+    pub shared: Vec<SharedDecl>,
+    /// The type of every value, indexed by [`ValueId`].
+    pub values: Vec<Type>,
+    /// The type of every variable, indexed by [`VarId`].
+    pub vars: Vec<Type>,
+    /// The entry point's body.
+    pub body: Vec<Stmt>,
+}
+
+impl KernelDef {
+    /// Whether any declaration or value is `f16`.
+    pub fn uses_f16(&self) -> bool {
+        self.values
+            .iter()
+            .chain(self.vars.iter())
+            .any(|t| t.scalar == Scalar::F16)
+            || self.buffers.iter().any(|b| b.elem == Scalar::F16)
+            || self.shared.iter().any(|s| s.elem == Scalar::F16)
+            || self.scalars.contains(&Scalar::F16)
+    }
+}

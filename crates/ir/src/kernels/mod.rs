@@ -1,0 +1,13 @@
+//! Reference kernels written with the builder: the ones the tests and the
+//! benchmarks share (elementwise add, workgroup reduction, atomic histogram,
+//! tiled matmul). Each function documents its bindings and scalars.
+
+mod add;
+mod histogram;
+mod matmul;
+mod reduce;
+
+pub use add::elementwise_add;
+pub use histogram::histogram;
+pub use matmul::{MATMUL_TILE, tiled_matmul};
+pub use reduce::workgroup_sum;

@@ -1,0 +1,319 @@
+//! The typing rules: the one function that says what type an operation
+//! yields, used by the builder as it goes and by the validator after.
+
+use crate::ir::{ArrayRef, BinOp, KernelDef, Op, UnOp, ValueId};
+use crate::{IrError, Scalar, Type};
+
+fn val(def: &KernelDef, op: &'static str, v: ValueId) -> Result<Type, IrError> {
+    def.values
+        .get(v.0 as usize)
+        .copied()
+        .ok_or_else(|| IrError::structure(op, format!("value %{} does not exist", v.0)))
+}
+
+fn same(op: &'static str, a: Type, b: Type) -> Result<(), IrError> {
+    if a == b {
+        Ok(())
+    } else {
+        Err(IrError::ty(
+            op,
+            format!("operands must have the same type, got {a} and {b}"),
+        ))
+    }
+}
+
+fn index_type(op: &'static str, t: Type) -> Result<(), IrError> {
+    if t == Type::U32 || t == Type::I32 {
+        Ok(())
+    } else {
+        Err(IrError::ty(
+            op,
+            format!("index must be u32 or i32, got {t}"),
+        ))
+    }
+}
+
+/// The element type of an array reference, checking it exists.
+pub(crate) fn array_elem(
+    def: &KernelDef,
+    op: &'static str,
+    a: ArrayRef,
+) -> Result<(Scalar, bool), IrError> {
+    match a {
+        ArrayRef::Global(i) => def
+            .buffers
+            .get(i as usize)
+            .map(|b| (b.elem, b.atomic))
+            .ok_or_else(|| IrError::structure(op, format!("buffer {i} does not exist"))),
+        ArrayRef::Shared(i) => def
+            .shared
+            .get(i as usize)
+            .map(|s| (s.elem, false))
+            .ok_or_else(|| IrError::structure(op, format!("shared array {i} does not exist"))),
+    }
+}
+
+fn atomic_buffer(def: &KernelDef, op: &'static str, buf: u32) -> Result<Scalar, IrError> {
+    let b = def
+        .buffers
+        .get(buf as usize)
+        .ok_or_else(|| IrError::structure(op, format!("buffer {buf} does not exist")))?;
+    if !b.atomic {
+        return Err(IrError::ty(
+            op,
+            format!("buffer {buf} is not an atomic buffer (declare it with `atomic_buffer`)"),
+        ));
+    }
+    Ok(b.elem)
+}
+
+/// The name of an operation, for messages.
+pub fn op_name(op: &Op) -> &'static str {
+    match op {
+        Op::Lit(_) => "lit",
+        Op::Arg(_) => "scalar_arg",
+        Op::Builtin(_) => "builtin",
+        Op::Splat(..) => "splat",
+        Op::Compose(_) => "compose",
+        Op::Extract(..) => "extract",
+        Op::Unary(u, _) => u.name(),
+        Op::Binary(b, ..) => b.name(),
+        Op::Select { .. } => "select",
+        Op::Clamp(..) => "clamp",
+        Op::Fma(..) => "fma",
+        Op::Cast(..) => "cast",
+        Op::Bitcast(..) => "bitcast",
+        Op::Get(_) => "get",
+        Op::Load(..) => "load",
+        Op::ArrayLength(_) => "array_length",
+        Op::AtomicLoad(..) => "atomic_load",
+        Op::Atomic(a, ..) => a.wgsl(),
+    }
+}
+
+/// The type `op` yields, or why it is ill-typed.
+pub fn op_type(def: &KernelDef, op: &Op) -> Result<Type, IrError> {
+    let name = op_name(op);
+    match op {
+        Op::Lit(l) => Ok(Type::scalar(l.scalar())),
+        Op::Arg(i) => def
+            .scalars
+            .get(*i as usize)
+            .map(|s| Type::scalar(*s))
+            .ok_or_else(|| IrError::structure(name, format!("scalar argument {i} does not exist"))),
+        Op::Builtin(b) => Ok(b.ty()),
+        Op::Splat(v, lanes) => {
+            let t = val(def, name, *v)?;
+            if t.is_vector() {
+                return Err(IrError::ty(
+                    name,
+                    format!("operand must be a scalar, got {t}"),
+                ));
+            }
+            if !(2..=4).contains(lanes) {
+                return Err(IrError::ty(
+                    name,
+                    format!("vectors have 2 to 4 lanes, not {lanes}"),
+                ));
+            }
+            Ok(Type::vec(t.scalar, *lanes))
+        }
+        Op::Compose(parts) => {
+            if !(2..=4).contains(&parts.len()) {
+                return Err(IrError::ty(
+                    name,
+                    format!("vectors have 2 to 4 lanes, not {}", parts.len()),
+                ));
+            }
+            let first = val(def, name, parts[0])?;
+            for p in parts {
+                let t = val(def, name, *p)?;
+                if t.is_vector() {
+                    return Err(IrError::ty(name, format!("lanes must be scalars, got {t}")));
+                }
+                same(name, first, t)?;
+            }
+            Ok(Type::vec(first.scalar, parts.len() as u8))
+        }
+        Op::Extract(v, lane) => {
+            let t = val(def, name, *v)?;
+            if !t.is_vector() || *lane >= t.lanes {
+                return Err(IrError::ty(name, format!("no lane {lane} in {t}")));
+            }
+            Ok(Type::scalar(t.scalar))
+        }
+        Op::Unary(u, v) => {
+            let t = val(def, name, *v)?;
+            let ok = match u {
+                UnOp::Neg => t.scalar.is_signed(),
+                UnOp::Not => t.scalar == Scalar::Bool,
+                UnOp::BitNot => t.scalar.is_int(),
+                UnOp::Abs => t.scalar.is_numeric(),
+                _ => t.scalar.is_float(),
+            };
+            if !ok {
+                let want = match u {
+                    UnOp::Neg => "i32 or a float",
+                    UnOp::Not => "bool",
+                    UnOp::BitNot => "an integer",
+                    UnOp::Abs => "a number",
+                    _ => "a float",
+                };
+                return Err(IrError::ty(
+                    name,
+                    format!("operand must be {want}, got {t}"),
+                ));
+            }
+            Ok(t)
+        }
+        Op::Binary(b, x, y) => {
+            let tx = val(def, name, *x)?;
+            let ty = val(def, name, *y)?;
+            match b {
+                BinOp::Shl | BinOp::Shr => {
+                    if !tx.scalar.is_int() {
+                        return Err(IrError::ty(
+                            name,
+                            format!("left operand must be an integer, got {tx}"),
+                        ));
+                    }
+                    if ty != tx.with_scalar(Scalar::U32) {
+                        return Err(IrError::ty(
+                            name,
+                            format!(
+                                "shift amount must be {}, got {ty}",
+                                tx.with_scalar(Scalar::U32)
+                            ),
+                        ));
+                    }
+                    Ok(tx)
+                }
+                _ => {
+                    same(name, tx, ty)?;
+                    let s = tx.scalar;
+                    let ok = match b {
+                        BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Div | BinOp::Rem => {
+                            s.is_numeric()
+                        }
+                        BinOp::Min | BinOp::Max => s.is_numeric(),
+                        BinOp::Pow => s.is_float(),
+                        BinOp::And | BinOp::Or | BinOp::Xor => s.is_int() || s == Scalar::Bool,
+                        BinOp::Eq | BinOp::Ne => true,
+                        BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge => s.is_numeric(),
+                        BinOp::Shl | BinOp::Shr => false,
+                    };
+                    if !ok {
+                        return Err(IrError::ty(name, format!("not defined on {tx}")));
+                    }
+                    if b.is_comparison() {
+                        Ok(tx.with_scalar(Scalar::Bool))
+                    } else {
+                        Ok(tx)
+                    }
+                }
+            }
+        }
+        Op::Select {
+            cond,
+            on_true,
+            on_false,
+        } => {
+            let tc = val(def, name, *cond)?;
+            let tt = val(def, name, *on_true)?;
+            let tf = val(def, name, *on_false)?;
+            same(name, tt, tf)?;
+            if tc.scalar != Scalar::Bool || (tc.lanes != 1 && tc.lanes != tt.lanes) {
+                return Err(IrError::ty(
+                    name,
+                    format!(
+                        "condition must be bool or {}, got {tc}",
+                        tt.with_scalar(Scalar::Bool)
+                    ),
+                ));
+            }
+            Ok(tt)
+        }
+        Op::Clamp(x, lo, hi) | Op::Fma(x, lo, hi) => {
+            let t = val(def, name, *x)?;
+            same(name, t, val(def, name, *lo)?)?;
+            same(name, t, val(def, name, *hi)?)?;
+            let ok = if matches!(op, Op::Fma(..)) {
+                t.scalar.is_float()
+            } else {
+                t.scalar.is_numeric()
+            };
+            if !ok {
+                return Err(IrError::ty(name, format!("not defined on {t}")));
+            }
+            Ok(t)
+        }
+        Op::Cast(v, to) => Ok(val(def, name, *v)?.with_scalar(*to)),
+        Op::Bitcast(v, to) => {
+            let t = val(def, name, *v)?;
+            let ok32 = |s: Scalar| matches!(s, Scalar::I32 | Scalar::U32 | Scalar::F32);
+            if !ok32(t.scalar) || !ok32(*to) {
+                return Err(IrError::ty(
+                    name,
+                    format!(
+                        "bitcast is between i32, u32 and f32 (and their vectors), not {t} to {to}"
+                    ),
+                ));
+            }
+            Ok(t.with_scalar(*to))
+        }
+        Op::Get(var) => {
+            def.vars.get(var.0 as usize).copied().ok_or_else(|| {
+                IrError::structure(name, format!("variable {} does not exist", var.0))
+            })
+        }
+        Op::Load(a, i) => {
+            let (elem, atomic) = array_elem(def, name, *a)?;
+            if atomic {
+                return Err(IrError::ty(
+                    name,
+                    "an atomic buffer is read with `atomic_load`",
+                ));
+            }
+            index_type(name, val(def, name, *i)?)?;
+            Ok(Type::scalar(elem))
+        }
+        Op::ArrayLength(b) => {
+            if def.buffers.get(*b as usize).is_none() {
+                return Err(IrError::structure(
+                    name,
+                    format!("buffer {b} does not exist"),
+                ));
+            }
+            Ok(Type::U32)
+        }
+        Op::AtomicLoad(b, i) => {
+            let elem = atomic_buffer(def, name, *b)?;
+            index_type(name, val(def, name, *i)?)?;
+            Ok(Type::scalar(elem))
+        }
+        Op::Atomic(_, b, i, v) => {
+            let elem = atomic_buffer(def, name, *b)?;
+            index_type(name, val(def, name, *i)?)?;
+            let tv = val(def, name, *v)?;
+            if tv != Type::scalar(elem) {
+                return Err(IrError::ty(name, format!("value must be {elem}, got {tv}")));
+            }
+            if def.buffers[*b as usize].access != crate::Access::ReadWrite {
+                return Err(IrError::structure(name, format!("buffer {b} is read-only")));
+            }
+            Ok(Type::scalar(elem))
+        }
+    }
+}
+
+/// Casts are value conversions between numeric and bool types; bool <->
+/// float and the like are all allowed (`f32(true) == 1.0`).
+pub(crate) fn check_type(op: &'static str, t: Type) -> Result<(), IrError> {
+    if !(1..=4).contains(&t.lanes) {
+        return Err(IrError::ty(
+            op,
+            format!("vectors have 2 to 4 lanes, not {}", t.lanes),
+        ));
+    }
+    Ok(())
+}

@@ -1,0 +1,52 @@
+//! naga rejects nothing the IR compiler emits, over the generated corpus.
+
+use compute_ir::random::{Config, FloatOps, program};
+use compute_runtime::CubeKernel;
+use compute_wgsl::{DeviceCaps, IrCompiler, WgpuCompilationOptions, WgpuCompiler};
+use proptest::prelude::*;
+
+fn caps() -> DeviceCaps {
+    DeviceCaps {
+        limits: wgpu::Limits::default(),
+        features: wgpu::Features::empty(),
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    #[test]
+    fn naga_accepts_every_generated_program(seed in any::<u64>(), which in 0usize..3) {
+        let cfg = [
+            Config::default(),
+            Config { floats: FloatOps::Exact, statements: 40, ..Config::default() },
+            Config { floats: FloatOps::None, depth: 4, ..Config::default() },
+        ][which];
+        let p = program(seed, &cfg);
+        let compiled = IrCompiler.compile(&p.kernel, &WgpuCompilationOptions::default(), &caps());
+        match compiled {
+            Ok(c) => prop_assert_eq!(c.layout, IrCompiler.layout(&p.kernel).expect("layout")),
+            Err(e) => {
+                return Err(TestCaseError::fail(format!(
+                    "seed {seed} ({}): {e}\n{}",
+                    p.kernel.name(),
+                    compute_wgsl::ir::emit_wgsl(&p.kernel)
+                )));
+            }
+        }
+    }
+}
+
+/// `SEED=... cargo test -p compute-wgsl --test ir_corpus show_seed -- --ignored --nocapture`
+#[test]
+#[ignore = "prints one generated program's WGSL"]
+fn show_seed() {
+    let seed = std::env::var("SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    println!(
+        "{}",
+        compute_wgsl::ir::emit_wgsl(&program(seed, &Config::default()).kernel)
+    );
+}
