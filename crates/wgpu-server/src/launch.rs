@@ -167,12 +167,10 @@ fn resolve_launch<C: WgpuCompiler>(
     args: &KernelArguments,
     mode: LaunchMode,
 ) -> Result<ResolvedLaunch, ServerError> {
-    if mode == LaunchMode::Queue {
-        return Err(ServerError::unsupported(
-            "LaunchMode::Queue",
-            "queued compilation is not built yet (compiler issue); use LaunchMode::Execute",
-        ));
-    }
+    // Queue mode reaches here on a cache hit with nothing held (it is then
+    // the same as Execute) or inside a capture, where compilation happens at
+    // record time: nothing would be gained by deferring it.
+    let _ = mode;
     if args.buffers.len() != layout.bindings.len() {
         return Err(ServerError::InvalidArgument {
             reason: format!(

@@ -29,6 +29,7 @@ mod pipeline;
 mod poller;
 mod profile;
 mod profiling;
+mod queued;
 mod server;
 mod staging;
 mod storage;

@@ -53,6 +53,8 @@ pub struct WgpuServer<C: WgpuCompiler> {
     utilities: Arc<ServerUtilities>,
     pub(crate) logger: Arc<ServerLogger>,
     pub(crate) profiler: Profiler,
+    /// Queued launches waiting for `compile_queued`, in order.
+    pub(crate) held: Vec<crate::queued::HeldLaunch>,
     staging: HostStaging,
     captures: DeviceCaptures,
     capture_states: HashMap<StreamId, CaptureState>,
@@ -216,6 +218,7 @@ impl<C: WgpuCompiler + Default> WgpuServer<C> {
             utilities: Arc::new(utilities),
             logger,
             profiler: Profiler::new(timing_method),
+            held: Vec::new(),
             staging: HostStaging::default(),
             captures,
             capture_states: HashMap::new(),
@@ -270,6 +273,11 @@ impl<C: WgpuCompiler> WgpuServer<C> {
         crate::timeline::finish(self)
     }
 
+    /// Queued launches not encoded yet.
+    pub fn held_launches(&self) -> usize {
+        self.held.len()
+    }
+
     /// Timestamp slots ever created by profile windows (they are pooled).
     pub fn profile_slots_created(&self) -> usize {
         self.profiler.slots_created()
@@ -304,6 +312,10 @@ impl<C: WgpuCompiler> WgpuServer<C> {
     pub(crate) fn enter(&mut self) -> Result<(), ServerError> {
         self.faults.lost()?;
         self.drain_releases();
+        // Held (queued) launches come before anything issued after them.
+        if !self.held.is_empty() {
+            crate::queued::compile_and_encode(self);
+        }
         Ok(())
     }
 
@@ -592,12 +604,23 @@ impl<C: WgpuCompiler> Server for WgpuServer<C> {
         stream_id: StreamId,
         launch_mode: LaunchMode,
     ) {
+        if launch_mode == LaunchMode::Queue
+            && !self.is_capturing(stream_id)
+            && (!self.held.is_empty() || self.pipelines.get(kernel.id(), &self.options).is_none())
+        {
+            self.held.push(crate::queued::HeldLaunch {
+                kernel,
+                count,
+                args,
+                stream: stream_id,
+            });
+            return;
+        }
         crate::launch::launch(self, kernel.as_ref(), count, args, stream_id, launch_mode);
     }
 
     fn compile_queued(&mut self) {
-        // `LaunchMode::Queue` is refused at launch (see `docs/status.md`),
-        // so nothing is ever queued: there is nothing to compile.
+        crate::queued::compile_and_encode(self);
     }
 
     fn flush(&mut self, stream_id: StreamId) -> Result<(), ServerError> {
