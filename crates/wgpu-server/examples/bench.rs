@@ -893,6 +893,351 @@ fn profile_figures(s: &mut S, o: &Options, out: &mut Vec<Figure>) -> Result<(), 
     Ok(())
 }
 
+/// The tiled matmul of `compute_ir::kernels::tiled_matmul`, written by
+/// hand: 16x16 tiles of a and b in workgroup memory, two barriers per step,
+/// fma accumulation, zero padding at the edges.
+const MATMUL_WGSL: &str = r#"
+struct P { m: u32, n: u32, k: u32, pad: u32 }
+@group(0) @binding(0) var<storage, read_write> a: array<f32>;
+@group(0) @binding(1) var<storage, read_write> b: array<f32>;
+@group(0) @binding(2) var<storage, read_write> c: array<f32>;
+@group(0) @binding(3) var<uniform> p: P;
+var<workgroup> ta: array<f32, 256>;
+var<workgroup> tb: array<f32, 256>;
+@compute @workgroup_size(16, 16, 1)
+fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>) {
+    let row = wid.y * 16u + lid.y;
+    let col = wid.x * 16u + lid.x;
+    let me = lid.y * 16u + lid.x;
+    var acc = 0.0;
+    let steps = (p.k + 15u) / 16u;
+    for (var t = 0u; t < steps; t = t + 1u) {
+        let ac = t * 16u + lid.x;
+        var va = 0.0;
+        if (row < p.m && ac < p.k) { va = a[row * p.k + ac]; }
+        ta[me] = va;
+        let br = t * 16u + lid.y;
+        var vb = 0.0;
+        if (br < p.k && col < p.n) { vb = b[br * p.n + col]; }
+        tb[me] = vb;
+        workgroupBarrier();
+        for (var i = 0u; i < 16u; i = i + 1u) {
+            acc = fma(ta[lid.y * 16u + i], tb[i * 16u + lid.x], acc);
+        }
+        workgroupBarrier();
+    }
+    if (row < p.m && col < p.n) { c[row * p.n + col] = acc; }
+}
+"#;
+
+type Ir = WgpuServer<wgpu_server::IrCompiler>;
+
+fn ir_alloc(s: &mut Ir, size: u64) -> Result<Handle, ServerError> {
+    let m = ManagedMemoryHandle::new();
+    s.initialize_memory(m.clone(), size, STREAM)?;
+    Ok(Handle::new(m, size))
+}
+
+fn raw_pipeline(device: &wgpu::Device, source: &str) -> wgpu::ComputePipeline {
+    let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
+        label: None,
+        source: wgpu::ShaderSource::Wgsl(source.into()),
+    });
+    device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+        label: None,
+        layout: None,
+        module: &module,
+        entry_point: Some("main"),
+        compilation_options: Default::default(),
+        cache: None,
+    })
+}
+
+fn kernel_figures(o: &Options, out: &mut Vec<Figure>) -> Result<(), ServerError> {
+    use compute_ir::{Lit, kernels};
+    use compute_wgsl::WgpuCompiler;
+    let mut s = Ir::try_init(DeviceId(0))?;
+    let device = s.device().clone();
+    let queue = s.queue().clone();
+    let cpu = Server::utilities(&s).adapter.device_type == "Cpu";
+    let rounds = if o.quick { 3 } else { 7 };
+    let caps = compute_wgsl::DeviceCaps {
+        limits: device.limits(),
+        features: device.features(),
+    };
+    let err = |e: compute_ir::IrError| ServerError::InvalidArgument {
+        reason: e.to_string(),
+    };
+
+    // compile.matmul_us: IR build + WGSL + module + pipeline, against
+    // module + pipeline of the handwritten WGSL.
+    let (v, b) = interleaved(
+        rounds,
+        || {
+            let t = Instant::now();
+            let Ok(k) = kernels::tiled_matmul() else {
+                return f64::NAN;
+            };
+            let mut c = wgpu_server::IrCompiler;
+            let Ok(compiled) = c.compile(&k, &Default::default(), &caps) else {
+                return f64::NAN;
+            };
+            std::hint::black_box(raw_pipeline(&device, &compiled.source));
+            t.elapsed().as_secs_f64() * 1e6
+        },
+        || {
+            let t = Instant::now();
+            std::hint::black_box(raw_pipeline(&device, MATMUL_WGSL));
+            t.elapsed().as_secs_f64() * 1e6
+        },
+    );
+    out.push(Figure {
+        name: "compile.matmul_us",
+        value: v,
+        unit: "us (lower is better)",
+        baseline: "raw.module_pipeline_us (handwritten WGSL)",
+        baseline_value: b,
+    });
+
+    // kernel.matmul_gflops.
+    let kernel = kernels::tiled_matmul().map_err(err)?;
+    let dim: u32 = if cpu { 256 } else { 2048 };
+    let bytes = u64::from(dim * dim) * 4;
+    let (ha, hb, hc) = (
+        ir_alloc(&mut s, bytes)?,
+        ir_alloc(&mut s, bytes)?,
+        ir_alloc(&mut s, bytes)?,
+    );
+    let ones = Bytes::from(vec![0u8; bytes as usize]);
+    s.write(
+        vec![
+            (ha.copy_descriptor(), ones.clone()),
+            (hb.copy_descriptor(), ones),
+        ],
+        STREAM,
+    );
+    let scalars = kernel
+        .pack_scalars(&[Lit::U32(dim), Lit::U32(dim), Lit::U32(dim)])
+        .map_err(err)?;
+    let reps = if cpu { 2 } else { 20 };
+    let groups = dim.div_ceil(16);
+    let run_ours = |s: &mut Ir| {
+        for _ in 0..reps {
+            let args = KernelArguments::buffers(vec![ha.binding(), hb.binding(), hc.binding()])
+                .with_scalars(scalars.clone());
+            // SAFETY: the kernel guards every access with the m, n, k it is given.
+            unsafe {
+                s.launch(
+                    Box::new(kernel.clone()),
+                    CubeCount::Static(groups, groups, 1),
+                    args,
+                    STREAM,
+                    LaunchMode::Execute,
+                )
+            };
+        }
+        let _ = futures::executor::block_on(s.sync(vec![], STREAM));
+    };
+    run_ours(&mut s);
+    let raw = raw_pipeline(&device, MATMUL_WGSL);
+    let mk = |usage| {
+        device.create_buffer(&wgpu::BufferDescriptor {
+            label: None,
+            size: bytes,
+            usage,
+            mapped_at_creation: false,
+        })
+    };
+    let (ra, rb, rc) = (
+        mk(wgpu::BufferUsages::STORAGE),
+        mk(wgpu::BufferUsages::STORAGE),
+        mk(wgpu::BufferUsages::STORAGE),
+    );
+    let uni = device.create_buffer(&wgpu::BufferDescriptor {
+        label: None,
+        size: 16,
+        usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
+        mapped_at_creation: false,
+    });
+    queue.write_buffer(
+        &uni,
+        0,
+        &[
+            dim.to_le_bytes(),
+            dim.to_le_bytes(),
+            dim.to_le_bytes(),
+            [0; 4],
+        ]
+        .concat(),
+    );
+    let group = device.create_bind_group(&wgpu::BindGroupDescriptor {
+        label: None,
+        layout: &raw.get_bind_group_layout(0),
+        entries: &[
+            wgpu::BindGroupEntry {
+                binding: 0,
+                resource: ra.as_entire_binding(),
+            },
+            wgpu::BindGroupEntry {
+                binding: 1,
+                resource: rb.as_entire_binding(),
+            },
+            wgpu::BindGroupEntry {
+                binding: 2,
+                resource: rc.as_entire_binding(),
+            },
+            wgpu::BindGroupEntry {
+                binding: 3,
+                resource: uni.as_entire_binding(),
+            },
+        ],
+    });
+    let run_raw = || {
+        let mut enc = device.create_command_encoder(&Default::default());
+        {
+            let mut pass = enc.begin_compute_pass(&Default::default());
+            pass.set_pipeline(&raw);
+            pass.set_bind_group(0, &group, &[]);
+            for _ in 0..reps {
+                pass.dispatch_workgroups(groups, groups, 1);
+            }
+        }
+        queue.submit(Some(enc.finish()));
+        wait(&device);
+    };
+    run_raw();
+    let flops = 2.0 * f64::from(dim).powi(3) * f64::from(reps);
+    let cell = std::cell::RefCell::new(&mut s);
+    let (v, b) = interleaved(
+        rounds,
+        || {
+            let t = Instant::now();
+            run_ours(&mut cell.borrow_mut());
+            flops / t.elapsed().as_secs_f64() / 1e9
+        },
+        || {
+            let t = Instant::now();
+            run_raw();
+            flops / t.elapsed().as_secs_f64() / 1e9
+        },
+    );
+    out.push(Figure {
+        name: "kernel.matmul_gflops",
+        value: v,
+        unit: Box::leak(format!("GFLOP/s, {dim}^3 (higher is better)").into_boxed_str()),
+        baseline: "raw.matmul_gflops",
+        baseline_value: b,
+    });
+
+    // compile.cache_hit_ns: the pipeline lookup a launch does on a hit.
+    let n = 100_000;
+    let t = Instant::now();
+    let mut hits = 0;
+    for _ in 0..n {
+        hits += usize::from(cell.borrow().is_compiled(&kernel));
+    }
+    let hit_ns = t.elapsed().as_secs_f64() * 1e9 / f64::from(n);
+    std::hint::black_box(hits);
+    let t = Instant::now();
+    let reps_enq = 2000;
+    {
+        let mut s = cell.borrow_mut();
+        for _ in 0..reps_enq {
+            let args = KernelArguments::buffers(vec![ha.binding(), hb.binding(), hc.binding()])
+                .with_scalars(scalars.clone());
+            // SAFETY: as above; a 1x1 dispatch.
+            unsafe {
+                s.launch(
+                    Box::new(kernel.clone()),
+                    CubeCount::Static(1, 1, 1),
+                    args,
+                    STREAM,
+                    LaunchMode::Execute,
+                )
+            };
+        }
+    }
+    let launch_ns = t.elapsed().as_secs_f64() * 1e9 / f64::from(reps_enq);
+    let _ = futures::executor::block_on(cell.borrow_mut().sync(vec![], STREAM));
+    out.push(Figure {
+        name: "compile.cache_hit_ns",
+        value: hit_ns,
+        unit: "ns per lookup (lower is better)",
+        baseline: "launch_ns (whole launch of the same kernel)",
+        baseline_value: launch_ns,
+    });
+
+    // kernel.add_gbps: c = a + b, 12 bytes per element, against a copy that
+    // moves the same 12 bytes per element (6 read + 6 written).
+    let add = kernels::elementwise_add(compute_ir::Scalar::F32, 256).map_err(err)?;
+    let elems: u32 = if cpu { 1 << 22 } else { 65_535 * 256 };
+    let eb = u64::from(elems) * 4;
+    let (xa, xb, xc) = {
+        let mut s = cell.borrow_mut();
+        (
+            ir_alloc(&mut s, eb)?,
+            ir_alloc(&mut s, eb)?,
+            ir_alloc(&mut s, eb)?,
+        )
+    };
+    let add_scalars = add.pack_scalars(&[Lit::U32(elems)]).map_err(err)?;
+    let add_reps = if cpu { 3 } else { 20 };
+    let csrc = device.create_buffer(&wgpu::BufferDescriptor {
+        label: None,
+        size: eb * 3 / 2,
+        usage: wgpu::BufferUsages::COPY_SRC,
+        mapped_at_creation: false,
+    });
+    let cdst = device.create_buffer(&wgpu::BufferDescriptor {
+        label: None,
+        size: eb * 3 / 2,
+        usage: wgpu::BufferUsages::COPY_DST,
+        mapped_at_creation: false,
+    });
+    let moved = 12.0 * f64::from(elems) * f64::from(add_reps);
+    let (v, b) = interleaved(
+        rounds,
+        || {
+            let mut s = cell.borrow_mut();
+            let t = Instant::now();
+            for _ in 0..add_reps {
+                let args = KernelArguments::buffers(vec![xa.binding(), xb.binding(), xc.binding()])
+                    .with_scalars(add_scalars.clone());
+                // SAFETY: the kernel guards with n.
+                unsafe {
+                    s.launch(
+                        Box::new(add.clone()),
+                        CubeCount::x(elems / 256),
+                        args,
+                        STREAM,
+                        LaunchMode::Execute,
+                    )
+                };
+            }
+            let _ = futures::executor::block_on(s.sync(vec![], STREAM));
+            moved / t.elapsed().as_secs_f64() / 1e9
+        },
+        || {
+            let t = Instant::now();
+            let mut enc = device.create_command_encoder(&Default::default());
+            for _ in 0..add_reps {
+                enc.copy_buffer_to_buffer(&csrc, 0, &cdst, 0, eb * 3 / 2);
+            }
+            queue.submit(Some(enc.finish()));
+            wait(&device);
+            moved / t.elapsed().as_secs_f64() / 1e9
+        },
+    );
+    out.push(Figure {
+        name: "kernel.add_gbps",
+        value: v,
+        unit: "GB/s moved, 12 B/element (higher is better)",
+        baseline: "raw.copy_gbps (same bytes moved)",
+        baseline_value: b,
+    });
+    Ok(())
+}
+
 fn json_str(s: &str) -> String {
     let mut o = String::from("\"");
     for c in s.chars() {
@@ -937,6 +1282,9 @@ fn main() -> Result<(), ServerError> {
     }
     if wanted("profile.") {
         profile_figures(&mut s, &o, &mut figures)?;
+    }
+    if wanted("compile.") || wanted("kernel.") {
+        kernel_figures(&o, &mut figures)?;
     }
     if wanted("stream.") {
         stream_figures(&mut s, &o, &mut figures)?;

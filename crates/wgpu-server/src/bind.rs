@@ -2,9 +2,11 @@
 //!
 //! Launches that repeat their bindings (the common case: the same tensors,
 //! kernel after kernel) reuse one bind group instead of creating one per
-//! dispatch. The key is a fixed-size array, so a lookup allocates nothing;
-//! kernels with more than [`MAX_CACHED`] bindings, or with scalars (each
-//! launch has its own uniform buffer), are not cached. Entries naming a page
+//! dispatch. The key is a fixed-size array, so a lookup allocates nothing.
+//! Scalars are part of the key (up to [`MAX_SCALAR_BYTES`]): a cached group
+//! owns its uniform buffer, so a loop relaunching a kernel with the same
+//! sizes creates nothing. Kernels with more than [`MAX_CACHED`] bindings or
+//! larger scalar blocks are not cached. Entries naming a page
 //! are dropped when the page is given back, so the cache never keeps a freed
 //! buffer alive; the cache is also cleared when it grows past
 //! [`MAX_ENTRIES`], which bounds memory for workloads that never repeat.
@@ -14,6 +16,8 @@ use hashbrown::HashMap;
 
 /// Largest binding count a cached bind group can have.
 pub const MAX_CACHED: usize = 8;
+/// Largest scalar block that is part of a cache key.
+pub const MAX_SCALAR_BYTES: usize = 32;
 /// Entries kept before the cache is cleared.
 pub const MAX_ENTRIES: usize = 4096;
 
@@ -26,20 +30,26 @@ pub struct BindKey {
     layout: u64,
     len: u8,
     ranges: [Range; MAX_CACHED],
+    scalar_len: u8,
+    scalars: [u8; MAX_SCALAR_BYTES],
 }
 
 impl BindKey {
-    /// The key of `ranges` under `layout`, or `None` when too many to cache.
-    pub fn new(layout: u64, ranges: &[Range]) -> Option<Self> {
-        if ranges.len() > MAX_CACHED {
+    /// The key of `ranges` and `scalars` under `layout`, or `None` when
+    /// too large to cache.
+    pub fn new(layout: u64, ranges: &[Range], scalars: &[u8]) -> Option<Self> {
+        if ranges.len() > MAX_CACHED || scalars.len() > MAX_SCALAR_BYTES {
             return None;
         }
         let mut key = BindKey {
             layout,
             len: ranges.len() as u8,
             ranges: [(StorageId(0), 0, 0); MAX_CACHED],
+            scalar_len: scalars.len() as u8,
+            scalars: [0; MAX_SCALAR_BYTES],
         };
         key.ranges[..ranges.len()].copy_from_slice(ranges);
+        key.scalars[..scalars.len()].copy_from_slice(scalars);
         Some(key)
     }
 

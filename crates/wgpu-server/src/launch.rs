@@ -251,12 +251,8 @@ fn resolve_launch<C: WgpuCompiler>(
         )?,
     };
 
-    // Bind group: cached when the ranges repeat (and there are no scalars).
-    let key = if layout.scalars {
-        None
-    } else {
-        BindKey::new(pipeline.id, &ranges)
-    };
+    // Bind group: cached when the ranges and scalars repeat.
+    let key = BindKey::new(pipeline.id, &ranges, &args.scalars);
     let cached = key.and_then(|k| s.bind_groups.get(&k).cloned());
     let (bind_group, bind_id) = match cached {
         Some(c) => (c.group, c.id),

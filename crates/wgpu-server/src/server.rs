@@ -273,6 +273,12 @@ impl<C: WgpuCompiler> WgpuServer<C> {
         crate::timeline::finish(self)
     }
 
+    /// Whether `kernel`'s pipeline is cached under the server's options: the
+    /// lookup a launch makes on a hit.
+    pub fn is_compiled(&self, kernel: &dyn CubeKernel) -> bool {
+        self.pipelines.get(kernel.id(), &self.options).is_some()
+    }
+
     /// Queued launches not encoded yet.
     pub fn held_launches(&self) -> usize {
         self.held.len()
