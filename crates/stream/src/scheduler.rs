@@ -14,18 +14,23 @@
 //!   every stream, its own included, whose pending batch touches the page.
 //!
 //! A batch therefore only ever depends on work already submitted, and
-//! submission order is program order for every page. Tracking is per page
-//! (storage id), not per slice: two slices of one page count as one, which
-//! can submit early but never reorders. The same rule makes memory reuse
-//! safe: a slice freed while its last use is pending on stream A and reserved
-//! again by stream B shares A's page, so B's first use submits A first.
+//! submission order is program order for every byte. Uses are tracked per
+//! byte range of a page, so slices of one page that do not overlap never
+//! order each other (two streams writing neighbouring tensors of one page
+//! run without forced submits). The same rule makes memory reuse safe: a
+//! slice freed while its last use is pending on stream A and reserved again
+//! by stream B overlaps A's range, so B's first use submits A first.
+//!
+//! Only uses by pending batches matter; entries of submitted batches are
+//! dropped whenever their page is looked at, so a page's list holds at most
+//! the pending uses of each stream.
 //!
 //! [`prepare`]: SchedulerMultiStream::prepare
 //! [`prepare_host_write`]: SchedulerMultiStream::prepare_host_write
 
 use std::sync::Arc;
 
-use compute_runtime::{ServerError, StorageId, StreamId};
+use compute_runtime::{ServerError, StorageHandle, StorageId, StreamId};
 use hashbrown::HashMap;
 
 use crate::TrustRegistry;
@@ -63,12 +68,20 @@ struct StreamState<S> {
     deferred: Option<Arc<ServerError>>,
 }
 
-/// Uses of one page by batches that may still be pending.
-#[derive(Debug, Default)]
-struct PageUse {
-    writer: Option<(StreamId, u64)>,
-    /// At most one entry per stream: the latest batch that read the page.
-    readers: Vec<(StreamId, u64)>,
+/// A use of a byte range of a page by one stream's batch.
+#[derive(Debug, Clone, Copy)]
+struct Use {
+    start: u64,
+    end: u64,
+    stream: StreamId,
+    batch: u64,
+    write: bool,
+}
+
+impl Use {
+    fn overlaps(&self, start: u64, end: u64) -> bool {
+        self.start < end && start < self.end
+    }
 }
 
 /// Any number of logical streams over one queue.
@@ -77,7 +90,7 @@ pub struct SchedulerMultiStream<B: SchedulerStreamBackend> {
     /// The backend, for operations that encode.
     pub backend: B,
     streams: HashMap<StreamId, StreamState<B::Stream>>,
-    pages: HashMap<StorageId, PageUse>,
+    pages: HashMap<StorageId, Vec<Use>>,
     tasks_max: usize,
     /// Trust state of every managed slice.
     pub trust: TrustRegistry,
@@ -141,63 +154,68 @@ impl<B: SchedulerStreamBackend> SchedulerMultiStream<B> {
         ids
     }
 
-    fn is_pending(&self, (stream, batch): (StreamId, u64)) -> bool {
-        self.streams
-            .get(&stream)
-            .is_some_and(|s| s.batch == batch && s.tasks > 0)
+    fn pending<S>(streams: &HashMap<StreamId, StreamState<S>>, u: &Use) -> bool {
+        streams
+            .get(&u.stream)
+            .is_some_and(|s| s.batch == u.batch && s.tasks > 0)
     }
 
-    /// Submits what must run before `stream` may use `pages` as given, then
+    /// Submits what must run before `stream` may use `ranges` as given, then
     /// records the uses as part of `stream`'s current batch.
-    pub fn prepare(&mut self, stream: StreamId, pages: &[(StorageId, Access)]) {
+    pub fn prepare(&mut self, stream: StreamId, ranges: &[(StorageHandle, Access)]) {
         self.ensure(stream);
         let mut to_submit: Vec<StreamId> = Vec::new();
-        for (page, access) in pages {
-            let Some(uses) = self.pages.get(page) else {
+        for (range, access) in ranges {
+            let Some(uses) = self.pages.get_mut(&range.id) else {
                 continue;
             };
-            let mut conflict = |u: (StreamId, u64)| {
-                if u.0 != stream && self.is_pending(u) && !to_submit.contains(&u.0) {
-                    to_submit.push(u.0);
+            uses.retain(|u| Self::pending(&self.streams, u));
+            let end = range.offset.saturating_add(range.size);
+            for u in uses.iter() {
+                let conflict = u.stream != stream
+                    && (u.write || *access == Access::Write)
+                    && u.overlaps(range.offset, end);
+                if conflict && !to_submit.contains(&u.stream) {
+                    to_submit.push(u.stream);
                 }
-            };
-            if let Some(w) = uses.writer {
-                conflict(w);
-            }
-            if *access == Access::Write {
-                uses.readers.iter().copied().for_each(&mut conflict);
             }
         }
         for other in to_submit {
             self.submit(other);
         }
         let batch = self.streams.get(&stream).map_or(0, |s| s.batch);
-        for (page, access) in pages {
-            let uses = self.pages.entry(*page).or_default();
-            match access {
-                Access::Write => {
-                    uses.writer = Some((stream, batch));
-                    uses.readers.clear();
-                }
-                Access::Read => match uses.readers.iter_mut().find(|r| r.0 == stream) {
-                    Some(r) => r.1 = batch,
-                    None => uses.readers.push((stream, batch)),
-                },
+        for (range, access) in ranges {
+            let uses = self.pages.entry(range.id).or_default();
+            let (start, end) = (range.offset, range.offset.saturating_add(range.size));
+            let write = *access == Access::Write;
+            match uses.iter_mut().find(|u| {
+                u.stream == stream && u.start == start && u.end == end && u.write == write
+            }) {
+                Some(u) => u.batch = batch,
+                None => uses.push(Use {
+                    start,
+                    end,
+                    stream,
+                    batch,
+                    write,
+                }),
             }
         }
     }
 
-    /// Submits every stream whose pending batch touches `pages`, so a host
+    /// Submits every stream whose pending batch touches `ranges`, so a host
     /// write that lands before the next submit cannot overtake them.
-    pub fn prepare_host_write(&mut self, pages: &[StorageId]) {
+    pub fn prepare_host_write(&mut self, ranges: &[StorageHandle]) {
         let mut to_submit: Vec<StreamId> = Vec::new();
-        for page in pages {
-            let Some(uses) = self.pages.get(page) else {
+        for range in ranges {
+            let Some(uses) = self.pages.get_mut(&range.id) else {
                 continue;
             };
-            for u in uses.writer.iter().chain(uses.readers.iter()) {
-                if self.is_pending(*u) && !to_submit.contains(&u.0) {
-                    to_submit.push(u.0);
+            uses.retain(|u| Self::pending(&self.streams, u));
+            let end = range.offset.saturating_add(range.size);
+            for u in uses.iter() {
+                if u.overlaps(range.offset, end) && !to_submit.contains(&u.stream) {
+                    to_submit.push(u.stream);
                 }
             }
         }
@@ -290,12 +308,42 @@ mod tests {
 
     const A: StreamId = StreamId(1);
     const B: StreamId = StreamId(2);
-    const P: StorageId = StorageId(10);
-    const Q: StorageId = StorageId(11);
+    const P: StorageHandle = StorageHandle {
+        id: StorageId(10),
+        offset: 0,
+        size: 256,
+    };
+    const Q: StorageHandle = StorageHandle {
+        id: StorageId(11),
+        offset: 0,
+        size: 256,
+    };
+    /// Bytes 256..512 of P's page: a neighbour, not an overlap.
+    const P_NEXT: StorageHandle = StorageHandle {
+        id: StorageId(10),
+        offset: 256,
+        size: 256,
+    };
+    /// Bytes 128..384 of P's page: overlaps both.
+    const P_MID: StorageHandle = StorageHandle {
+        id: StorageId(10),
+        offset: 128,
+        size: 256,
+    };
 
-    fn op(s: &mut SchedulerMultiStream<Log>, stream: StreamId, pages: &[(StorageId, Access)]) {
+    fn op(s: &mut SchedulerMultiStream<Log>, stream: StreamId, pages: &[(StorageHandle, Access)]) {
         s.prepare(stream, pages);
         s.task_done(stream);
+    }
+
+    #[test]
+    fn neighbouring_slices_of_one_page_do_not_order_each_other() {
+        let mut s = SchedulerMultiStream::new(Log::default(), 100);
+        op(&mut s, A, &[(P, Access::Write)]);
+        op(&mut s, B, &[(P_NEXT, Access::Write)]);
+        assert!(s.backend.0.is_empty());
+        op(&mut s, B, &[(P_MID, Access::Read)]);
+        assert_eq!(s.backend.0, vec![A], "an overlapping range does");
     }
 
     #[test]

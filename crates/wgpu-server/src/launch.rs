@@ -15,7 +15,7 @@ use std::sync::Arc;
 
 use compute_runtime::{
     BufferBinding, CubeCount, CubeKernel, KernelArguments, LaunchMode, LogCategory, LogLevel,
-    ServerError, StorageHandle, StorageId, StreamId,
+    ServerError, StorageHandle, StreamId,
 };
 use compute_stream::{Access, WriteScoped};
 use compute_wgsl::{BindingAccess, KernelLayout, WgpuCompiler};
@@ -139,7 +139,7 @@ pub(crate) struct ResolvedLaunch {
     bind_group: wgpu::BindGroup,
     bind_id: u64,
     count: ResolvedCount,
-    pages: Vec<(StorageId, Access)>,
+    pages: Vec<(StorageHandle, Access)>,
 }
 
 #[derive(Debug)]
@@ -269,19 +269,26 @@ fn resolve_launch<C: WgpuCompiler>(
     };
 
     // Order against other streams, then encode.
-    let mut pages: Vec<(StorageId, Access)> = ranges
+    let mut pages: Vec<(StorageHandle, Access)> = ranges
         .iter()
         .zip(&layout.bindings)
-        .map(|(r, a)| {
+        .map(|(&(id, offset, size), a)| {
             let access = match a {
                 BindingAccess::ReadOnly => Access::Read,
                 BindingAccess::ReadWrite => Access::Write,
             };
-            (r.0, access)
+            (StorageHandle { id, offset, size }, access)
         })
         .collect();
     if let Some(h) = &indirect {
-        pages.push((h.id, Access::Read));
+        pages.push((
+            StorageHandle {
+                id: h.id,
+                offset: h.offset,
+                size: 12,
+            },
+            Access::Read,
+        ));
     }
     let count = match &indirect {
         Some(h) => ResolvedCount::Indirect(page_buffer(s, h)?, h.offset),

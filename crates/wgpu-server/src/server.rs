@@ -439,7 +439,7 @@ impl<C: WgpuCompiler> ServerStorage for WgpuServer<C> {
     ) -> Result<ManagedResource<WgpuResource>, ServerError> {
         self.enter()?;
         let handle = self.resolve(&binding)?;
-        self.streams.prepare_host_write(&[handle.id]);
+        self.streams.prepare_host_write(&[handle]);
         let resource = self
             .memory
             .storage()

@@ -89,7 +89,7 @@ pub(crate) fn write<C: WgpuCompiler>(
             .ok_or(ServerError::UnknownHandle {
                 memory: descriptor.binding.memory_id(),
             })?;
-    server.streams.prepare_host_write(&[target.id]);
+    server.streams.prepare_host_write(&[target]);
     server.streams.backend.host_writes_pending = true;
     let queue = &server.queue;
     scoped(&server.device, || {
@@ -141,7 +141,7 @@ pub(crate) fn read<C: WgpuCompiler>(
         server.streams.trust.check(d.binding.memory_id())?;
         ranges.push((target, size));
     }
-    let pages: Vec<_> = ranges.iter().map(|(t, _)| (t.id, Access::Read)).collect();
+    let pages: Vec<_> = ranges.iter().map(|(t, _)| (*t, Access::Read)).collect();
     server.streams.prepare(stream, &pages);
 
     let mut pending = Vec::with_capacity(ranges.len());

@@ -297,3 +297,24 @@ fn device_lost_mid_stream_fails_every_pending_and_later_call() {
         assert!(lost(&sync(&mut s, S0).expect_err("still lost")));
     });
 }
+
+/// Two streams writing neighbouring slices of one page do not force each
+/// other's submits (ordering is tracked per byte range, not per page).
+#[test]
+fn neighbouring_slices_on_two_streams_do_not_force_submits() {
+    let mut s = server();
+    let a = upload(&mut s, u32s(&[0; 64]), StreamId(1));
+    let b = upload(&mut s, u32s(&[0; 64]), StreamId(2));
+    let pa = s.get_resource(a.binding(), StreamId(1)).expect("a").handle;
+    let pb = s.get_resource(b.binding(), StreamId(2)).expect("b").handle;
+    assert_eq!(pa.id, pb.id, "the sliced pool puts small slices on one page");
+    let before = s.submit_count();
+    for _ in 0..100 {
+        launch(&mut s, inc_kernel(), CubeCount::x(1), &[&a], StreamId(1));
+        launch(&mut s, inc_kernel(), CubeCount::x(1), &[&b], StreamId(2));
+    }
+    let forced = s.submit_count() - before;
+    assert!(forced <= 2, "{forced} submits for 200 independent launches");
+    assert_eq!(to_u32s(&read(&mut s, &a, StreamId(1)).expect("a")), vec![100; 64]);
+    assert_eq!(to_u32s(&read(&mut s, &b, StreamId(2)).expect("b")), vec![100; 64]);
+}
