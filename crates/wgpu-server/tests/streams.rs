@@ -6,7 +6,7 @@ mod common;
 use std::time::Duration;
 
 use common::*;
-use compute_runtime::{CubeCount, Handle, Server, ServerError, StreamId};
+use compute_runtime::{CubeCount, Handle, Server, ServerError, ServerStorage, StreamId};
 use proptest::prelude::*;
 use wgpu_server::{BindingAccess, WgslKernel};
 
@@ -307,7 +307,10 @@ fn neighbouring_slices_on_two_streams_do_not_force_submits() {
     let b = upload(&mut s, u32s(&[0; 64]), StreamId(2));
     let pa = s.get_resource(a.binding(), StreamId(1)).expect("a").handle;
     let pb = s.get_resource(b.binding(), StreamId(2)).expect("b").handle;
-    assert_eq!(pa.id, pb.id, "the sliced pool puts small slices on one page");
+    assert_eq!(
+        pa.id, pb.id,
+        "the sliced pool puts small slices on one page"
+    );
     let before = s.submit_count();
     for _ in 0..100 {
         launch(&mut s, inc_kernel(), CubeCount::x(1), &[&a], StreamId(1));
@@ -315,6 +318,12 @@ fn neighbouring_slices_on_two_streams_do_not_force_submits() {
     }
     let forced = s.submit_count() - before;
     assert!(forced <= 2, "{forced} submits for 200 independent launches");
-    assert_eq!(to_u32s(&read(&mut s, &a, StreamId(1)).expect("a")), vec![100; 64]);
-    assert_eq!(to_u32s(&read(&mut s, &b, StreamId(2)).expect("b")), vec![100; 64]);
+    assert_eq!(
+        to_u32s(&read(&mut s, &a, StreamId(1)).expect("a")),
+        vec![100; 64]
+    );
+    assert_eq!(
+        to_u32s(&read(&mut s, &b, StreamId(2)).expect("b")),
+        vec![100; 64]
+    );
 }
