@@ -30,6 +30,7 @@ mod poller;
 mod profile;
 mod profiling;
 mod queued;
+mod readback;
 mod server;
 mod staging;
 mod storage;

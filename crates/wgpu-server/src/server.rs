@@ -56,6 +56,7 @@ pub struct WgpuServer<C: WgpuCompiler> {
     /// Queued launches waiting for `compile_queued`, in order.
     pub(crate) held: Vec<crate::queued::HeldLaunch>,
     staging: HostStaging,
+    pub(crate) readback: crate::readback::ReadbackPool,
     captures: DeviceCaptures,
     capture_states: HashMap<StreamId, CaptureState>,
     recordings: HashMap<StreamId, StreamCapture>,
@@ -220,6 +221,7 @@ impl<C: WgpuCompiler + Default> WgpuServer<C> {
             profiler: Profiler::new(timing_method),
             held: Vec::new(),
             staging: HostStaging::default(),
+            readback: Default::default(),
             captures,
             capture_states: HashMap::new(),
             recordings: HashMap::new(),

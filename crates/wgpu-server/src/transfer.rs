@@ -5,8 +5,8 @@
 //! any stream, so the scheduler first submits every stream with pending work
 //! on the page ([`prepare_host_write`]). Reads copy into a `MAP_READ` buffer
 //! on the stream's encoder, submit, and map; the returned [`Bytes`] *are* the
-//! mapped range (no host copy), and unmapping happens when the caller drops
-//! them.
+//! mapped range (no host copy), and when the caller drops them the staging
+//! buffer is unmapped and reused (`readback.rs`).
 //!
 //! wgpu moves bytes in 4-byte units. A read of an unaligned range copies the
 //! enclosing aligned range and slices it. A write must start on a 4-byte
@@ -23,6 +23,7 @@ use futures::channel::oneshot;
 
 use crate::WgpuServer;
 use crate::faults::scoped;
+use crate::readback::{MappedRange, ReadbackPool};
 
 const ALIGN: u64 = wgpu::COPY_BUFFER_ALIGNMENT;
 
@@ -105,21 +106,9 @@ pub(crate) fn write<C: WgpuCompiler>(
     })
 }
 
-/// Mapped bytes of a staging buffer; unmapped when dropped.
-struct MappedRange {
-    view: wgpu::BufferView,
-    start: usize,
-    len: usize,
-}
-
-impl AsRef<[u8]> for MappedRange {
-    fn as_ref(&self) -> &[u8] {
-        &self.view[self.start..self.start + self.len]
-    }
-}
-
 struct PendingRead {
     staging: wgpu::Buffer,
+    mapped_len: u64,
     mapped: oneshot::Receiver<Result<(), wgpu::BufferAsyncError>>,
     start: usize,
     len: usize,
@@ -157,42 +146,52 @@ pub(crate) fn read<C: WgpuCompiler>(
         let page_size = buffer.size();
         let copy_len = copy_len.min(page_size - start);
         let device = server.device.clone();
-        let staging = scoped(&device, || {
-            device.create_buffer(&wgpu::BufferDescriptor {
-                label: Some("read staging"),
-                size: copy_len.max(ALIGN),
-                usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
-                mapped_at_creation: false,
+        let class = ReadbackPool::class(copy_len);
+        let staging = match server.readback.take(class) {
+            Some(b) => b,
+            None => scoped(&device, || {
+                device.create_buffer(&wgpu::BufferDescriptor {
+                    label: Some("read staging"),
+                    size: class,
+                    usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+                    mapped_at_creation: false,
+                })
             })
-        })
-        .map_err(|e| match e {
-            ServerError::Validation { message }
-            | ServerError::OutOfMemory {
-                reason: message, ..
-            } => ServerError::OutOfMemory {
-                size: copy_len,
-                reason: format!("read staging buffer: {message}"),
-            },
-            other => other,
-        })?;
+            .map_err(|e| match e {
+                ServerError::Validation { message }
+                | ServerError::OutOfMemory {
+                    reason: message, ..
+                } => ServerError::OutOfMemory {
+                    size: copy_len,
+                    reason: format!("read staging buffer: {message}"),
+                },
+                other => other,
+            })?,
+        };
         if copy_len > 0 {
             let (_, s) = server.streams.encoder(stream);
             s.encoder_for_copy(&device)
                 .copy_buffer_to_buffer(&buffer, start, &staging, 0, copy_len);
         }
-        pending.push((staging, (target.offset - start) as usize, *size as usize));
+        pending.push((
+            staging,
+            copy_len.max(ALIGN),
+            (target.offset - start) as usize,
+            *size as usize,
+        ));
     }
     server.streams.task_done(stream);
     server.streams.submit(stream);
 
     let mut reads = Vec::with_capacity(pending.len());
-    for (staging, start, len) in pending {
+    for (staging, mapped_len, start, len) in pending {
         let (tx, rx) = oneshot::channel();
-        staging.map_async(wgpu::MapMode::Read, .., move |r| {
+        staging.map_async(wgpu::MapMode::Read, 0..mapped_len, move |r| {
             let _ = tx.send(r);
         });
         reads.push(PendingRead {
             staging,
+            mapped_len,
             mapped: rx,
             start,
             len,
@@ -201,6 +200,7 @@ pub(crate) fn read<C: WgpuCompiler>(
     let (_, s) = server.streams.encoder(stream);
     let done = server.poller.wait(s.last_submission.clone());
     let faults = std::sync::Arc::clone(&server.faults);
+    let pool = server.readback.clone();
     Ok(Box::pin(async move {
         match done.await {
             Ok(r) => r?,
@@ -223,18 +223,20 @@ pub(crate) fn read<C: WgpuCompiler>(
                     });
                 }
             }
-            let view =
-                r.staging
-                    .slice(..)
-                    .get_mapped_range()
-                    .map_err(|e| ServerError::Mapping {
-                        reason: e.to_string(),
-                    })?;
-            out.push(Bytes::from_owner(MappedRange {
+            let view = r
+                .staging
+                .slice(0..r.mapped_len)
+                .get_mapped_range()
+                .map_err(|e| ServerError::Mapping {
+                    reason: e.to_string(),
+                })?;
+            out.push(Bytes::from_owner(MappedRange::new(
                 view,
-                start: r.start,
-                len: r.len,
-            }));
+                r.staging.clone(),
+                pool.clone(),
+                r.start,
+                r.len,
+            )));
         }
         Ok(out)
     }))

@@ -26,11 +26,12 @@ pub struct WgpuCompilationOptions {
 }
 
 impl Default for WgpuCompilationOptions {
-    /// Checked accesses, naga validation on.
+    /// Checked accesses; no extra naga pass (wgpu validates every module
+    /// with naga anyway, and its error carries the same diagnostic).
     fn default() -> Self {
         Self {
             bounds_checks: BoundsChecks::Checked,
-            validate: true,
+            validate: false,
         }
     }
 }

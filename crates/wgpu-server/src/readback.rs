@@ -1,0 +1,96 @@
+//! Reusable `MAP_READ` staging buffers for `read`.
+//!
+//! A read copies into a staging buffer, maps it, and hands out `Bytes` that
+//! *are* the mapped range. When the last clone of those `Bytes` drops, the
+//! buffer is unmapped and comes back here, so a loop of reads creates no
+//! buffers. Sizes are rounded up to a power of two (at least 4 KiB) so
+//! reads of similar sizes share buffers; the pool keeps at most
+//! [`MAX_POOLED_BYTES`] and drops the rest.
+
+use std::sync::{Arc, Mutex};
+
+/// Bytes of staging the pool keeps at most.
+pub const MAX_POOLED_BYTES: u64 = 256 << 20;
+
+#[derive(Debug, Default)]
+struct Free {
+    buffers: Vec<wgpu::Buffer>,
+    bytes: u64,
+}
+
+/// The pool; clones share it.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct ReadbackPool {
+    free: Arc<Mutex<Free>>,
+}
+
+impl ReadbackPool {
+    /// The size class of a `len`-byte read.
+    pub fn class(len: u64) -> u64 {
+        len.max(4096).next_power_of_two()
+    }
+
+    /// A kept buffer of exactly `size` bytes (a size class), if any.
+    pub fn take(&self, size: u64) -> Option<wgpu::Buffer> {
+        let mut free = self.free.lock().unwrap_or_else(|e| e.into_inner());
+        let i = free.buffers.iter().position(|b| b.size() == size)?;
+        let b = free.buffers.swap_remove(i);
+        free.bytes -= b.size();
+        Some(b)
+    }
+
+    /// Gives an unmapped buffer back.
+    pub fn put(&self, buffer: wgpu::Buffer) {
+        let mut free = self.free.lock().unwrap_or_else(|e| e.into_inner());
+        if free.bytes + buffer.size() <= MAX_POOLED_BYTES {
+            free.bytes += buffer.size();
+            free.buffers.push(buffer);
+        }
+    }
+}
+
+/// Mapped bytes of a staging buffer: unmapped and returned to the pool when
+/// dropped.
+pub(crate) struct MappedRange {
+    view: Option<wgpu::BufferView>,
+    buffer: wgpu::Buffer,
+    pool: ReadbackPool,
+    start: usize,
+    len: usize,
+}
+
+impl MappedRange {
+    pub fn new(
+        view: wgpu::BufferView,
+        buffer: wgpu::Buffer,
+        pool: ReadbackPool,
+        start: usize,
+        len: usize,
+    ) -> Self {
+        Self {
+            view: Some(view),
+            buffer,
+            pool,
+            start,
+            len,
+        }
+    }
+}
+
+impl AsRef<[u8]> for MappedRange {
+    fn as_ref(&self) -> &[u8] {
+        match &self.view {
+            Some(v) => v.get(self.start..self.start + self.len).unwrap_or(&[]),
+            None => &[],
+        }
+    }
+}
+
+impl Drop for MappedRange {
+    fn drop(&mut self) {
+        // The view must go before the buffer can be unmapped.
+        self.view = None;
+        self.buffer.unmap();
+        self.pool.put(self.buffer.clone());
+    }
+}
