@@ -34,7 +34,7 @@ use compute_runtime::{
     ComputeStorage, PoolKind, PoolReport, ServerError, StorageHandle, StorageId,
 };
 
-use crate::pool::{Usage, cap_reached, whole_page_bytes};
+use crate::pool::{Usage, new_page, whole_page_bytes};
 
 /// A kept page of `p` bytes serves a request needing `n` bytes when
 /// `n <= p <= n * 2`.
@@ -113,22 +113,15 @@ impl ExclusivePool {
                     size: bytes,
                 }
             }
-            None => {
-                if let Some(cap) = self.max_reserved
-                    && self.usage.bytes_reserved.saturating_add(need) > cap
-                {
-                    return Err(cap_reached(
-                        &self.name,
-                        size,
-                        cap,
-                        &self.usage,
-                        self.kept_bytes,
-                    ));
-                }
-                let page = storage.alloc(need)?;
-                self.usage.page_added(page.size);
-                page
-            }
+            None => new_page(
+                storage,
+                &mut self.usage,
+                &self.name,
+                size,
+                need,
+                self.max_reserved,
+                self.kept_bytes,
+            )?,
         };
         self.usage.slice_added(size, page.size);
         Ok(page)

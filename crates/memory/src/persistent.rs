@@ -22,7 +22,7 @@ use compute_runtime::{
 };
 use hashbrown::HashMap;
 
-use crate::pool::{Usage, cap_reached, whole_page_bytes};
+use crate::pool::{Usage, new_page, whole_page_bytes};
 
 /// Exact-size page reuse.
 #[derive(Debug)]
@@ -67,22 +67,15 @@ impl PersistentPool {
                     size: need,
                 }
             }
-            None => {
-                if let Some(cap) = self.max_reserved
-                    && self.usage.bytes_reserved.saturating_add(need) > cap
-                {
-                    return Err(cap_reached(
-                        &self.name,
-                        size,
-                        cap,
-                        &self.usage,
-                        self.kept_bytes,
-                    ));
-                }
-                let page = storage.alloc(need)?;
-                self.usage.page_added(page.size);
-                page
-            }
+            None => new_page(
+                storage,
+                &mut self.usage,
+                &self.name,
+                size,
+                need,
+                self.max_reserved,
+                self.kept_bytes,
+            )?,
         };
         self.usage.slice_added(size, page.size);
         Ok(page)

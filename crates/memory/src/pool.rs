@@ -5,7 +5,7 @@
 //! and their high-water marks are kept, so every pool reports the same way.
 //! Doesn't: decide anything about placement; that is each pool's file.
 
-use compute_runtime::{PoolKind, PoolReport, ServerError};
+use compute_runtime::{ComputeStorage, PoolKind, PoolReport, ServerError, StorageHandle};
 
 /// Counters of one pool. Peaks are updated on every change that can raise
 /// them, so they are exact high-water marks, not samples.
@@ -90,6 +90,27 @@ pub(crate) fn whole_page_bytes(size: u64, align: u64, max_buffer_size: u64) -> u
 
 /// The error for a reservation that would take a pool over its
 /// `max_reserved` cap.
+/// A new page of `need` bytes for a `size`-byte request, unless it would take
+/// the pool past its cap (`kept_bytes` is what cleanup could give back).
+pub(crate) fn new_page<S: ComputeStorage>(
+    storage: &mut S,
+    usage: &mut Usage,
+    name: &str,
+    size: u64,
+    need: u64,
+    max_reserved: Option<u64>,
+    kept_bytes: u64,
+) -> Result<StorageHandle, ServerError> {
+    if let Some(cap) = max_reserved
+        && usage.bytes_reserved.saturating_add(need) > cap
+    {
+        return Err(cap_reached(name, size, cap, usage, kept_bytes));
+    }
+    let page = storage.alloc(need)?;
+    usage.page_added(page.size);
+    Ok(page)
+}
+
 pub(crate) fn cap_reached(
     name: &str,
     size: u64,

@@ -121,30 +121,27 @@ impl<B: SchedulerStreamBackend> SchedulerMultiStream<B> {
         self.submits
     }
 
-    fn ensure(&mut self, id: StreamId) {
-        if !self.streams.contains_key(&id) {
-            let inner = self.backend.create_stream(id);
-            self.streams.insert(
-                id,
-                StreamState {
-                    inner,
-                    batch: 0,
-                    tasks: 0,
-                    deferred: None,
-                },
-            );
+    fn fresh(backend: &mut B, id: StreamId) -> StreamState<B::Stream> {
+        StreamState {
+            inner: backend.create_stream(id),
+            batch: 0,
+            tasks: 0,
+            deferred: None,
         }
+    }
+
+    fn ensure(&mut self, id: StreamId) {
+        let _ = self.encoder(id);
     }
 
     /// The backend and the stream's pending work, to encode into.
     pub fn encoder(&mut self, id: StreamId) -> (&mut B, &mut B::Stream) {
-        self.ensure(id);
+        let backend = &mut self.backend;
         let state = self
             .streams
-            .get_mut(&id)
-            .map(|s| &mut s.inner)
-            .expect("ensure inserted the stream");
-        (&mut self.backend, state)
+            .entry(id)
+            .or_insert_with(|| Self::fresh(backend, id));
+        (&mut self.backend, &mut state.inner)
     }
 
     /// Streams seen so far, in id order.
