@@ -10,6 +10,8 @@
 use compute_runtime::StreamId;
 use compute_stream::SchedulerStreamBackend;
 
+use crate::batch_timing::{BatchStamps, BatchTiming};
+
 /// One stream's pending work.
 #[derive(Debug, Default)]
 pub struct WgpuStream {
@@ -21,23 +23,32 @@ pub struct WgpuStream {
     pass_bind_group: Option<u64>,
     /// The last submission of this stream.
     pub(crate) last_submission: Option<wgpu::SubmissionIndex>,
+    /// Batch timestamps, when batch timing is on.
+    stamps: Option<BatchStamps>,
 }
 
 impl WgpuStream {
     fn encoder<'a>(
         encoder: &'a mut Option<wgpu::CommandEncoder>,
+        stamps: &Option<BatchStamps>,
         device: &wgpu::Device,
     ) -> &'a mut wgpu::CommandEncoder {
         encoder.get_or_insert_with(|| {
-            device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: None })
+            let mut e =
+                device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: None });
+            if let Some(s) = stamps {
+                e.write_timestamp(&s.query_set, 0);
+            }
+            e
         })
     }
 
     /// The open compute pass, opening one if needed.
     fn pass(&mut self, device: &wgpu::Device) -> &mut wgpu::ComputePass<'static> {
         let encoder = &mut self.encoder;
+        let stamps = &self.stamps;
         self.pass.get_or_insert_with(|| {
-            Self::encoder(encoder, device)
+            Self::encoder(encoder, stamps, device)
                 .begin_compute_pass(&wgpu::ComputePassDescriptor {
                     label: None,
                     timestamp_writes: None,
@@ -49,14 +60,14 @@ impl WgpuStream {
     /// The encoder, with any open pass ended (for copies).
     pub(crate) fn encoder_for_copy(&mut self, device: &wgpu::Device) -> &mut wgpu::CommandEncoder {
         self.end_pass();
-        Self::encoder(&mut self.encoder, device)
+        Self::encoder(&mut self.encoder, &self.stamps, device)
     }
 
     /// Writes timestamp `index` of `query_set` after everything encoded so
     /// far, with an empty pass of its own (needs only `TIMESTAMP_QUERY`).
     pub(crate) fn stamp(&mut self, device: &wgpu::Device, query_set: &wgpu::QuerySet, index: u32) {
         self.end_pass();
-        let encoder = Self::encoder(&mut self.encoder, device);
+        let encoder = Self::encoder(&mut self.encoder, &self.stamps, device);
         let _pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
             label: Some("timestamp"),
             timestamp_writes: Some(wgpu::ComputePassTimestampWrites {
@@ -80,7 +91,7 @@ impl WgpuStream {
     ) -> &mut wgpu::ComputePass<'static> {
         if let Some(query_set) = timed {
             self.end_pass();
-            let encoder = Self::encoder(&mut self.encoder, device);
+            let encoder = Self::encoder(&mut self.encoder, &self.stamps, device);
             let pass = encoder
                 .begin_compute_pass(&wgpu::ComputePassDescriptor {
                     label: Some("profiled launch"),
@@ -124,6 +135,8 @@ pub struct ScheduledWgpuBackend {
     /// `queue.write_buffer` calls not yet followed by a submit: they only
     /// reach the GPU with the next submission.
     pub(crate) host_writes_pending: bool,
+    /// Batch timing for the `sync` log line, when on.
+    pub(crate) timing: Option<BatchTiming>,
 }
 
 impl ScheduledWgpuBackend {
@@ -133,6 +146,7 @@ impl ScheduledWgpuBackend {
             queue,
             last_submission: None,
             host_writes_pending: false,
+            timing: None,
         }
     }
 
@@ -151,13 +165,23 @@ impl SchedulerStreamBackend for ScheduledWgpuBackend {
     type Stream = WgpuStream;
 
     fn create_stream(&mut self, _id: StreamId) -> WgpuStream {
-        WgpuStream::default()
+        WgpuStream {
+            stamps: self.timing.as_ref().map(BatchTiming::stamps),
+            ..WgpuStream::default()
+        }
     }
 
     fn submit(&mut self, _id: StreamId, stream: &mut WgpuStream) {
         stream.end_pass();
-        if let Some(encoder) = stream.encoder.take() {
+        if let Some(mut encoder) = stream.encoder.take() {
+            let readback = match (&self.timing, &stream.stamps) {
+                (Some(t), Some(s)) => Some(t.end_batch(&mut encoder, s)),
+                _ => None,
+            };
             let index = self.queue.submit(Some(encoder.finish()));
+            if let (Some(t), Some(r)) = (&self.timing, readback) {
+                t.after_submit(r);
+            }
             stream.last_submission = Some(index.clone());
             self.last_submission = Some(index);
             self.host_writes_pending = false;

@@ -20,6 +20,7 @@
 
 pub mod adapter;
 mod backend;
+mod batch_timing;
 mod bind;
 mod communication;
 mod faults;

@@ -55,6 +55,8 @@ pub struct WgpuServer<C: WgpuCompiler> {
     pub(crate) profiler: Profiler,
     /// Queued launches waiting for `compile_queued`, in order.
     pub(crate) held: Vec<crate::queued::HeldLaunch>,
+    /// GPU time the last `sync` completed, in ns (`u64::MAX`: not measured).
+    last_sync_gpu_ns: Arc<std::sync::atomic::AtomicU64>,
     staging: HostStaging,
     pub(crate) readback: crate::readback::ReadbackPool,
     captures: DeviceCaptures,
@@ -202,8 +204,20 @@ impl<C: WgpuCompiler + Default> WgpuServer<C> {
         utilities.timing_method = timing_method;
         utilities.memory = memory_properties;
         let logger = Arc::clone(&utilities.logger);
+        let mut scheduled = ScheduledWgpuBackend::new(queue.clone());
+        if timing_method == TimingMethod::Device
+            && caps
+                .features
+                .contains(wgpu::Features::TIMESTAMP_QUERY_INSIDE_ENCODERS)
+            && logger.level(LogCategory::Sync) >= LogLevel::Basic
+        {
+            scheduled.timing = Some(crate::batch_timing::BatchTiming::new(
+                device.clone(),
+                queue.get_timestamp_period(),
+            ));
+        }
         Ok(Self {
-            streams: SchedulerMultiStream::new(ScheduledWgpuBackend::new(queue.clone()), tasks_max),
+            streams: SchedulerMultiStream::new(scheduled, tasks_max),
             device,
             queue,
             memory,
@@ -220,6 +234,7 @@ impl<C: WgpuCompiler + Default> WgpuServer<C> {
             logger,
             profiler: Profiler::new(timing_method),
             held: Vec::new(),
+            last_sync_gpu_ns: Arc::new(std::sync::atomic::AtomicU64::new(u64::MAX)),
             staging: HostStaging::default(),
             readback: Default::default(),
             captures,
@@ -279,6 +294,20 @@ impl<C: WgpuCompiler> WgpuServer<C> {
     /// lookup a launch makes on a hit.
     pub fn is_compiled(&self, kernel: &dyn CubeKernel) -> bool {
         self.pipelines.get(kernel.id(), &self.options).is_some()
+    }
+
+    /// GPU time of the work the last `sync` completed (batches submitted
+    /// since the sync before it), when batch timing is on: device timing,
+    /// `TIMESTAMP_QUERY_INSIDE_ENCODERS`, and the `sync` log category at
+    /// `basic` or more when the server was built (`COMPUTE_LOG=sync=basic`).
+    pub fn last_sync_gpu_time(&self) -> Option<std::time::Duration> {
+        match self
+            .last_sync_gpu_ns
+            .load(std::sync::atomic::Ordering::Relaxed)
+        {
+            u64::MAX => None,
+            ns => Some(std::time::Duration::from_nanos(ns)),
+        }
     }
 
     /// Queued launches not encoded yet.
@@ -482,14 +511,27 @@ impl<C: WgpuCompiler> Server for WgpuServer<C> {
         let done = self.poller.wait(index);
         let faults = Arc::clone(&self.faults);
         let logger = Arc::clone(&self.logger);
+        let gpu = self.streams.backend.timing.as_ref().map(|t| t.counter());
+        let last_gpu = Arc::clone(&self.last_sync_gpu_ns);
         let started = std::time::Instant::now();
         Box::pin(async move {
             match done.await {
                 Ok(r) => r?,
                 Err(_) => faults.lost()?,
             }
-            logger.log(LogCategory::Sync, LogLevel::Basic, || {
-                format!("sync {stream_id}: drained in {:?}", started.elapsed())
+            // Map callbacks of the batches this wait covered ran inside the
+            // poll, so their GPU time is in the counter now.
+            let gpu_ns = gpu.map(|c| c.swap(0, std::sync::atomic::Ordering::Relaxed));
+            if let Some(ns) = gpu_ns {
+                last_gpu.store(ns, std::sync::atomic::Ordering::Relaxed);
+            }
+            logger.log(LogCategory::Sync, LogLevel::Basic, || match gpu_ns {
+                Some(ns) => format!(
+                    "sync {stream_id}: drained in {:?}, completing {:?} of GPU work",
+                    started.elapsed(),
+                    std::time::Duration::from_nanos(ns)
+                ),
+                None => format!("sync {stream_id}: drained in {:?}", started.elapsed()),
             });
             faults.lost()?;
             faults.take_uncaptured()?;
