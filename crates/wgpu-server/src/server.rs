@@ -339,6 +339,8 @@ impl<C: WgpuCompiler> WgpuServer<C> {
     pub(crate) fn drain_releases(&mut self) {
         self.releases.drain_into(&mut self.released);
         for id in self.released.drain(..) {
+            self.logger
+                .log(LogCategory::Memory, LogLevel::Full, || format!("free {id}"));
             self.memory.release(id);
             self.streams.trust.forget(id);
         }
@@ -710,14 +712,25 @@ impl<C: WgpuCompiler> Server for WgpuServer<C> {
 
     fn memory_cleanup(&mut self, _stream_id: StreamId) -> Result<(), ServerError> {
         self.enter()?;
-        for page in self.memory.cleanup() {
-            self.streams.forget_page(page);
-            self.bind_groups.forget_page(page);
+        let pages = self.memory.cleanup();
+        for page in &pages {
+            self.streams.forget_page(*page);
+            self.bind_groups.forget_page(*page);
         }
+        self.logger.log(LogCategory::Memory, LogLevel::Basic, || {
+            format!(
+                "cleanup: {} page(s) given back, {} bytes still reserved",
+                pages.len(),
+                self.memory.report().bytes_reserved()
+            )
+        });
         Ok(())
     }
 
     fn allocation_mode(&mut self, mode: MemoryAllocationMode, _stream_id: StreamId) {
+        self.logger.log(LogCategory::Memory, LogLevel::Basic, || {
+            format!("allocation mode: {mode:?}")
+        });
         self.memory.set_mode(mode);
     }
 
