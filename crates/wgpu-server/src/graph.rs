@@ -16,6 +16,10 @@ use std::any::Any;
 use compute_graph::StreamCapture;
 use compute_runtime::{BufferBinding, ServerError, StreamId};
 
+use compute_runtime::{GraphId, MemoryAllocationMode};
+use compute_wgsl::WgpuCompiler;
+
+use crate::WgpuServer;
 use crate::launch::ResolvedLaunch;
 
 /// A stored graph.
@@ -52,4 +56,84 @@ impl Graph {
             _pins: pins,
         })
     }
+}
+
+/// `graph_prepare`: the stream enters `Prepared`, and the device's pools
+/// switch to persistent mode for the warm-up and the capture.
+pub(crate) fn prepare<C: WgpuCompiler>(
+    s: &mut WgpuServer<C>,
+    stream_id: StreamId,
+) -> Result<(), ServerError> {
+    s.enter()?;
+    let next = s.capture_state(stream_id).prepare(stream_id)?;
+    s.capture_states.insert(stream_id, next);
+    // The warm-up that follows frees into the persistent pool, so the
+    // capture window reuses it instead of allocating.
+    s.mode_before_capture.get_or_insert(s.memory.mode());
+    s.memory.set_mode(MemoryAllocationMode::Persistent);
+    Ok(())
+}
+
+/// `begin_capture`: launches on the stream are recorded from now on.
+pub(crate) fn begin<C: WgpuCompiler>(
+    s: &mut WgpuServer<C>,
+    stream_id: StreamId,
+) -> Result<(), ServerError> {
+    s.enter()?;
+    let next = s.capture_state(stream_id).begin(stream_id)?;
+    s.capture_states.insert(stream_id, next);
+    s.recordings.insert(stream_id, StreamCapture::default());
+    Ok(())
+}
+
+/// `end_capture`: stores the recording as a graph (or reports the failure
+/// that spoiled it) and restores the allocation mode.
+pub(crate) fn end<C: WgpuCompiler>(
+    s: &mut WgpuServer<C>,
+    stream_id: StreamId,
+) -> Result<GraphId, ServerError> {
+    s.enter()?;
+    let next = s.capture_state(stream_id).end(stream_id)?;
+    s.capture_states.insert(stream_id, next);
+    if let Some(mode) = s.mode_before_capture.take() {
+        s.memory.set_mode(mode);
+    }
+    let capture = s.recordings.remove(&stream_id).unwrap_or_default();
+    let graph = crate::graph::Graph::from_capture(stream_id, capture)?;
+    Ok(s.captures.insert(Box::new(graph)))
+}
+
+/// `replay`: re-encodes every recorded launch on `stream_id`, inside one
+/// write scope over the graph's write set.
+pub(crate) fn replay<C: WgpuCompiler>(
+    s: &mut WgpuServer<C>,
+    graph: GraphId,
+    stream_id: StreamId,
+) -> Result<(), ServerError> {
+    s.enter()?;
+    if s.is_capturing(stream_id) {
+        return Err(ServerError::CaptureState {
+            stream: stream_id,
+            reason: "replay inside a capture window is not recorded".into(),
+        });
+    }
+    let registry = s.captures.clone();
+    let writes = registry
+        .with(graph, |g| {
+            g.downcast_ref::<crate::graph::Graph>()
+                .map(|g| g.writes.clone())
+        })
+        .flatten()
+        .ok_or(ServerError::UnknownGraph { graph })?;
+    s.scoped(stream_id, &writes, |s| {
+        registry
+            .with(graph, |g| {
+                if let Some(g) = g.downcast_ref::<crate::graph::Graph>() {
+                    for launch in &g.launches {
+                        crate::launch::dispatch(s, stream_id, launch);
+                    }
+                }
+            })
+            .ok_or(ServerError::UnknownGraph { graph })
+    })
 }

@@ -25,6 +25,7 @@ mod bind;
 mod communication;
 mod faults;
 mod graph;
+mod init;
 mod launch;
 mod pipeline;
 mod poller;

@@ -13,10 +13,10 @@ use compute_memory::MemoryManagement;
 use compute_runtime::{
     BufferBinding, Bytes, ComputeStorage, CopyDescriptor, CubeCount, CubeKernel, DeviceId,
     DeviceService, DeviceServiceStage, DynFut, GraphId, KernelArguments, LaunchMode, LogCategory,
-    LogLevel, ManagedMemoryHandle, ManagedResource, MemoryAllocationMode, MemoryConfiguration,
-    MemoryDeviceProperties, MemoryId, ProfileDuration, ProfileError, ProfilingToken, ReleaseQueue,
-    Server, ServerError, ServerLogger, ServerStorage, ServerUtilities, ServerUtilitiesHandle,
-    StorageHandle, StreamId, StreamMemoryReport, TimingMethod,
+    LogLevel, ManagedMemoryHandle, ManagedResource, MemoryAllocationMode, MemoryId,
+    ProfileDuration, ProfileError, ProfilingToken, ReleaseQueue, Server, ServerError, ServerLogger,
+    ServerStorage, ServerUtilities, ServerUtilitiesHandle, StorageHandle, StreamId,
+    StreamMemoryReport, TimingMethod,
 };
 use compute_stream::{SchedulerMultiStream, WriteScoped, write_scope};
 use compute_wgsl::{DeviceCaps, WgpuCompilationOptions, WgpuCompiler};
@@ -30,7 +30,7 @@ use crate::poller::DevicePoller;
 use crate::profile::Profiler;
 use crate::staging::HostStaging;
 use crate::storage::{WgpuResource, WgpuStorage};
-use crate::{adapter, transfer};
+use crate::transfer;
 
 /// Default bound on tasks a stream encodes before it submits.
 pub const DEFAULT_TASKS_MAX: usize = 128;
@@ -41,8 +41,8 @@ pub struct WgpuServer<C: WgpuCompiler> {
     pub(crate) queue: wgpu::Queue,
     pub(crate) streams: SchedulerMultiStream<ScheduledWgpuBackend>,
     pub(crate) memory: MemoryManagement<WgpuStorage>,
-    releases: Arc<ReleaseQueue>,
-    released: Vec<MemoryId>,
+    pub(crate) releases: Arc<ReleaseQueue>,
+    pub(crate) released: Vec<MemoryId>,
     pub(crate) compiler: C,
     pub(crate) options: WgpuCompilationOptions,
     pub(crate) caps: DeviceCaps,
@@ -50,23 +50,23 @@ pub struct WgpuServer<C: WgpuCompiler> {
     pub(crate) bind_groups: BindGroupCache,
     pub(crate) poller: DevicePoller,
     pub(crate) faults: Arc<DeviceFaults>,
-    utilities: Arc<ServerUtilities>,
+    pub(crate) utilities: Arc<ServerUtilities>,
     pub(crate) logger: Arc<ServerLogger>,
     pub(crate) profiler: Profiler,
     /// Queued launches waiting for `compile_queued`, in order.
     pub(crate) held: Vec<crate::queued::HeldLaunch>,
     /// GPU time the last `sync` completed, in ns (`u64::MAX`: not measured).
-    last_sync_gpu_ns: Arc<std::sync::atomic::AtomicU64>,
-    staging: HostStaging,
+    pub(crate) last_sync_gpu_ns: Arc<std::sync::atomic::AtomicU64>,
+    pub(crate) staging: HostStaging,
     pub(crate) readback: crate::readback::ReadbackPool,
-    captures: DeviceCaptures,
-    capture_states: HashMap<StreamId, CaptureState>,
-    recordings: HashMap<StreamId, StreamCapture>,
+    pub(crate) captures: DeviceCaptures,
+    pub(crate) capture_states: HashMap<StreamId, CaptureState>,
+    pub(crate) recordings: HashMap<StreamId, StreamCapture>,
     /// The allocation mode `graph_prepare` replaced, restored by
     /// `end_capture`.
-    mode_before_capture: Option<MemoryAllocationMode>,
-    backend: wgpu::Backend,
-    failures: u64,
+    pub(crate) mode_before_capture: Option<MemoryAllocationMode>,
+    pub(crate) backend: wgpu::Backend,
+    pub(crate) failures: u64,
 }
 
 impl<C: WgpuCompiler> std::fmt::Debug for WgpuServer<C> {
@@ -81,169 +81,6 @@ impl<C: WgpuCompiler> std::fmt::Debug for WgpuServer<C> {
             .field("bind_groups", &self.bind_groups.len())
             .field("tasks_max", &self.streams.tasks_max())
             .finish_non_exhaustive()
-    }
-}
-
-impl<C: WgpuCompiler + Default> WgpuServer<C> {
-    /// Opens device `device_id` (see [`adapter`] for how it is chosen) with
-    /// the default configuration.
-    pub fn try_init(device_id: DeviceId) -> Result<Self, ServerError> {
-        Self::try_init_with(device_id, MemoryConfiguration::Default, None)
-    }
-
-    /// Opens device `device_id` with a memory configuration and, when
-    /// given, a forced timing method (else Device when the adapter has
-    /// timestamp queries, System otherwise).
-    pub fn try_init_with(
-        device_id: DeviceId,
-        memory_config: MemoryConfiguration,
-        timing: Option<TimingMethod>,
-    ) -> Result<Self, ServerError> {
-        let (adapter, device, queue) = adapter::open(device_id)?;
-        let info = adapter.get_info();
-        let limits = device.limits();
-        let memory_properties = adapter::memory_properties(&limits);
-        let timing_method = timing.unwrap_or(
-            if device.features().contains(wgpu::Features::TIMESTAMP_QUERY) {
-                TimingMethod::Device
-            } else {
-                TimingMethod::System
-            },
-        );
-        let logger = Arc::new(ServerLogger::from_env());
-        let utilities = ServerUtilities {
-            logger,
-            adapter: adapter::summary(&info),
-            memory: memory_properties,
-            timing_method,
-            max_workgroups_per_dimension: limits.max_compute_workgroups_per_dimension,
-            max_invocations_per_workgroup: limits.max_compute_invocations_per_workgroup,
-        };
-        Self::try_new(
-            memory_properties,
-            memory_config,
-            WgpuCompilationOptions::default(),
-            device,
-            queue,
-            tasks_max_from_env(),
-            info.backend,
-            timing_method,
-            utilities,
-            DeviceCaptures::default(),
-        )
-    }
-}
-
-impl<C: WgpuCompiler + Default> WgpuServer<C> {
-    /// Create a new server.
-    ///
-    /// # Panics
-    ///
-    /// When the memory configuration is invalid for the device (the message
-    /// says why). [`WgpuServer::try_new`] returns that as an error instead.
-    #[allow(clippy::too_many_arguments)]
-    pub fn new(
-        memory_properties: MemoryDeviceProperties,
-        memory_config: MemoryConfiguration,
-        compilation_options: WgpuCompilationOptions,
-        device: wgpu::Device,
-        queue: wgpu::Queue,
-        tasks_max: usize,
-        backend: wgpu::Backend,
-        timing_method: TimingMethod,
-        utilities: ServerUtilities,
-        captures: DeviceCaptures,
-    ) -> Self {
-        match Self::try_new(
-            memory_properties,
-            memory_config,
-            compilation_options,
-            device,
-            queue,
-            tasks_max,
-            backend,
-            timing_method,
-            utilities,
-            captures,
-        ) {
-            Ok(server) => server,
-            Err(e) => panic!("WgpuServer::new: {e}"),
-        }
-    }
-
-    /// [`WgpuServer::new`], returning an invalid memory configuration as
-    /// [`ServerError::InvalidConfiguration`].
-    #[allow(clippy::too_many_arguments)]
-    pub fn try_new(
-        memory_properties: MemoryDeviceProperties,
-        memory_config: MemoryConfiguration,
-        compilation_options: WgpuCompilationOptions,
-        device: wgpu::Device,
-        queue: wgpu::Queue,
-        tasks_max: usize,
-        backend: wgpu::Backend,
-        timing_method: TimingMethod,
-        mut utilities: ServerUtilities,
-        captures: DeviceCaptures,
-    ) -> Result<Self, ServerError> {
-        let storage = WgpuStorage::new(device.clone(), memory_properties.alignment);
-        let memory = MemoryManagement::new(storage, memory_properties, &memory_config)?;
-        let faults = DeviceFaults::install(&device);
-        let poller = DevicePoller::start(device.clone(), Arc::clone(&faults));
-        let caps = DeviceCaps {
-            limits: device.limits(),
-            features: device.features(),
-        };
-        let timing_method = if timing_method == TimingMethod::Device
-            && !caps.features.contains(wgpu::Features::TIMESTAMP_QUERY)
-        {
-            TimingMethod::System
-        } else {
-            timing_method
-        };
-        utilities.timing_method = timing_method;
-        utilities.memory = memory_properties;
-        let logger = Arc::clone(&utilities.logger);
-        let mut scheduled = ScheduledWgpuBackend::new(queue.clone());
-        if timing_method == TimingMethod::Device
-            && caps
-                .features
-                .contains(wgpu::Features::TIMESTAMP_QUERY_INSIDE_ENCODERS)
-            && logger.level(LogCategory::Sync) >= LogLevel::Basic
-        {
-            scheduled.timing = Some(crate::batch_timing::BatchTiming::new(
-                device.clone(),
-                queue.get_timestamp_period(),
-            ));
-        }
-        Ok(Self {
-            streams: SchedulerMultiStream::new(scheduled, tasks_max),
-            device,
-            queue,
-            memory,
-            releases: ReleaseQueue::new(),
-            released: Vec::new(),
-            compiler: C::default(),
-            options: compilation_options,
-            caps,
-            pipelines: PipelineCache::default(),
-            bind_groups: BindGroupCache::default(),
-            poller,
-            faults,
-            utilities: Arc::new(utilities),
-            logger,
-            profiler: Profiler::new(timing_method),
-            held: Vec::new(),
-            last_sync_gpu_ns: Arc::new(std::sync::atomic::AtomicU64::new(u64::MAX)),
-            staging: HostStaging::default(),
-            readback: Default::default(),
-            captures,
-            capture_states: HashMap::new(),
-            recordings: HashMap::new(),
-            mode_before_capture: None,
-            backend,
-            failures: 0,
-        })
     }
 }
 
@@ -397,7 +234,7 @@ impl<C: WgpuCompiler> WgpuServer<C> {
         write_scope(self, stream, writes, |s, b| s.covers(b), body)
     }
 
-    fn capture_state(&self, stream: StreamId) -> CaptureState {
+    pub(crate) fn capture_state(&self, stream: StreamId) -> CaptureState {
         self.capture_states
             .get(&stream)
             .copied()
@@ -735,63 +572,19 @@ impl<C: WgpuCompiler> Server for WgpuServer<C> {
     }
 
     fn graph_prepare(&mut self, stream_id: StreamId) -> Result<(), ServerError> {
-        self.enter()?;
-        let next = self.capture_state(stream_id).prepare(stream_id)?;
-        self.capture_states.insert(stream_id, next);
-        // The warm-up that follows frees into the persistent pool, so the
-        // capture window reuses it instead of allocating.
-        self.mode_before_capture.get_or_insert(self.memory.mode());
-        self.memory.set_mode(MemoryAllocationMode::Persistent);
-        Ok(())
+        crate::graph::prepare(self, stream_id)
     }
 
     fn begin_capture(&mut self, stream_id: StreamId) -> Result<(), ServerError> {
-        self.enter()?;
-        let next = self.capture_state(stream_id).begin(stream_id)?;
-        self.capture_states.insert(stream_id, next);
-        self.recordings.insert(stream_id, StreamCapture::default());
-        Ok(())
+        crate::graph::begin(self, stream_id)
     }
 
     fn end_capture(&mut self, stream_id: StreamId) -> Result<GraphId, ServerError> {
-        self.enter()?;
-        let next = self.capture_state(stream_id).end(stream_id)?;
-        self.capture_states.insert(stream_id, next);
-        if let Some(mode) = self.mode_before_capture.take() {
-            self.memory.set_mode(mode);
-        }
-        let capture = self.recordings.remove(&stream_id).unwrap_or_default();
-        let graph = crate::graph::Graph::from_capture(stream_id, capture)?;
-        Ok(self.captures.insert(Box::new(graph)))
+        crate::graph::end(self, stream_id)
     }
 
     fn replay(&mut self, graph: GraphId, stream_id: StreamId) -> Result<(), ServerError> {
-        self.enter()?;
-        if self.is_capturing(stream_id) {
-            return Err(ServerError::CaptureState {
-                stream: stream_id,
-                reason: "replay inside a capture window is not recorded".into(),
-            });
-        }
-        let registry = self.captures.clone();
-        let writes = registry
-            .with(graph, |g| {
-                g.downcast_ref::<crate::graph::Graph>()
-                    .map(|g| g.writes.clone())
-            })
-            .flatten()
-            .ok_or(ServerError::UnknownGraph { graph })?;
-        self.scoped(stream_id, &writes, |s| {
-            registry
-                .with(graph, |g| {
-                    if let Some(g) = g.downcast_ref::<crate::graph::Graph>() {
-                        for launch in &g.launches {
-                            crate::launch::dispatch(s, stream_id, launch);
-                        }
-                    }
-                })
-                .ok_or(ServerError::UnknownGraph { graph })
-        })
+        crate::graph::replay(self, graph, stream_id)
     }
 
     fn graph_destroy(&mut self, graph: GraphId, _stream_id: StreamId) {
@@ -810,13 +603,4 @@ impl<C: WgpuCompiler> Server for WgpuServer<C> {
             .allow_host_wait(stream_id, "start_profile_at_launch")?;
         crate::profiling::start_at_launch(self, stream_id)
     }
-}
-
-/// `WGPU_SERVER_TASKS_MAX`, else [`DEFAULT_TASKS_MAX`].
-fn tasks_max_from_env() -> usize {
-    std::env::var("WGPU_SERVER_TASKS_MAX")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .filter(|v: &usize| *v > 0)
-        .unwrap_or(DEFAULT_TASKS_MAX)
 }
