@@ -29,7 +29,7 @@
 
 use crate::ir::{
     Access, ArrayRef, AtomicOp, Barrier, BinOp, BufferDecl, Builtin, KernelDef, Op, SharedDecl,
-    Stmt, UnOp, ValueId, VarId,
+    Stmt, SubgroupOp, UnOp, ValueId, VarId,
 };
 use crate::typeck::op_type;
 use crate::{IrError, Kernel, Lit, Scalar, Type};
@@ -308,6 +308,18 @@ impl KernelBuilder {
     pub fn f32(&mut self, v: f32) -> Val {
         self.lit(v)
     }
+    /// An `i64` constant (needs `SHADER_INT64` to compile).
+    pub fn i64(&mut self, v: i64) -> Val {
+        self.lit(v)
+    }
+    /// A `u64` constant (needs `SHADER_INT64` to compile).
+    pub fn u64(&mut self, v: u64) -> Val {
+        self.lit(v)
+    }
+    /// An `f64` constant (needs `SHADER_F64` to compile).
+    pub fn f64(&mut self, v: f64) -> Val {
+        self.lit(v)
+    }
     /// A `bool` constant.
     pub fn bool(&mut self, v: bool) -> Val {
         self.lit(v)
@@ -332,6 +344,43 @@ impl KernelBuilder {
     /// `local_invocation_index`.
     pub fn local_index(&mut self) -> Val {
         self.emit(Op::Builtin(Builtin::LocalIndex))
+    }
+
+    /// `subgroup_invocation_id` (needs `SUBGROUP`).
+    pub fn subgroup_invocation_id(&mut self) -> Val {
+        self.emit(Op::Builtin(Builtin::SubgroupInvocationId))
+    }
+    /// `subgroup_size` (needs `SUBGROUP`).
+    pub fn subgroup_size(&mut self) -> Val {
+        self.emit(Op::Builtin(Builtin::SubgroupSize))
+    }
+
+    // ---- subgroups ------------------------------------------------------------
+
+    /// A subgroup collective (needs `SUBGROUP`); see [`SubgroupOp`].
+    pub fn subgroup(&mut self, op: SubgroupOp, x: Val) -> Val {
+        self.emit(Op::Subgroup(op, x.id))
+    }
+    /// `subgroupAdd(x)`.
+    pub fn subgroup_add(&mut self, x: Val) -> Val {
+        self.subgroup(SubgroupOp::Add, x)
+    }
+    /// `subgroupMin(x)`.
+    pub fn subgroup_min(&mut self, x: Val) -> Val {
+        self.subgroup(SubgroupOp::Min, x)
+    }
+    /// `subgroupMax(x)`.
+    pub fn subgroup_max(&mut self, x: Val) -> Val {
+        self.subgroup(SubgroupOp::Max, x)
+    }
+    /// `subgroupBroadcastFirst(x)`.
+    pub fn subgroup_broadcast_first(&mut self, x: Val) -> Val {
+        self.subgroup(SubgroupOp::BroadcastFirst, x)
+    }
+    /// `subgroupBallot(pred)`: a `vec4<u32>` mask of the active invocations
+    /// where `pred` holds.
+    pub fn subgroup_ballot(&mut self, pred: Val) -> Val {
+        self.subgroup(SubgroupOp::Ballot, pred)
     }
 
     // ---- vectors ------------------------------------------------------------

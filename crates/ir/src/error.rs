@@ -71,6 +71,19 @@ pub enum RunError {
         /// The workgroup.
         workgroup: [u32; 3],
     },
+    /// Some live invocations of a subgroup reached a subgroup operation
+    /// while others reached another one or a barrier: the operation is not
+    /// in subgroup-uniform control flow. (Invocations that have ended are
+    /// inactive and do not take part.)
+    #[error(
+        "subgroup operation in non-uniform control flow (workgroup {workgroup:?}, subgroup {subgroup})"
+    )]
+    NonUniformSubgroup {
+        /// The workgroup.
+        workgroup: [u32; 3],
+        /// The subgroup's index in the workgroup.
+        subgroup: u32,
+    },
     /// A loop ran past the interpreter's step budget.
     #[error("step budget exhausted (an endless loop?)")]
     StepBudget,

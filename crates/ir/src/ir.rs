@@ -67,13 +67,20 @@ pub enum Builtin {
     NumWorkgroups,
     /// `local_invocation_index`, `u32`.
     LocalIndex,
+    /// `subgroup_invocation_id`, `u32`: the invocation's lane in its
+    /// subgroup (needs the device's `SUBGROUP` feature).
+    SubgroupInvocationId,
+    /// `subgroup_size`, `u32` (needs `SUBGROUP`).
+    SubgroupSize,
 }
 
 impl Builtin {
     /// The builtin's type.
     pub const fn ty(self) -> Type {
         match self {
-            Builtin::LocalIndex => Type::U32,
+            Builtin::LocalIndex | Builtin::SubgroupInvocationId | Builtin::SubgroupSize => {
+                Type::U32
+            }
             _ => Type::UVEC3,
         }
     }
@@ -88,7 +95,7 @@ pub enum UnOp {
     Not,
     /// `~x` (integers).
     BitNot,
-    /// `abs` (numeric; `abs(i32::MIN)` wraps to itself).
+    /// `abs` (numeric; `abs(i32::MIN)` wraps to itself, as `i64::MIN`).
     Abs,
     /// `exp`.
     Exp,
@@ -134,6 +141,15 @@ impl UnOp {
     pub const fn float_only(self) -> bool {
         !matches!(self, UnOp::Neg | UnOp::Not | UnOp::BitNot | UnOp::Abs)
     }
+
+    /// Float functions with no `f64` form: Vulkan's GLSL.std.450 defines
+    /// `exp`, `log`, `tanh`, `sin` and `cos` on 16- and 32-bit floats only.
+    pub const fn not_on_f64(self) -> bool {
+        matches!(
+            self,
+            UnOp::Exp | UnOp::Log | UnOp::Tanh | UnOp::Sin | UnOp::Cos
+        )
+    }
 }
 
 /// Two-operand operations; both operands have the same type except for
@@ -146,9 +162,9 @@ pub enum BinOp {
     Sub,
     /// `*`.
     Mul,
-    /// `/` (integers: `x / 0 == x`, `i32::MIN / -1 == i32::MIN`).
+    /// `/` (integers: `x / 0 == x`, `MIN / -1 == MIN`).
     Div,
-    /// `%` (integers: `x % 0 == 0`, `i32::MIN % -1 == 0`).
+    /// `%` (integers: `x % 0 == 0`, `MIN % -1 == 0`).
     Rem,
     /// `&`: bitwise on integers, logical on bool.
     And,
@@ -156,9 +172,10 @@ pub enum BinOp {
     Or,
     /// `^`: bitwise on integers, inequality on bool.
     Xor,
-    /// `<<` by the low log2(32) bits of the `u32` right operand.
+    /// `<<` by the low log2(bits) bits of the `u32` right operand (5 bits
+    /// for 32-bit integers, 6 for 64-bit ones).
     Shl,
-    /// `>>`: arithmetic for `i32`, logical for `u32`.
+    /// `>>`: arithmetic for `i32`/`i64`, logical for `u32`/`u64`.
     Shr,
     /// `==` (result bool of the same width).
     Eq,
@@ -176,7 +193,7 @@ pub enum BinOp {
     Min,
     /// `max` (numeric).
     Max,
-    /// `pow` (float).
+    /// `pow` (f32 and f16: no `f64` form on Vulkan).
     Pow,
 }
 
@@ -252,6 +269,38 @@ impl AtomicOp {
     }
 }
 
+/// Subgroup collectives (need the device's `SUBGROUP` feature). Each is
+/// evaluated over the *active* invocations of the subgroup, which must all
+/// reach the same operation (the interpreter checks it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum SubgroupOp {
+    /// `subgroupAdd`: the sum (wrapping for integers) over the subgroup;
+    /// i32, u32, f32 and their vectors.
+    Add,
+    /// `subgroupMin`.
+    Min,
+    /// `subgroupMax`.
+    Max,
+    /// `subgroupBroadcastFirst`: the value of the lowest active invocation.
+    BroadcastFirst,
+    /// `subgroupBallot(pred)`: `vec4<u32>` with bit `i` set (bit `i % 32`
+    /// of lane `i / 32`) when active invocation `i` has `pred` true.
+    Ballot,
+}
+
+impl SubgroupOp {
+    /// The WGSL function name.
+    pub const fn wgsl(self) -> &'static str {
+        match self {
+            SubgroupOp::Add => "subgroupAdd",
+            SubgroupOp::Min => "subgroupMin",
+            SubgroupOp::Max => "subgroupMax",
+            SubgroupOp::BroadcastFirst => "subgroupBroadcastFirst",
+            SubgroupOp::Ballot => "subgroupBallot",
+        }
+    }
+}
+
 /// An operation producing one value.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Op {
@@ -284,9 +333,12 @@ pub enum Op {
     Clamp(ValueId, ValueId, ValueId),
     /// `fma(a, b, c)` = `a * b + c` (float).
     Fma(ValueId, ValueId, ValueId),
-    /// Value conversion to another scalar type of the same width.
+    /// Value conversion to another scalar type, same number of lanes.
+    /// Integer to integer is Rust's `as` (truncate, or extend by the
+    /// *source*'s signedness); float to integer saturates (see `interp`).
     Cast(ValueId, Scalar),
-    /// Bit reinterpretation between 32-bit types of the same width.
+    /// Bit reinterpretation between same-size types (i32/u32/f32, or
+    /// i64/u64/f64), same number of lanes.
     Bitcast(ValueId, Scalar),
     /// The current value of a variable.
     Get(VarId),
@@ -298,6 +350,8 @@ pub enum Op {
     AtomicLoad(u32, ValueId),
     /// A read-modify-write atomic on `buffer[index]`; the old value.
     Atomic(AtomicOp, u32, ValueId, ValueId),
+    /// A subgroup collective of one operand.
+    Subgroup(SubgroupOp, ValueId),
 }
 
 /// Which memory a barrier orders.
@@ -381,12 +435,36 @@ pub struct KernelDef {
 impl KernelDef {
     /// Whether any declaration or value is `f16`.
     pub fn uses_f16(&self) -> bool {
+        self.uses(Scalar::F16)
+    }
+
+    /// Whether the kernel uses a subgroup builtin or operation.
+    pub fn uses_subgroups(&self) -> bool {
+        fn any(stmts: &[Stmt]) -> bool {
+            stmts.iter().any(|s| match s {
+                Stmt::Let(_, op) => matches!(
+                    op,
+                    Op::Subgroup(..)
+                        | Op::Builtin(Builtin::SubgroupInvocationId | Builtin::SubgroupSize)
+                ),
+                Stmt::If {
+                    then, otherwise, ..
+                } => any(then) || any(otherwise),
+                Stmt::For { body, .. } | Stmt::Loop(body) => any(body),
+                _ => false,
+            })
+        }
+        any(&self.body)
+    }
+
+    /// Whether any declaration or value has scalar type `s`.
+    pub fn uses(&self, s: Scalar) -> bool {
         self.values
             .iter()
             .chain(self.vars.iter())
-            .any(|t| t.scalar == Scalar::F16)
-            || self.buffers.iter().any(|b| b.elem == Scalar::F16)
-            || self.shared.iter().any(|s| s.elem == Scalar::F16)
-            || self.scalars.contains(&Scalar::F16)
+            .any(|t| t.scalar == s)
+            || self.buffers.iter().any(|b| b.elem == s)
+            || self.shared.iter().any(|x| x.elem == s)
+            || self.scalars.contains(&s)
     }
 }

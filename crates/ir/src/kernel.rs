@@ -104,7 +104,7 @@ pub const fn scalar_block_size(n: usize) -> usize {
 pub fn pack_scalars(args: &[Lit]) -> Vec<u8> {
     let mut out = vec![0u8; scalar_block_size(args.len())];
     for (i, a) in args.iter().enumerate() {
-        out[4 * i..4 * i + 4].copy_from_slice(&a.bits().to_le_bytes());
+        out[4 * i..4 * i + 4].copy_from_slice(&(a.bits() as u32).to_le_bytes());
     }
     out
 }

@@ -5,17 +5,31 @@
 //! of the tests.
 //!
 //! **Owns:** the meaning of a kernel. Its types ([`Scalar`], [`Type`]: bool,
-//! i32, u32, f32, f16, vectors of 2 to 4), its interface (global buffers read
-//! or read-write, atomic buffers, scalar arguments packed into one uniform
-//! block by [`pack_scalars`]' rule, workgroup-shared arrays, invocation
-//! builtins), its operations (arithmetic, bitwise, comparison, logic, select,
-//! casts and bitcasts, math, atomics, array length) and its structured
-//! control flow (if/else, range loops, loop/break/continue, return,
-//! barriers). The semantics are WGSL's where WGSL defines them (integer
-//! wrap, `x / 0 == x`, `x % 0 == 0`, saturating float-to-int casts), written
-//! down in [`interp`], which executes them on the host: every invocation of a
-//! workgroup in lockstep between barriers, so shared memory and barriers
-//! behave as on a GPU.
+//! i32, u32, f32; f16, i64, u64 and f64 behind device features; vectors of
+//! 2 to 4), its interface (global buffers read or read-write, of any
+//! non-bool scalar, 8-byte elements for the 64-bit types; atomic buffers of
+//! i32/u32; scalar arguments, 4-byte i32/u32/f32 only, packed into one
+//! uniform block by [`pack_scalars`]' rule; workgroup-shared arrays;
+//! invocation builtins, subgroup ones included), its operations
+//! (arithmetic, bitwise, comparison, logic, select, casts and bitcasts,
+//! math, atomics, array length, subgroup collectives: [`SubgroupOp`]) and
+//! its structured control flow (if/else, range loops over i32/u32,
+//! loop/break/continue, return, barriers). The semantics are WGSL's where
+//! WGSL defines them (integer wrap, `x / 0 == x`, `x % 0 == 0`, saturating
+//! float-to-int casts), written down in [`interp`], which executes them on
+//! the host: every invocation of a workgroup in lockstep between barriers,
+//! and every invocation of a subgroup in lockstep at subgroup operations, so
+//! shared memory, barriers and collectives behave as on a GPU.
+//!
+//! **Feature-gated parts** (the kernel builds and interprets anywhere;
+//! `compute-wgsl` refuses to compile it, `ServerError::Unsupported`, on a
+//! device without the feature): f16 (`SHADER_F16`), i64 and u64
+//! (`SHADER_INT64`), f64 (`SHADER_F64`; only the math Vulkan defines on
+//! doubles: no `exp`, `log`, `pow`, `tanh`, `sin`, `cos`), and subgroup
+//! builtins and operations (`SUBGROUP`: `subgroupAdd`, `subgroupMin`,
+//! `subgroupMax`, `subgroupBroadcastFirst`, `subgroupBallot` on
+//! i32/u32/f32 and their vectors, `subgroup_invocation_id`,
+//! `subgroup_size`).
 //!
 //! **Leaves to the layers below:** code generation (`compute-wgsl` turns a
 //! [`Kernel`] into WGSL that naga validates), pipelines, buffers and dispatch
@@ -25,11 +39,15 @@
 //! naga type.
 //!
 //! **Deliberately absent:** functions and calls (a kernel is one entry
-//! point; the builder's host-side Rust functions are the abstraction), i64,
-//! u64 and f64, subgroup operations, textures, pointers, structs, and
-//! optimisation passes (the IR is emitted as written; the driver optimises).
-//! Out-of-bounds accesses are an interpreter error rather than WGSL's
-//! implementation-defined clamping, so tests never depend on them.
+//! point; the builder's host-side Rust functions are the abstraction),
+//! 64-bit atomics, 64-bit scalar arguments and loop indices, 16-bit
+//! integers, the other subgroup operations (`subgroupMul`, `And`/`Or`/`Xor`,
+//! `All`/`Any`, `Elect`, scans, shuffles, `subgroupBroadcast`,
+//! `subgroupBarrier`) and subgroup operations on f16 or 64-bit values,
+//! textures, pointers, structs, and optimisation passes (the IR is emitted
+//! as written; the driver optimises). Out-of-bounds accesses are an
+//! interpreter error rather than WGSL's implementation-defined clamping, so
+//! tests never depend on them.
 
 mod builder;
 mod error;
@@ -44,7 +62,9 @@ mod validate;
 
 pub use builder::{ArrayLike, AtomicBuf, Buf, BufferLike, KernelBuilder, Shared, Val, Var};
 pub use error::{IrError, RunError};
-pub use ir::{Access, AtomicOp, BinOp, Builtin, KernelDef, Op, Stmt, UnOp, ValueId, VarId};
+pub use ir::{
+    Access, AtomicOp, BinOp, Builtin, KernelDef, Op, Stmt, SubgroupOp, UnOp, ValueId, VarId,
+};
 pub use kernel::{Kernel, KernelInfo, is_scalar_arg, pack_scalars, scalar_block_size};
 pub use typeck::{op_name, op_type};
 pub use types::{Lit, Scalar, Type};

@@ -1,7 +1,7 @@
 //! The typing rules: the one function that says what type an operation
 //! yields, used by the builder as it goes and by the validator after.
 
-use crate::ir::{ArrayRef, BinOp, KernelDef, Op, UnOp, ValueId};
+use crate::ir::{ArrayRef, BinOp, KernelDef, Op, SubgroupOp, UnOp, ValueId};
 use crate::{IrError, Scalar, Type};
 
 fn val(def: &KernelDef, op: &'static str, v: ValueId) -> Result<Type, IrError> {
@@ -88,6 +88,7 @@ pub fn op_name(op: &Op) -> &'static str {
         Op::ArrayLength(_) => "array_length",
         Op::AtomicLoad(..) => "atomic_load",
         Op::Atomic(a, ..) => a.wgsl(),
+        Op::Subgroup(s, _) => s.wgsl(),
     }
 }
 
@@ -149,6 +150,7 @@ pub fn op_type(def: &KernelDef, op: &Op) -> Result<Type, IrError> {
                 UnOp::Not => t.scalar == Scalar::Bool,
                 UnOp::BitNot => t.scalar.is_int(),
                 UnOp::Abs => t.scalar.is_numeric(),
+                _ if t.scalar == Scalar::F64 => !u.not_on_f64(),
                 _ => t.scalar.is_float(),
             };
             if !ok {
@@ -157,6 +159,7 @@ pub fn op_type(def: &KernelDef, op: &Op) -> Result<Type, IrError> {
                     UnOp::Not => "bool",
                     UnOp::BitNot => "an integer",
                     UnOp::Abs => "a number",
+                    _ if t.scalar == Scalar::F64 => "f32 or f16 (no 64-bit form on Vulkan)",
                     _ => "a float",
                 };
                 return Err(IrError::ty(
@@ -196,7 +199,7 @@ pub fn op_type(def: &KernelDef, op: &Op) -> Result<Type, IrError> {
                             s.is_numeric()
                         }
                         BinOp::Min | BinOp::Max => s.is_numeric(),
-                        BinOp::Pow => s.is_float(),
+                        BinOp::Pow => s.is_float() && s != Scalar::F64,
                         BinOp::And | BinOp::Or | BinOp::Xor => s.is_int() || s == Scalar::Bool,
                         BinOp::Eq | BinOp::Ne => true,
                         BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge => s.is_numeric(),
@@ -251,11 +254,13 @@ pub fn op_type(def: &KernelDef, op: &Op) -> Result<Type, IrError> {
         Op::Bitcast(v, to) => {
             let t = val(def, name, *v)?;
             let ok32 = |s: Scalar| matches!(s, Scalar::I32 | Scalar::U32 | Scalar::F32);
-            if !ok32(t.scalar) || !ok32(*to) {
+            let ok64 = |s: Scalar| matches!(s, Scalar::I64 | Scalar::U64 | Scalar::F64);
+            if !(ok32(t.scalar) && ok32(*to) || ok64(t.scalar) && ok64(*to)) {
                 return Err(IrError::ty(
                     name,
                     format!(
-                        "bitcast is between i32, u32 and f32 (and their vectors), not {t} to {to}"
+                        "bitcast is between i32, u32 and f32, or between i64, u64 and f64 \
+                         (and their vectors), not {t} to {to}"
                     ),
                 ));
             }
@@ -290,6 +295,25 @@ pub fn op_type(def: &KernelDef, op: &Op) -> Result<Type, IrError> {
             let elem = atomic_buffer(def, name, *b)?;
             index_type(name, val(def, name, *i)?)?;
             Ok(Type::scalar(elem))
+        }
+        Op::Subgroup(s, v) => {
+            let t = val(def, name, *v)?;
+            if *s == SubgroupOp::Ballot {
+                if t != Type::BOOL {
+                    return Err(IrError::ty(
+                        name,
+                        format!("predicate must be bool, got {t}"),
+                    ));
+                }
+                return Ok(Type::vec(Scalar::U32, 4));
+            }
+            if !matches!(t.scalar, Scalar::I32 | Scalar::U32 | Scalar::F32) {
+                return Err(IrError::ty(
+                    name,
+                    format!("operand must be i32, u32 or f32 (or a vector of them), got {t}"),
+                ));
+            }
+            Ok(t)
         }
         Op::Atomic(_, b, i, v) => {
             let elem = atomic_buffer(def, name, *b)?;

@@ -1,5 +1,6 @@
-//! The value types of the IR: four (five with f16) scalars and vectors of
-//! 2 to 4 of them, and the literals that inhabit them.
+//! The value types of the IR: bool, i32, u32, f32 (plus f16, i64, u64 and
+//! f64, each behind a device feature) and vectors of 2 to 4 of them, and the
+//! literals that inhabit them.
 
 use std::fmt;
 
@@ -16,6 +17,15 @@ pub enum Scalar {
     F32,
     /// `f16`: compiles only for a device with `SHADER_F16`.
     F16,
+    /// `i64`, two's complement, wrapping: compiles only for a device with
+    /// `SHADER_INT64`. Not a scalar argument, not atomic.
+    I64,
+    /// `u64`, wrapping: compiles only for a device with `SHADER_INT64`.
+    U64,
+    /// `f64`: compiles only for a device with `SHADER_F64`. Only the math
+    /// Vulkan's GLSL.std.450 defines on 64-bit floats (no `exp`, `log`,
+    /// `pow`, `sin`, `cos`, `tanh`).
+    F64,
 }
 
 impl Scalar {
@@ -23,18 +33,29 @@ impl Scalar {
     pub const fn size(self) -> usize {
         match self {
             Scalar::F16 => 2,
+            Scalar::I64 | Scalar::U64 | Scalar::F64 => 8,
             _ => 4,
         }
     }
 
-    /// `i32` or `u32`.
-    pub const fn is_int(self) -> bool {
-        matches!(self, Scalar::I32 | Scalar::U32)
+    /// Bits of one value (`bool`: 32, as it is kept).
+    pub const fn bits(self) -> u32 {
+        8 * self.size() as u32
     }
 
-    /// `f32` or `f16`.
+    /// `i64`, `u64` or `f64`.
+    pub const fn is_64(self) -> bool {
+        matches!(self, Scalar::I64 | Scalar::U64 | Scalar::F64)
+    }
+
+    /// `i32`, `u32`, `i64` or `u64`.
+    pub const fn is_int(self) -> bool {
+        matches!(self, Scalar::I32 | Scalar::U32 | Scalar::I64 | Scalar::U64)
+    }
+
+    /// `f32`, `f16` or `f64`.
     pub const fn is_float(self) -> bool {
-        matches!(self, Scalar::F32 | Scalar::F16)
+        matches!(self, Scalar::F32 | Scalar::F16 | Scalar::F64)
     }
 
     /// Integer or float.
@@ -42,9 +63,12 @@ impl Scalar {
         self.is_int() || self.is_float()
     }
 
-    /// Numeric and signed (`i32`, floats).
+    /// Numeric and signed (`i32`, `i64`, floats).
     pub const fn is_signed(self) -> bool {
-        matches!(self, Scalar::I32 | Scalar::F32 | Scalar::F16)
+        matches!(
+            self,
+            Scalar::I32 | Scalar::I64 | Scalar::F32 | Scalar::F16 | Scalar::F64
+        )
     }
 
     /// The WGSL spelling.
@@ -55,6 +79,9 @@ impl Scalar {
             Scalar::U32 => "u32",
             Scalar::F32 => "f32",
             Scalar::F16 => "f16",
+            Scalar::I64 => "i64",
+            Scalar::U64 => "u64",
+            Scalar::F64 => "f64",
         }
     }
 }
@@ -91,6 +118,12 @@ impl Type {
     pub const U32: Type = Type::scalar(Scalar::U32);
     /// `f32`.
     pub const F32: Type = Type::scalar(Scalar::F32);
+    /// `i64`.
+    pub const I64: Type = Type::scalar(Scalar::I64);
+    /// `u64`.
+    pub const U64: Type = Type::scalar(Scalar::U64);
+    /// `f64`.
+    pub const F64: Type = Type::scalar(Scalar::F64);
     /// `vec3<u32>`, the type of the id builtins.
     pub const UVEC3: Type = Type::vec(Scalar::U32, 3);
 
@@ -138,12 +171,23 @@ pub enum Lit {
     F32(u32),
     /// An `f16`, as bits.
     F16(u16),
+    /// An `i64`.
+    I64(i64),
+    /// A `u64`.
+    U64(u64),
+    /// An `f64`, as bits.
+    F64(u64),
 }
 
 impl Lit {
     /// An `f32` literal.
     pub fn f32(v: f32) -> Self {
         Lit::F32(v.to_bits())
+    }
+
+    /// An `f64` literal.
+    pub fn f64(v: f64) -> Self {
+        Lit::F64(v.to_bits())
     }
 
     /// The literal's type.
@@ -154,16 +198,22 @@ impl Lit {
             Lit::U32(_) => Scalar::U32,
             Lit::F32(_) => Scalar::F32,
             Lit::F16(_) => Scalar::F16,
+            Lit::I64(_) => Scalar::I64,
+            Lit::U64(_) => Scalar::U64,
+            Lit::F64(_) => Scalar::F64,
         }
     }
 
-    /// The literal as the 32 bits the interpreter keeps per lane.
-    pub const fn bits(self) -> u32 {
+    /// The literal as the bits the interpreter keeps per lane: zero-extended
+    /// to 64 (a 32-bit `i32` is its two's complement in the low half).
+    pub const fn bits(self) -> u64 {
         match self {
-            Lit::Bool(b) => b as u32,
-            Lit::I32(v) => v as u32,
-            Lit::U32(v) | Lit::F32(v) => v,
-            Lit::F16(v) => v as u32,
+            Lit::Bool(b) => b as u64,
+            Lit::I32(v) => v as u32 as u64,
+            Lit::U32(v) | Lit::F32(v) => v as u64,
+            Lit::F16(v) => v as u64,
+            Lit::I64(v) => v as u64,
+            Lit::U64(v) | Lit::F64(v) => v,
         }
     }
 }
@@ -186,5 +236,20 @@ impl From<u32> for Lit {
 impl From<f32> for Lit {
     fn from(v: f32) -> Self {
         Lit::f32(v)
+    }
+}
+impl From<i64> for Lit {
+    fn from(v: i64) -> Self {
+        Lit::I64(v)
+    }
+}
+impl From<u64> for Lit {
+    fn from(v: u64) -> Self {
+        Lit::U64(v)
+    }
+}
+impl From<f64> for Lit {
+    fn from(v: f64) -> Self {
+        Lit::f64(v)
     }
 }

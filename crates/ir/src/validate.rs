@@ -36,7 +36,7 @@ fn interface(def: &KernelDef) -> Result<(), IrError> {
                 format!("buffer {i}: bool is not host-shareable"),
             ));
         }
-        if b.atomic && !b.elem.is_int() {
+        if b.atomic && !matches!(b.elem, Scalar::I32 | Scalar::U32) {
             return Err(IrError::ty(
                 "atomic_buffer",
                 format!("buffer {i}: atomics are on i32 or u32, not {}", b.elem),
@@ -347,7 +347,8 @@ pub fn operands(op: &crate::ir::Op) -> Vec<ValueId> {
         | Op::Extract(v, _)
         | Op::Unary(_, v)
         | Op::Cast(v, _)
-        | Op::Bitcast(v, _) => vec![*v],
+        | Op::Bitcast(v, _)
+        | Op::Subgroup(_, v) => vec![*v],
         Op::Compose(vs) => vs.clone(),
         Op::Binary(_, a, b) => vec![*a, *b],
         Op::Select {

@@ -7,7 +7,7 @@
 //! other, CPU; Vulkan before the other backends on ties) and `DeviceId(n)`
 //! is the n-th of that ranking. The device is requested with the adapter's
 //! own limits and the optional features the server uses when present
-//! (timestamp queries, subgroups, f16).
+//! (timestamp queries, subgroups, f16, i64/u64, f64).
 
 use compute_runtime::{AdapterSummary, DeviceId, MemoryDeviceProperties, ServerError};
 
@@ -19,7 +19,9 @@ pub const OPTIONAL_FEATURES: wgpu::Features = wgpu::Features::TIMESTAMP_QUERY
     .union(wgpu::Features::TIMESTAMP_QUERY_INSIDE_ENCODERS)
     .union(wgpu::Features::TIMESTAMP_QUERY_INSIDE_PASSES)
     .union(wgpu::Features::SUBGROUP)
-    .union(wgpu::Features::SHADER_F16);
+    .union(wgpu::Features::SHADER_F16)
+    .union(wgpu::Features::SHADER_INT64)
+    .union(wgpu::Features::SHADER_F64);
 
 fn rank(info: &wgpu::AdapterInfo) -> (u8, u8) {
     let ty = match info.device_type {

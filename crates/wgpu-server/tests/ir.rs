@@ -219,3 +219,150 @@ fn random_programs_match_the_interpreter_bit_for_bit() {
     }
     futures::executor::block_on(s.sync(vec![], S)).expect("no deferred failure");
 }
+
+/// Runs `kernel` on the device and in the interpreter over the same inputs
+/// and returns both sets of buffers.
+fn both(
+    s: &mut IrServer,
+    kernel: &Kernel,
+    wg: [u32; 3],
+    buffers: Vec<Vec<u8>>,
+    subgroup_size: u32,
+) -> (Vec<Vec<u8>>, Vec<Vec<u8>>) {
+    let mut expected = buffers.clone();
+    interp::run_with_subgroup(kernel, wg, &mut expected, &[], subgroup_size).expect("interpreter");
+    let handles: Vec<Handle> = buffers.into_iter().map(|b| upload(s, b)).collect();
+    run(s, kernel, wg, &handles, Vec::new());
+    let got = handles
+        .iter()
+        .zip(&expected)
+        .map(|(h, e)| {
+            let mut g = read(s, h);
+            g.truncate(e.len());
+            g
+        })
+        .collect();
+    (got, expected)
+}
+
+#[test]
+fn wide_integers_and_doubles_match_the_interpreter() {
+    let mut s = server();
+    let features = s.device().features();
+    let n = 256u32;
+    let mut r = Rng(23);
+    if features.contains(wgpu::Features::SHADER_INT64) {
+        // c = a * b + (a >> 7) ^ b, wrapping, in u64 and i64.
+        for elem in [Scalar::U64, Scalar::I64] {
+            let mut k = compute_ir::KernelBuilder::new("wide", [64, 1, 1]);
+            let (a, b, c) = (k.input(elem), k.input(elem), k.output(elem));
+            let gid = k.global_id();
+            let i = k.x(gid);
+            let x = k.load(a, i);
+            let y = k.load(b, i);
+            let p = k.mul(x, y);
+            let seven = k.u32(7);
+            let sh = k.shr(x, seven);
+            let q = k.xor(sh, y);
+            let v = k.add(p, q);
+            k.store(c, i, v);
+            let kernel = k.build().expect("kernel");
+            let words: Vec<u64> = (0..2 * n).map(|_| r.next()).collect();
+            let a_bytes = interp::host::u64_bytes(&words[..n as usize]);
+            let b_bytes = interp::host::u64_bytes(&words[n as usize..]);
+            let (got, expected) = both(
+                &mut s,
+                &kernel,
+                [n / 64, 1, 1],
+                vec![a_bytes, b_bytes, vec![0; n as usize * 8]],
+                32,
+            );
+            assert_eq!(got[2], expected[2], "{elem:?}");
+        }
+    } else {
+        eprintln!("no SHADER_INT64: 64-bit integers not run on the device");
+    }
+    if features.contains(wgpu::Features::SHADER_F64) {
+        // Correctly rounded ops only: c = a * b, d = a + b (no contraction).
+        let mut k = compute_ir::KernelBuilder::new("double", [64, 1, 1]);
+        let (a, b) = (k.input(Scalar::F64), k.input(Scalar::F64));
+        let (c, d) = (k.output(Scalar::F64), k.output(Scalar::F64));
+        let gid = k.global_id();
+        let i = k.x(gid);
+        let x = k.load(a, i);
+        let y = k.load(b, i);
+        let p = k.mul(x, y);
+        k.store(c, i, p);
+        let q = k.add(x, y);
+        k.store(d, i, q);
+        let kernel = k.build().expect("kernel");
+        let vals: Vec<f64> = (0..2 * n).map(|_| f64::from(r.f32()) / 3.0).collect();
+        let (got, expected) = both(
+            &mut s,
+            &kernel,
+            [n / 64, 1, 1],
+            vec![
+                interp::host::f64_bytes(&vals[..n as usize]),
+                interp::host::f64_bytes(&vals[n as usize..]),
+                vec![0; n as usize * 8],
+                vec![0; n as usize * 8],
+            ],
+            32,
+        );
+        assert_eq!(got[2], expected[2], "f64 mul");
+        assert_eq!(got[3], expected[3], "f64 add");
+    } else {
+        eprintln!("no SHADER_F64: doubles not run on the device");
+    }
+}
+
+#[test]
+fn subgroup_operations_match_the_interpreter_at_the_device_subgroup_size() {
+    let mut s = server();
+    if !s.device().features().contains(wgpu::Features::SUBGROUP) {
+        eprintln!("no SUBGROUP: subgroup operations not run on the device");
+        return;
+    }
+    let mut k = compute_ir::KernelBuilder::new("subgroups", [64, 1, 1]);
+    let input = k.input(Scalar::U32);
+    let (sums, maxes, firsts, sizes) = (
+        k.output(Scalar::U32),
+        k.output(Scalar::U32),
+        k.output(Scalar::U32),
+        k.output(Scalar::U32),
+    );
+    let gid = k.global_id();
+    let i = k.x(gid);
+    let x = k.load(input, i);
+    let sum = k.subgroup_add(x);
+    k.store(sums, i, sum);
+    let max = k.subgroup_max(x);
+    k.store(maxes, i, max);
+    let first = k.subgroup_broadcast_first(x);
+    k.store(firsts, i, first);
+    let size = k.subgroup_size();
+    k.store(sizes, i, size);
+    let kernel = k.build().expect("kernel");
+    let n = 256usize;
+    let mut r = Rng(29);
+    let values: Vec<u32> = (0..n).map(|_| (r.next() % 1000) as u32 + 1).collect();
+    let inputs = vec![
+        u32s(&values),
+        vec![0; n * 4],
+        vec![0; n * 4],
+        vec![0; n * 4],
+        vec![0; n * 4],
+    ];
+    // The device's subgroup size, as the kernel itself reports it.
+    let probe: Vec<Handle> = inputs.iter().map(|b| upload(&mut s, b.clone())).collect();
+    run(&mut s, &kernel, [4, 1, 1], &probe, Vec::new());
+    let size = to_u32s(&read(&mut s, &probe[4]))[0];
+    assert!(
+        size.is_power_of_two() && size <= 128,
+        "subgroup size {size}"
+    );
+    let (got, expected) = both(&mut s, &kernel, [4, 1, 1], inputs, size);
+    for b in 1..5 {
+        assert_eq!(got[b], expected[b], "buffer {b} at subgroup size {size}");
+    }
+}

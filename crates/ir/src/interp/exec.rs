@@ -2,7 +2,7 @@
 //! it can stop at a barrier and be resumed when the whole workgroup is there.
 
 use super::value::{self, Value};
-use crate::ir::{ArrayRef, AtomicOp, BinOp, Builtin, KernelDef, Op, Stmt, ValueId};
+use crate::ir::{ArrayRef, AtomicOp, BinOp, Builtin, KernelDef, Op, Stmt, SubgroupOp, ValueId};
 use crate::{RunError, Scalar, Type};
 
 /// What the invocation is doing.
@@ -30,13 +30,16 @@ pub(crate) enum Stop {
     Done,
     /// It reached the barrier at this address and waits.
     Barrier(*const Stmt),
+    /// It reached the subgroup operation at this address and waits for its
+    /// subgroup; [`Invocation::pending`] says what it contributes.
+    Subgroup(*const Stmt),
 }
 
 /// Memory an invocation sees: the launch's buffers and its workgroup's arrays.
 #[derive(Debug)]
 pub(crate) struct Memory<'m> {
     pub globals: &'m mut [Vec<u8>],
-    pub shared: Vec<Vec<u32>>,
+    pub shared: Vec<Vec<u64>>,
 }
 
 /// The launch-wide inputs.
@@ -46,6 +49,7 @@ pub(crate) struct Ctx<'k> {
     pub scalars: Vec<u32>,
     pub workgroup_id: [u32; 3],
     pub num_workgroups: [u32; 3],
+    pub subgroup_size: u32,
 }
 
 /// One invocation's state.
@@ -55,12 +59,14 @@ pub(crate) struct Invocation<'k> {
     vars: Vec<Value>,
     stack: Vec<Frame<'k>>,
     local_id: [u32; 3],
+    /// The subgroup operation it waits at: result, operation, operand.
+    pending: Option<(ValueId, SubgroupOp, Value)>,
 }
 
 fn vec3(v: [u32; 3]) -> Value {
     Value {
         ty: Type::UVEC3,
-        lanes: [v[0], v[1], v[2], 0],
+        lanes: [u64::from(v[0]), u64::from(v[1]), u64::from(v[2]), 0],
     }
 }
 
@@ -68,7 +74,7 @@ fn index(op: &'static str, v: Value, len: u64) -> Result<usize, RunError> {
     let i = if v.ty.scalar == Scalar::I32 {
         i64::from(v.bits() as i32)
     } else {
-        i64::from(v.bits())
+        i64::from(v.bits() as u32)
     };
     if i < 0 || i as u64 >= len {
         return Err(RunError::OutOfBounds { op, index: i, len });
@@ -76,17 +82,14 @@ fn index(op: &'static str, v: Value, len: u64) -> Result<usize, RunError> {
     Ok(i as usize)
 }
 
-fn read_global(buf: &[u8], elem: Scalar, i: usize) -> u32 {
+fn read_global(buf: &[u8], elem: Scalar, i: usize) -> u64 {
     let n = elem.size();
-    let b = &buf[i * n..i * n + n];
-    if n == 2 {
-        u32::from(u16::from_le_bytes([b[0], b[1]]))
-    } else {
-        u32::from_le_bytes([b[0], b[1], b[2], b[3]])
-    }
+    let mut b = [0u8; 8];
+    b[..n].copy_from_slice(&buf[i * n..i * n + n]);
+    u64::from_le_bytes(b)
 }
 
-fn write_global(buf: &mut [u8], elem: Scalar, i: usize, bits: u32) {
+fn write_global(buf: &mut [u8], elem: Scalar, i: usize, bits: u64) {
     let n = elem.size();
     buf[i * n..i * n + n].copy_from_slice(&bits.to_le_bytes()[..n]);
 }
@@ -98,6 +101,26 @@ impl<'k> Invocation<'k> {
             vars: def.vars.iter().map(|t| Value::zero(*t)).collect(),
             stack: vec![Frame::Block(&def.body, 0)],
             local_id,
+            pending: None,
+        }
+    }
+
+    /// `local_invocation_index`.
+    pub fn local_index(&self, def: &KernelDef) -> u32 {
+        let wg = def.workgroup_size;
+        let l = self.local_id;
+        l[0] + l[1] * wg[0] + l[2] * wg[0] * wg[1]
+    }
+
+    /// The subgroup operation it waits at, if any.
+    pub fn pending(&self) -> Option<(SubgroupOp, Value)> {
+        self.pending.map(|(_, op, v)| (op, v))
+    }
+
+    /// Completes the pending subgroup operation with its result.
+    pub fn resolve(&mut self, result: Value) {
+        if let Some((id, _, _)) = self.pending.take() {
+            self.values[id.0 as usize] = result;
         }
     }
 
@@ -120,9 +143,12 @@ impl<'k> Invocation<'k> {
                     w[2].wrapping_mul(wg[2]).wrapping_add(l[2]),
                 ])
             }
-            Builtin::LocalIndex => {
-                Value::scalar(Scalar::U32, l[0] + l[1] * wg[0] + l[2] * wg[0] * wg[1])
-            }
+            Builtin::LocalIndex => Value::scalar(Scalar::U32, u64::from(self.local_index(ctx.def))),
+            Builtin::SubgroupInvocationId => Value::scalar(
+                Scalar::U32,
+                u64::from(self.local_index(ctx.def) % ctx.subgroup_size),
+            ),
+            Builtin::SubgroupSize => Value::scalar(Scalar::U32, u64::from(ctx.subgroup_size)),
         }
     }
 
@@ -138,7 +164,10 @@ impl<'k> Invocation<'k> {
             return Ok(v);
         }
         Ok(match op {
-            Op::Arg(i) => Value::scalar(def.scalars[*i as usize], ctx.scalars[*i as usize]),
+            Op::Arg(i) => Value::scalar(
+                def.scalars[*i as usize],
+                u64::from(ctx.scalars[*i as usize]),
+            ),
             Op::Builtin(b) => self.builtin(ctx, *b),
             Op::Get(var) => self.vars[var.0 as usize],
             Op::Load(ArrayRef::Global(b), i) => {
@@ -156,7 +185,7 @@ impl<'k> Invocation<'k> {
                 let elem = def.buffers[*b as usize].elem;
                 Value::scalar(
                     Scalar::U32,
-                    (mem.globals[*b as usize].len() / elem.size()) as u32,
+                    (mem.globals[*b as usize].len() / elem.size()) as u64,
                 )
             }
             Op::AtomicLoad(b, i) => {
@@ -171,9 +200,10 @@ impl<'k> Invocation<'k> {
                 let i = index(a.wgsl(), self.v(*i), (buf.len() / 4) as u64)?;
                 let old = read_global(buf, elem, i);
                 let x = self.v(*v).bits();
+                // Atomics are on 32-bit integers only.
                 let new = match a {
-                    AtomicOp::Add => old.wrapping_add(x),
-                    AtomicOp::Sub => old.wrapping_sub(x),
+                    AtomicOp::Add => u64::from((old as u32).wrapping_add(x as u32)),
+                    AtomicOp::Sub => u64::from((old as u32).wrapping_sub(x as u32)),
                     AtomicOp::Max => value::binary_lane(BinOp::Max, elem, old, x),
                     AtomicOp::Min => value::binary_lane(BinOp::Min, elem, old, x),
                     AtomicOp::And => old & x,
@@ -209,7 +239,7 @@ impl<'k> Invocation<'k> {
                 };
                 if go {
                     let ty = self.values[index.0 as usize].ty;
-                    self.values[index.0 as usize] = Value::scalar(ty.scalar, c);
+                    self.values[index.0 as usize] = Value::scalar(ty.scalar, u64::from(c));
                     self.stack.push(Frame::For {
                         index,
                         counter: c,
@@ -265,6 +295,10 @@ impl<'k> Invocation<'k> {
             }
             *budget -= 1;
             match s {
+                Stmt::Let(id, Op::Subgroup(op, x)) => {
+                    self.pending = Some((*id, *op, self.v(*x)));
+                    return Ok(Stop::Subgroup(s as *const Stmt));
+                }
                 Stmt::Let(id, op) => {
                     let ty = ctx.def.values[id.0 as usize];
                     self.values[id.0 as usize] = self.eval(ctx, mem, ty, op)?;
@@ -310,13 +344,13 @@ impl<'k> Invocation<'k> {
                     body,
                 } => {
                     let signed = self.v(*start).ty.scalar == Scalar::I32;
-                    let step = self.v(*step).bits();
+                    let step = self.v(*step).bits() as u32;
                     // Enter "just before" the first iteration; `next_iteration`
                     // steps to `start` and tests it.
                     self.stack.push(Frame::For {
                         index: *index,
-                        counter: self.v(*start).bits().wrapping_sub(step),
-                        end: self.v(*end).bits(),
+                        counter: (self.v(*start).bits() as u32).wrapping_sub(step),
+                        end: self.v(*end).bits() as u32,
                         step,
                         signed,
                         body,

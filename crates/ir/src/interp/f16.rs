@@ -55,6 +55,23 @@ pub fn from_f32(f: f32) -> u16 {
     sign | r as u16
 }
 
+/// f64 to f16 bits, rounding to nearest even once: the f64 is first
+/// narrowed to f32 rounding to odd (which has enough spare bits that the
+/// second rounding is then exact), then rounded as [`from_f32`].
+pub fn from_f64(f: f64) -> u16 {
+    let n = f as f32;
+    if n.is_nan() || n.is_infinite() || f64::from(n) == f {
+        return from_f32(n);
+    }
+    // `n` is the nearest f32; step toward zero if it is beyond `f`, then
+    // set the lowest bit (sticky: inexact).
+    let mut bits = n.to_bits();
+    if f64::from(n).abs() > f.abs() {
+        bits -= 1;
+    }
+    from_f32(f32::from_bits(bits | 1))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -67,5 +84,10 @@ mod tests {
         assert_eq!(from_f32(1.0), 0x3c00);
         assert_eq!(from_f32(65520.0), 0x7c00);
         assert_eq!(to_f32(0x0001), 2f32.powi(-24));
+        // 1 + 2^-11 is a tie in f16 (to 1.0); a hair above it rounds up, even
+        // where f32 would round the hair away.
+        assert_eq!(from_f64(1.0 + 2f64.powi(-11)), 0x3c00);
+        assert_eq!(from_f64(1.0 + 2f64.powi(-11) + 2f64.powi(-40)), 0x3c01);
+        assert_eq!(from_f64(1.5), 0x3e00);
     }
 }

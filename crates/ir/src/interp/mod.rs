@@ -13,16 +13,39 @@
 //! [`RunError::NonUniformBarrier`], the interpreter's form of WGSL's
 //! uniformity rule.
 //!
+//! Subgroups: invocation `i` (its `local_invocation_index`) is lane
+//! `i % size` of subgroup `i / size`, `size` being
+//! [`DEFAULT_SUBGROUP_SIZE`] (32) for [`run`] or the argument of
+//! [`run_with_subgroup`] (a GPU picks its own between the adapter's
+//! `subgroup_min_size` and `subgroup_max_size`, so a test of a
+//! size-dependent kernel must run the oracle with the size the device
+//! reports, e.g. read back `subgroup_size`). An invocation that reaches a
+//! subgroup operation waits there like at a barrier restricted to its
+//! subgroup: when every live (not ended) invocation of the subgroup waits at
+//! the same operation, it is evaluated over them and they go on. A subgroup
+//! whose live invocations wait at different operations, or some at a
+//! subgroup operation and others at a barrier, is
+//! [`RunError::NonUniformSubgroup`]. Invocations that have returned are
+//! inactive and do not take part (a GPU agrees). `subgroupAdd` on floats
+//! sums in lane order; a GPU may associate differently.
+//!
 //! Semantics, where WGSL leaves a choice:
-//! - integers wrap; `x / 0 == x`, `x % 0 == 0`, `i32::MIN / -1 == i32::MIN`,
-//!   `i32::MIN % -1 == 0`; shifts use the low 5 bits of the amount;
-//! - float to integer truncates, saturates to `[-2^31, 2147483520]` (i32) or
-//!   `[0, 4294967040]` (u32), NaN gives 0;
-//! - floats are f32 (f16 rounded after each operation), with Rust's
-//!   correctly rounded `+ - * / sqrt`, fused `fma`, `%` as
+//! - integers wrap; `x / 0 == x`, `x % 0 == 0`, `MIN / -1 == MIN`,
+//!   `MIN % -1 == 0` (i32 and i64); shifts use the low 5 bits of the amount
+//!   (6 for i64/u64);
+//! - integer to integer casts are Rust's `as` (truncate, or sign- or
+//!   zero-extend by the *source* type);
+//! - float to integer truncates and saturates to the range both types hold
+//!   exactly, as naga generates it: `[-2^31, 2147483520]` (f32 to i32),
+//!   `[0, 4294967040]` (f32 to u32), `[-2^63, 9223371487098961920]` (f32 to
+//!   i64), `[0, 18446742974197923840]` (f32 to u64), `[-2^31, 2^31 - 1]`,
+//!   `[0, 2^32 - 1]`, `[-2^63, 9223372036854774784]` and
+//!   `[0, 18446744073709549568]` from f64; NaN gives 0;
+//! - floats are f32 (f16 rounded after each operation; f64 in f64), with
+//!   Rust's correctly rounded `+ - * / sqrt`, fused `fma`, `%` as
 //!   `x - y * trunc(x / y)`, and libm's `exp`, `ln`, `pow`, `tanh`, `sin`,
 //!   `cos`; a GPU may differ from these by the ULP bounds WGSL allows and may
-//!   flush subnormals to zero;
+//!   flush subnormals to zero; conversions round to nearest even;
 //! - out-of-bounds accesses are [`RunError::OutOfBounds`] (WGSL leaves them
 //!   implementation-defined);
 //! - atomics are sequentially consistent (invocations run one at a time).
@@ -33,15 +56,22 @@ pub mod host;
 pub mod value;
 
 use exec::{Ctx, Invocation, Memory, Stop};
+use value::Value;
+
+use crate::ir::{BinOp, SubgroupOp};
 
 use crate::{Kernel, RunError};
 
 /// Statements one [`run`] may execute before it gives up (an endless loop).
 pub const DEFAULT_STEP_BUDGET: u64 = 1 << 32;
 
+/// The subgroup size [`run`] and [`run_with_budget`] assume: 32.
+pub const DEFAULT_SUBGROUP_SIZE: u32 = 32;
+
 /// Runs `kernel` over `workgroups` workgroups. `buffers[i]` is bound at
 /// `@binding(i)`; `scalars` is the packed uniform block
-/// ([`crate::pack_scalars`]).
+/// ([`crate::pack_scalars`]). Subgroups are [`DEFAULT_SUBGROUP_SIZE`]
+/// invocations.
 pub fn run(
     kernel: &Kernel,
     workgroups: [u32; 3],
@@ -57,9 +87,54 @@ pub fn run_with_budget(
     workgroups: [u32; 3],
     buffers: &mut [Vec<u8>],
     scalars: &[u8],
+    budget: u64,
+) -> Result<(), RunError> {
+    run_full(
+        kernel,
+        workgroups,
+        buffers,
+        scalars,
+        DEFAULT_SUBGROUP_SIZE,
+        budget,
+    )
+}
+
+/// [`run`] with subgroups of `subgroup_size` invocations (a power of two,
+/// 1 to 128; on a GPU, the adapter's `subgroup_min_size` ..=
+/// `subgroup_max_size` says which sizes can occur). Subgroup `s` of a
+/// workgroup is the invocations with `local_invocation_index` in
+/// `s * size .. (s + 1) * size`; the last one may be partial.
+pub fn run_with_subgroup(
+    kernel: &Kernel,
+    workgroups: [u32; 3],
+    buffers: &mut [Vec<u8>],
+    scalars: &[u8],
+    subgroup_size: u32,
+) -> Result<(), RunError> {
+    run_full(
+        kernel,
+        workgroups,
+        buffers,
+        scalars,
+        subgroup_size,
+        DEFAULT_STEP_BUDGET,
+    )
+}
+
+fn run_full(
+    kernel: &Kernel,
+    workgroups: [u32; 3],
+    buffers: &mut [Vec<u8>],
+    scalars: &[u8],
+    subgroup_size: u32,
     mut budget: u64,
 ) -> Result<(), RunError> {
     let def = kernel.def();
+    if !subgroup_size.is_power_of_two() || subgroup_size > 128 {
+        return Err(RunError::Interface(format!(
+            "subgroup size {subgroup_size} is not a power of two in 1..=128"
+        )));
+    }
     if buffers.len() != def.buffers.len() {
         return Err(RunError::Interface(format!(
             "the kernel binds {} buffers, got {}",
@@ -93,6 +168,7 @@ pub fn run_with_budget(
         scalars: scalar_bits,
         workgroup_id: [0; 3],
         num_workgroups: workgroups,
+        subgroup_size,
     };
     let [sx, sy, sz] = def.workgroup_size;
     for wz in 0..workgroups[2] {
@@ -119,29 +195,99 @@ pub fn run_with_budget(
 }
 
 /// Runs one workgroup phase by phase until every invocation has ended.
+///
+/// Each round runs every invocation that is not waiting until it ends or
+/// waits. Then every subgroup whose live invocations all wait at one
+/// subgroup operation has it evaluated and goes on; a subgroup whose live
+/// invocations wait at different places is [`RunError::NonUniformSubgroup`].
+/// When no subgroup operation is pending, all invocations must wait at the
+/// same barrier (released together) or have ended.
 fn workgroup<'k>(
     ctx: &Ctx<'k>,
     mem: &mut Memory<'_>,
     invocations: &mut [Invocation<'k>],
     budget: &mut u64,
 ) -> Result<(), RunError> {
+    let mut stops: Vec<Option<Stop>> = vec![None; invocations.len()];
     loop {
-        let mut first: Option<Stop> = None;
-        for inv in invocations.iter_mut() {
-            let stop = inv.run(ctx, mem, budget)?;
-            match first {
-                None => first = Some(stop),
-                Some(f) if f != stop => {
-                    return Err(RunError::NonUniformBarrier {
-                        workgroup: ctx.workgroup_id,
-                    });
-                }
-                Some(_) => {}
+        for (inv, stop) in invocations.iter_mut().zip(stops.iter_mut()) {
+            if stop.is_none() {
+                *stop = Some(inv.run(ctx, mem, budget)?);
             }
+        }
+        let size = ctx.subgroup_size as usize;
+        let mut progressed = false;
+        // Invocations are in local_invocation_index order.
+        for (g, group) in stops.chunks_mut(size).enumerate() {
+            let live: Vec<usize> = (0..group.len())
+                .filter(|i| group[*i] != Some(Stop::Done))
+                .collect();
+            let at_subgroup = live
+                .iter()
+                .any(|i| matches!(group[*i], Some(Stop::Subgroup(_))));
+            if !at_subgroup {
+                continue;
+            }
+            let first = group[live[0]];
+            if live.iter().any(|i| group[*i] != first) {
+                return Err(RunError::NonUniformSubgroup {
+                    workgroup: ctx.workgroup_id,
+                    subgroup: g as u32,
+                });
+            }
+            let members = &mut invocations[g * size..g * size + group.len()];
+            let ops: Vec<(usize, SubgroupOp, Value)> = live
+                .iter()
+                .filter_map(|i| members[*i].pending().map(|(op, v)| (*i, op, v)))
+                .collect();
+            let result = collective(&ops);
+            for i in &live {
+                members[*i].resolve(result);
+                group[*i] = None;
+            }
+            progressed = true;
+        }
+        if progressed {
+            continue;
+        }
+        let first = stops[0];
+        if stops.iter().any(|s| *s != first) {
+            return Err(RunError::NonUniformBarrier {
+                workgroup: ctx.workgroup_id,
+            });
         }
         match first {
             None | Some(Stop::Done) => return Ok(()),
-            Some(Stop::Barrier(_)) => {}
+            Some(_) => stops.fill(None),
+        }
+    }
+}
+
+/// A subgroup operation over its live invocations' operands (each with its
+/// subgroup invocation id), in id order.
+fn collective(ops: &[(usize, SubgroupOp, Value)]) -> Value {
+    let Some(&(_, op, first)) = ops.first() else {
+        return Value::zero(crate::Type::U32);
+    };
+    let ty = first.ty;
+    let fold = |b: BinOp| {
+        ops.iter()
+            .skip(1)
+            .fold(first, |acc, (_, _, x)| value::binary(b, ty, acc, *x))
+    };
+    match op {
+        SubgroupOp::Add => fold(BinOp::Add),
+        SubgroupOp::Min => fold(BinOp::Min),
+        SubgroupOp::Max => fold(BinOp::Max),
+        SubgroupOp::BroadcastFirst => first,
+        SubgroupOp::Ballot => {
+            let mut out = Value::zero(crate::Type::vec(crate::Scalar::U32, 4));
+            for (i, _, x) in ops {
+                if x.bits() != 0 {
+                    out.lanes[i / 32] |= 1 << (i % 32);
+                }
+            }
+            out
         }
     }
 }

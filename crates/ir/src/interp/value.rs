@@ -1,8 +1,10 @@
 //! Values and the WGSL meaning of every pure operation, lane by lane.
 //!
-//! A lane is kept as 32 bits: bool as 0/1, i32 as its two's complement, f32
-//! as its bits, f16 as its bits in the low half. Float operations run in
-//! f32 (f16: in f32, rounded back to f16 after each operation).
+//! A lane is kept as 64 bits: bool as 0/1, i32 as its two's complement in
+//! the low half (the high half zero), u32 and f32 bits likewise, f16 as its
+//! bits in the low 16, i64/u64/f64 as all 64. Float operations run in f32
+//! for f32 and f16 (f16: rounded back to f16 after each operation), in f64
+//! for f64.
 
 use super::f16;
 use crate::ir::{BinOp, UnOp};
@@ -13,13 +15,13 @@ use crate::{Scalar, Type};
 pub struct Value {
     /// The type.
     pub ty: Type,
-    /// Lane bits; lanes past `ty.lanes` are zero.
-    pub lanes: [u32; 4],
+    /// Lane bits (see the module docs); lanes past `ty.lanes` are zero.
+    pub lanes: [u64; 4],
 }
 
 impl Value {
     /// A scalar value.
-    pub const fn scalar(s: Scalar, bits: u32) -> Self {
+    pub const fn scalar(s: Scalar, bits: u64) -> Self {
         Value {
             ty: Type::scalar(s),
             lanes: [bits, 0, 0, 0],
@@ -32,11 +34,11 @@ impl Value {
     }
 
     /// Lane 0.
-    pub const fn bits(self) -> u32 {
+    pub const fn bits(self) -> u64 {
         self.lanes[0]
     }
 
-    fn map(self, ty: Type, f: impl Fn(u32) -> u32) -> Value {
+    fn map(self, ty: Type, f: impl Fn(u64) -> u64) -> Value {
         let mut out = Value::zero(ty);
         for i in 0..usize::from(self.ty.lanes) {
             out.lanes[i] = f(self.lanes[i]);
@@ -45,25 +47,43 @@ impl Value {
     }
 }
 
-fn to_f(s: Scalar, b: u32) -> f32 {
+/// f32 or f16 bits as f32.
+fn to_f(s: Scalar, b: u64) -> f32 {
     match s {
         Scalar::F16 => f16::to_f32(b as u16),
-        _ => f32::from_bits(b),
+        _ => f32::from_bits(b as u32),
     }
 }
 
-fn from_f(s: Scalar, f: f32) -> u32 {
+fn from_f(s: Scalar, f: f32) -> u64 {
     match s {
-        Scalar::F16 => u32::from(f16::from_f32(f)),
-        _ => f.to_bits(),
+        Scalar::F16 => u64::from(f16::from_f32(f)),
+        _ => u64::from(f.to_bits()),
+    }
+}
+
+/// Any float's bits as f64 (exact).
+fn to_f64(s: Scalar, b: u64) -> f64 {
+    match s {
+        Scalar::F64 => f64::from_bits(b),
+        _ => f64::from(to_f(s, b)),
+    }
+}
+
+/// An f64 as `s`'s bits, rounding to nearest even once.
+fn from_f64(s: Scalar, f: f64) -> u64 {
+    match s {
+        Scalar::F64 => f.to_bits(),
+        Scalar::F16 => u64::from(f16::from_f64(f)),
+        _ => u64::from((f as f32).to_bits()),
     }
 }
 
 /// One lane of a unary operation.
-pub fn unary_lane(op: UnOp, s: Scalar, a: u32) -> u32 {
+pub fn unary_lane(op: UnOp, s: Scalar, a: u64) -> u64 {
     match s {
         Scalar::Bool => match op {
-            UnOp::Not => u32::from(a == 0),
+            UnOp::Not => u64::from(a == 0),
             _ => a,
         },
         Scalar::I32 => {
@@ -73,12 +93,43 @@ pub fn unary_lane(op: UnOp, s: Scalar, a: u32) -> u32 {
                 UnOp::BitNot => !x,
                 UnOp::Abs => x.wrapping_abs(),
                 _ => x,
-            }) as u32
+            }) as u32 as u64
         }
         Scalar::U32 => match op {
+            UnOp::BitNot => u64::from(!(a as u32)),
+            _ => a,
+        },
+        Scalar::I64 => {
+            let x = a as i64;
+            (match op {
+                UnOp::Neg => x.wrapping_neg(),
+                UnOp::BitNot => !x,
+                UnOp::Abs => x.wrapping_abs(),
+                _ => x,
+            }) as u64
+        }
+        Scalar::U64 => match op {
             UnOp::BitNot => !a,
             _ => a,
         },
+        Scalar::F64 => {
+            let x = f64::from_bits(a);
+            let r = match op {
+                UnOp::Neg => -x,
+                UnOp::Abs => x.abs(),
+                UnOp::Exp => x.exp(),
+                UnOp::Log => x.ln(),
+                UnOp::Sqrt => x.sqrt(),
+                UnOp::InverseSqrt => 1.0 / x.sqrt(),
+                UnOp::Tanh => x.tanh(),
+                UnOp::Sin => x.sin(),
+                UnOp::Cos => x.cos(),
+                UnOp::Floor => x.floor(),
+                UnOp::Ceil => x.ceil(),
+                UnOp::Not | UnOp::BitNot => x,
+            };
+            r.to_bits()
+        }
         Scalar::F32 | Scalar::F16 => {
             let x = to_f(s, a);
             let r = match op {
@@ -100,90 +151,87 @@ pub fn unary_lane(op: UnOp, s: Scalar, a: u32) -> u32 {
     }
 }
 
-/// One lane of a binary operation on operands of scalar type `s`.
-pub fn binary_lane(op: BinOp, s: Scalar, a: u32, b: u32) -> u32 {
-    let cmp = |o: std::cmp::Ordering| -> u32 {
-        use std::cmp::Ordering::*;
-        u32::from(match op {
-            BinOp::Eq => o == Equal,
-            BinOp::Ne => o != Equal,
-            BinOp::Lt => o == Less,
-            BinOp::Le => o != Greater,
-            BinOp::Gt => o == Greater,
-            BinOp::Ge => o != Less,
-            _ => false,
-        })
+fn compare(op: BinOp, o: Option<std::cmp::Ordering>) -> u64 {
+    use std::cmp::Ordering::*;
+    let Some(o) = o else {
+        // NaN: only `!=` holds.
+        return u64::from(op == BinOp::Ne);
     };
+    u64::from(match op {
+        BinOp::Eq => o == Equal,
+        BinOp::Ne => o != Equal,
+        BinOp::Lt => o == Less,
+        BinOp::Le => o != Greater,
+        BinOp::Gt => o == Greater,
+        BinOp::Ge => o != Less,
+        _ => false,
+    })
+}
+
+macro_rules! int_binary {
+    ($op:expr, $a:expr, $b:expr, $t:ty, $shift_mask:expr) => {{
+        let (x, y): ($t, $t) = ($a, $b);
+        if $op.is_comparison() {
+            return compare($op, Some(x.cmp(&y)));
+        }
+        match $op {
+            BinOp::Add => x.wrapping_add(y),
+            BinOp::Sub => x.wrapping_sub(y),
+            BinOp::Mul => x.wrapping_mul(y),
+            // WGSL: x / 0 == x, and MIN / -1 == MIN (checked_div is None
+            // exactly then).
+            BinOp::Div => x.checked_div(y).unwrap_or(x),
+            // WGSL: x % 0 == 0, and MIN % -1 == 0; otherwise truncated.
+            BinOp::Rem => x.checked_rem(y).unwrap_or(0),
+            BinOp::And => x & y,
+            BinOp::Or => x | y,
+            BinOp::Xor => x ^ y,
+            BinOp::Shl => x.wrapping_shl((y as u32) & $shift_mask),
+            BinOp::Shr => x.wrapping_shr((y as u32) & $shift_mask),
+            BinOp::Min => x.min(y),
+            BinOp::Max => x.max(y),
+            _ => 0,
+        }
+    }};
+}
+
+/// One lane of a binary operation on operands of scalar type `s` (for a
+/// shift, `b` is the `u32` amount).
+pub fn binary_lane(op: BinOp, s: Scalar, a: u64, b: u64) -> u64 {
     match s {
         Scalar::Bool => match op {
             BinOp::And => a & b,
             BinOp::Or => a | b,
             BinOp::Xor | BinOp::Ne => a ^ b,
-            BinOp::Eq => u32::from(a == b),
+            BinOp::Eq => u64::from(a == b),
             _ => 0,
         },
-        Scalar::I32 => {
-            let (x, y) = (a as i32, b as i32);
+        Scalar::I32 => int_binary!(op, a as i32, b as i32, i32, 31) as u32 as u64,
+        Scalar::U32 => u64::from(int_binary!(op, a as u32, b as u32, u32, 31)),
+        Scalar::I64 => int_binary!(op, a as i64, b as i64, i64, 63) as u64,
+        Scalar::U64 => int_binary!(op, a, b, u64, 63),
+        Scalar::F64 => {
+            let (x, y) = (f64::from_bits(a), f64::from_bits(b));
             if op.is_comparison() {
-                return cmp(x.cmp(&y));
+                return compare(op, x.partial_cmp(&y));
             }
-            (match op {
-                BinOp::Add => x.wrapping_add(y),
-                BinOp::Sub => x.wrapping_sub(y),
-                BinOp::Mul => x.wrapping_mul(y),
-                // WGSL: x / 0 == x, and MIN / -1 == MIN.
-                BinOp::Div => {
-                    if y == 0 || (x == i32::MIN && y == -1) {
-                        x
-                    } else {
-                        x / y
-                    }
-                }
-                // WGSL: x % 0 == 0, and MIN % -1 == 0; otherwise truncated.
-                BinOp::Rem => {
-                    if y == 0 || (x == i32::MIN && y == -1) {
-                        0
-                    } else {
-                        x % y
-                    }
-                }
-                BinOp::And => x & y,
-                BinOp::Or => x | y,
-                BinOp::Xor => x ^ y,
-                BinOp::Shl => x.wrapping_shl(b & 31),
-                BinOp::Shr => x.wrapping_shr(b & 31),
+            let r = match op {
+                BinOp::Add => x + y,
+                BinOp::Sub => x - y,
+                BinOp::Mul => x * y,
+                BinOp::Div => x / y,
+                BinOp::Rem => x - y * (x / y).trunc(),
                 BinOp::Min => x.min(y),
                 BinOp::Max => x.max(y),
-                _ => 0,
-            }) as u32
-        }
-        Scalar::U32 => {
-            if op.is_comparison() {
-                return cmp(a.cmp(&b));
-            }
-            match op {
-                BinOp::Add => a.wrapping_add(b),
-                BinOp::Sub => a.wrapping_sub(b),
-                BinOp::Mul => a.wrapping_mul(b),
-                BinOp::Div => a.checked_div(b).unwrap_or(a),
-                BinOp::Rem => a.checked_rem(b).unwrap_or(0),
-                BinOp::And => a & b,
-                BinOp::Or => a | b,
-                BinOp::Xor => a ^ b,
-                BinOp::Shl => a.wrapping_shl(b & 31),
-                BinOp::Shr => a.wrapping_shr(b & 31),
-                BinOp::Min => a.min(b),
-                BinOp::Max => a.max(b),
-                _ => 0,
-            }
+                BinOp::Pow => x.powf(y),
+                _ => 0.0,
+            };
+            r.to_bits()
         }
         Scalar::F32 | Scalar::F16 => {
             let (x, y) = (to_f(s, a), to_f(s, b));
             if op.is_comparison() {
-                return match x.partial_cmp(&y) {
-                    Some(o) => cmp(o),
-                    None => u32::from(op == BinOp::Ne),
-                };
+                return compare(op, x.partial_cmp(&y));
             }
             let r = match op {
                 BinOp::Add => x + y,
@@ -216,47 +264,103 @@ pub fn binary(op: BinOp, result: Type, a: Value, b: Value) -> Value {
     out
 }
 
-/// `fma` in f32 (fused: one rounding).
+/// `fma` in f32 (f64 for f64; fused: one rounding).
 pub fn fma(a: Value, b: Value, c: Value) -> Value {
     let s = a.ty.scalar;
     let mut out = Value::zero(a.ty);
     for i in 0..usize::from(a.ty.lanes) {
-        let r = to_f(s, a.lanes[i]).mul_add(to_f(s, b.lanes[i]), to_f(s, c.lanes[i]));
-        out.lanes[i] = from_f(s, r);
+        out.lanes[i] = if s == Scalar::F64 {
+            let f = |v: u64| f64::from_bits(v);
+            f(a.lanes[i])
+                .mul_add(f(b.lanes[i]), f(c.lanes[i]))
+                .to_bits()
+        } else {
+            let r = to_f(s, a.lanes[i]).mul_add(to_f(s, b.lanes[i]), to_f(s, c.lanes[i]));
+            from_f(s, r)
+        };
     }
     out
 }
 
 /// Float to integer as WGSL (and naga) converts: truncate toward zero,
-/// saturate to the largest float representable in the target that fits
-/// (`2147483520.0` for i32, `4294967040.0` for u32), NaN to 0.
-fn float_to_int(f: f32, to: Scalar) -> u32 {
+/// saturate to the range of values both the float type and the target hold
+/// exactly (naga's `min_max_float_representable_by`: `2147483520.0` is the
+/// largest f32 for i32, `2147483647.0` the largest f64), NaN to 0.
+fn float_to_int(from: Scalar, bits: u64, to: Scalar) -> u64 {
+    if from == Scalar::F64 {
+        let f = f64::from_bits(bits);
+        if f.is_nan() {
+            return 0;
+        }
+        return match to {
+            Scalar::I32 => (f.clamp(-2_147_483_648.0, 2_147_483_647.0) as i32) as u32 as u64,
+            Scalar::U32 => u64::from(f.clamp(0.0, 4_294_967_295.0) as u32),
+            Scalar::I64 => {
+                (f.clamp(-9_223_372_036_854_775_808.0, 9_223_372_036_854_774_784.0) as i64) as u64
+            }
+            _ => f.clamp(0.0, 18_446_744_073_709_549_568.0) as u64,
+        };
+    }
+    let f = to_f(from, bits);
     if f.is_nan() {
         return 0;
     }
     match to {
-        Scalar::I32 => (f.clamp(-2_147_483_648.0, 2_147_483_520.0) as i32) as u32,
-        _ => f.clamp(0.0, 4_294_967_040.0) as u32,
+        Scalar::I32 => (f.clamp(-2_147_483_648.0, 2_147_483_520.0) as i32) as u32 as u64,
+        Scalar::U32 => u64::from(f.clamp(0.0, 4_294_967_040.0) as u32),
+        Scalar::I64 => {
+            (f.clamp(-9_223_372_036_854_775_808.0, 9_223_371_487_098_961_920.0) as i64) as u64
+        }
+        _ => f.clamp(0.0, 18_446_742_974_197_923_840.0) as u64,
     }
 }
 
-/// One lane of a value conversion.
-pub fn cast_lane(from: Scalar, to: Scalar, a: u32) -> u32 {
+/// An integer lane as i128 (exact, by its own signedness).
+fn int_value(s: Scalar, a: u64) -> i128 {
+    match s {
+        Scalar::I32 => i128::from(a as i32),
+        Scalar::I64 => i128::from(a as i64),
+        Scalar::U32 => i128::from(a as u32),
+        _ => i128::from(a),
+    }
+}
+
+/// One lane of a value conversion. Integer to integer is Rust's `as`:
+/// truncation to a narrower type, extension by the source's signedness to a
+/// wider one. Integer to float rounds to nearest even.
+pub fn cast_lane(from: Scalar, to: Scalar, a: u64) -> u64 {
     use Scalar::*;
     match (from, to) {
         _ if from == to => a,
-        (_, Bool) => u32::from(if from.is_float() {
-            to_f(from, a) != 0.0
+        (_, Bool) => u64::from(if from.is_float() {
+            to_f64(from, a) != 0.0
         } else {
             a != 0
         }),
-        (Bool, F32 | F16) => from_f(to, a as f32),
+        (Bool, F32 | F16 | F64) => from_f64(to, a as f64),
         (Bool, _) => a,
-        (I32 | U32, I32 | U32) => a,
-        (I32, F32 | F16) => from_f(to, a as i32 as f32),
-        (U32, F32 | F16) => from_f(to, a as f32),
-        (F32 | F16, F32 | F16) => from_f(to, to_f(from, a)),
-        (F32 | F16, _) => float_to_int(to_f(from, a), to),
+        (I32 | U32 | I64 | U64, I32 | U32 | I64 | U64) => {
+            let v = int_value(from, a);
+            match to {
+                I32 | U32 => u64::from(v as u32),
+                _ => v as u64,
+            }
+        }
+        (I32 | U32 | I64 | U64, F32 | F16) => {
+            // i64 -> f32 rounds once; an f16 of anything past 2^24 is
+            // infinite anyway, so rounding through f32 is exact enough.
+            let f = match from {
+                I64 => a as i64 as f32,
+                U64 => a as f32,
+                _ => int_value(from, a) as f32,
+            };
+            from_f(to, f)
+        }
+        (I32 | U32, F64) => (int_value(from, a) as f64).to_bits(),
+        (I64, F64) => (a as i64 as f64).to_bits(),
+        (U64, F64) => (a as f64).to_bits(),
+        (F32 | F16 | F64, F32 | F16 | F64) => from_f64(to, to_f64(from, a)),
+        (F32 | F16 | F64, _) => float_to_int(from, a, to),
     }
 }
 
@@ -327,6 +431,7 @@ pub fn eval_pure(
         | Op::Load(..)
         | Op::ArrayLength(_)
         | Op::AtomicLoad(..)
-        | Op::Atomic(..) => return None,
+        | Op::Atomic(..)
+        | Op::Subgroup(..) => return None,
     })
 }

@@ -7,8 +7,10 @@
 //! of a shader-creation error), and a constant with a NaN or infinite lane is
 //! produced at run time from its bits (WGSL has no such literal). Integer
 //! division by anything but a non-zero constant is guarded (naga refuses a
-//! divisor it can prove zero). Shift amounts are masked to the low 5 bits,
-//! the IR's rule.
+//! divisor it can prove zero). Shift amounts are masked to the low 5 bits
+//! (6 for 64-bit integers), the IR's rule. `i64::MIN` is spelled
+//! `(-9223372036854775807li - 1li)` (no literal reads as it), a NaN or
+//! infinite f64 comes from its `u64` bits.
 
 use std::fmt::Write as _;
 
@@ -32,6 +34,12 @@ pub fn emit_wgsl(kernel: &Kernel) -> String {
         indent: 1,
     };
     let mut head = String::new();
+    // Nor for subgroups: naga 30 implements the builtins and functions
+    // behind its SUBGROUP capability but refuses `enable subgroups;` as a
+    // not-yet-implemented extension.
+    // naga needs no `enable` for i64, u64 or f64 (only its SHADER_INT64 and
+    // FLOAT64 validation capabilities, which wgpu derives from the device's
+    // features).
     if def.uses_f16() {
         head.push_str("enable f16;\n\n");
     }
@@ -73,7 +81,13 @@ pub fn emit_wgsl(kernel: &Kernel) -> String {
          @builtin(local_invocation_id) lid: vec3<u32>,\n    \
          @builtin(workgroup_id) wid: vec3<u32>,\n    \
          @builtin(num_workgroups) nwg: vec3<u32>,\n    \
-         @builtin(local_invocation_index) lidx: u32,\n) {{\n"
+         @builtin(local_invocation_index) lidx: u32,\n{}) {{\n",
+        if def.uses_subgroups() {
+            "    @builtin(subgroup_invocation_id) sgid: u32,\n    \
+             @builtin(subgroup_size) sgsize: u32,\n"
+        } else {
+            ""
+        }
     );
     e.out = head;
     e.block(&def.body);
@@ -158,12 +172,34 @@ impl Emitter<'_> {
     /// sees a run-time value.
     fn runtime_constant(&mut self, id: ValueId, c: &Value) {
         let t = c.ty;
+        if t.scalar == Scalar::F64 {
+            // Same as below with 64-bit bits: `bitcast<f64>(u64)`.
+            let bits_t = literal::ty(t.with_scalar(Scalar::U64));
+            let l: Vec<String> = (0..usize::from(t.lanes))
+                .map(|i| format!("{}lu", c.lanes[i]))
+                .collect();
+            let init = if t.lanes == 1 {
+                l[0].clone()
+            } else {
+                format!("{bits_t}({})", l.join(", "))
+            };
+            self.line(&format!("var {}_bits: {bits_t} = {init};", v(id)));
+            let text = format!(
+                "let {}: {} = bitcast<{}>({}_bits);",
+                v(id),
+                literal::ty(t),
+                literal::ty(t),
+                v(id)
+            );
+            self.line(&text);
+            return;
+        }
         let bits_t = literal::ty(t.with_scalar(Scalar::U32));
         let f32_t = literal::ty(t.with_scalar(Scalar::F32));
         let lanes: Vec<u32> = (0..usize::from(t.lanes))
             .map(|i| match t.scalar {
                 Scalar::F16 => compute_ir::interp::f16::to_f32(c.lanes[i] as u16).to_bits(),
-                _ => c.lanes[i],
+                _ => c.lanes[i] as u32,
             })
             .collect();
         let init = if t.lanes == 1 {
@@ -193,6 +229,8 @@ impl Emitter<'_> {
                 Builtin::WorkgroupId => "wid",
                 Builtin::NumWorkgroups => "nwg",
                 Builtin::LocalIndex => "lidx",
+                Builtin::SubgroupInvocationId => "sgid",
+                Builtin::SubgroupSize => "sgsize",
             }
             .to_string(),
             Op::Splat(x, _) => format!("{}({})", literal::ty(t), v(*x)),
@@ -263,10 +301,11 @@ impl Emitter<'_> {
                     BinOp::Xor => infix("^"),
                     BinOp::Shl | BinOp::Shr => {
                         let o = if *b == BinOp::Shl { "<<" } else { ">>" };
+                        let bits = if xt.scalar.is_64() { 63 } else { 31 };
                         let mask = if xt.lanes == 1 {
-                            "31u".to_string()
+                            format!("{bits}u")
                         } else {
-                            format!("vec{}<u32>(31u)", xt.lanes)
+                            format!("vec{}<u32>({bits}u)", xt.lanes)
                         };
                         format!("{x} {o} ({y} & {mask})")
                     }
@@ -291,13 +330,41 @@ impl Emitter<'_> {
             // min(max()) rather than clamp(): the IR's definition, also for lo > hi.
             Op::Clamp(x, lo, hi) => format!("min(max({}, {}), {})", v(*x), v(*lo), v(*hi)),
             Op::Fma(a, b, c) => format!("fma({}, {}, {})", v(*a), v(*b), v(*c)),
-            Op::Cast(x, _) => format!("{}({})", literal::ty(t), v(*x)),
+            Op::Cast(x, to) => {
+                let from = self.ty_of(*x).scalar;
+                let signed = |s: Scalar| matches!(s, Scalar::I32 | Scalar::I64);
+                if from.is_int()
+                    && to.is_int()
+                    && from.size() != to.size()
+                    && signed(from) != signed(*to)
+                {
+                    // Change the width first, keeping the source's
+                    // signedness (so the extension is by it, the IR's rule
+                    // and naga's SPIR-V `SConvert`/`UConvert` agree), then
+                    // reinterpret.
+                    let mid = match (signed(from), to.is_64()) {
+                        (true, true) => Scalar::I64,
+                        (true, false) => Scalar::I32,
+                        (false, true) => Scalar::U64,
+                        (false, false) => Scalar::U32,
+                    };
+                    format!(
+                        "{}({}({}))",
+                        literal::ty(t),
+                        literal::ty(t.with_scalar(mid)),
+                        v(*x)
+                    )
+                } else {
+                    format!("{}({})", literal::ty(t), v(*x))
+                }
+            }
             Op::Bitcast(x, _) => format!("bitcast<{}>({})", literal::ty(t), v(*x)),
             Op::Get(var) => format!("x{}", var.0),
             Op::Load(a, i) => format!("{}[{}]", array(*a), v(*i)),
             Op::ArrayLength(b) => format!("arrayLength(&b{b})"),
             Op::AtomicLoad(b, i) => format!("atomicLoad(&b{b}[{}])", v(*i)),
             Op::Atomic(a, b, i, x) => format!("{}(&b{b}[{}], {})", a.wgsl(), v(*i), v(*x)),
+            Op::Subgroup(o, x) => format!("{}({})", o.wgsl(), v(*x)),
         }
     }
 

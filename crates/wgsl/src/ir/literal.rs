@@ -16,16 +16,17 @@ pub(super) fn ty(t: Type) -> String {
 /// a NaN or infinity is not a valid constant expression.
 pub(super) fn representable(v: &Value) -> bool {
     (0..usize::from(v.ty.lanes)).all(|i| match v.ty.scalar {
-        Scalar::F32 => f32::from_bits(v.lanes[i]).is_finite(),
+        Scalar::F32 => f32::from_bits(v.lanes[i] as u32).is_finite(),
         Scalar::F16 => f16::to_f32(v.lanes[i] as u16).is_finite(),
+        Scalar::F64 => f64::from_bits(v.lanes[i]).is_finite(),
         _ => true,
     })
 }
 
-fn float(f: f32, suffix: char) -> String {
-    // `{:?}` is the shortest string that reads back as the same f32; for an
-    // f16 value it also reads back as the same f16 (exactly representable).
-    let s = format!("{f:?}");
+fn float(s: String, suffix: &str) -> String {
+    // `{:?}` is the shortest string that reads back as the same float; for
+    // an f16 value (printed as f32) it also reads back as the same f16
+    // (exactly representable).
     let s = if s.contains(['.', 'e', 'E']) {
         s
     } else {
@@ -39,10 +40,22 @@ fn float(f: f32, suffix: char) -> String {
 }
 
 /// One scalar constant (finite floats only; see [`representable`]).
-pub(super) fn scalar(s: Scalar, bits: u32) -> String {
+pub(super) fn scalar(s: Scalar, bits: u64) -> String {
     match s {
         Scalar::Bool => (if bits != 0 { "true" } else { "false" }).to_string(),
         Scalar::U32 => format!("{bits}u"),
+        Scalar::U64 => format!("{bits}lu"),
+        Scalar::I64 => {
+            let v = bits as i64;
+            if v == i64::MIN {
+                "(-9223372036854775807li - 1li)".to_string()
+            } else if v < 0 {
+                format!("(-{}li)", -v)
+            } else {
+                format!("{v}li")
+            }
+        }
+        Scalar::F64 => float(format!("{:?}", f64::from_bits(bits)), "lf"),
         Scalar::I32 => {
             let v = bits as i32;
             if v == i32::MIN {
@@ -53,8 +66,8 @@ pub(super) fn scalar(s: Scalar, bits: u32) -> String {
                 format!("{v}i")
             }
         }
-        Scalar::F32 => float(f32::from_bits(bits), 'f'),
-        Scalar::F16 => float(f16::to_f32(bits as u16), 'h'),
+        Scalar::F32 => float(format!("{:?}", f32::from_bits(bits as u32)), "f"),
+        Scalar::F16 => float(format!("{:?}", f16::to_f32(bits as u16)), "h"),
     }
 }
 

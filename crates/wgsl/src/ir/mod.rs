@@ -2,14 +2,34 @@
 //!
 //! `layout` reads the kernel's interface without generating code; `compile`
 //! checks the kernel against the device (workgroup size, shared memory,
-//! binding count, `f16`), emits WGSL ([`emit_wgsl`]) and, when the options
-//! ask for it, validates it with naga. Every storage buffer is emitted
-//! `read_write`, so the output already meets the server's contract.
+//! binding count, features), emits WGSL ([`emit_wgsl`]) and, when the
+//! options ask for it, validates it with naga. Every storage buffer is
+//! emitted `read_write`, so the output already meets the server's contract.
+//!
+//! Feature-gated IR, refused with [`ServerError::Unsupported`] (`what` in
+//! quotes) on a device without the wgpu feature:
+//! - `"f16"`: `SHADER_F16`; emitted with `enable f16;`;
+//! - `"i64"`, `"u64"`: `SHADER_INT64`; `"f64"`: `SHADER_F64`. naga 30 takes
+//!   them without an `enable` directive (its validator wants the
+//!   `SHADER_INT64` / `FLOAT64` capabilities, which wgpu derives from the
+//!   device features); literals are `1li`, `1lu`, `1.0lf`. Integer casts
+//!   that change both width and signedness are emitted in two steps (width
+//!   first, by the source's signedness), because naga's SPIR-V output of the
+//!   one-step form extends by the *target*'s signedness;
+//! - `"subgroups"`: `SUBGROUP`, for `subgroupAdd`/`Min`/`Max`/
+//!   `BroadcastFirst`/`Ballot` and the `subgroup_invocation_id` and
+//!   `subgroup_size` builtins (declared as entry-point parameters only when
+//!   used). No `enable subgroups;`: naga 30 parses it as a not-yet-
+//!   implemented extension and fails.
+//!
+//! Not emitted because the IR lacks them: 64-bit atomics and scalar
+//! arguments, other subgroup functions, f16/64-bit subgroup operands, 64-bit
+//! `exp`/`log`/`pow`/`tanh`/`sin`/`cos` (Vulkan's GLSL.std.450 has none).
 
 mod emit;
 mod literal;
 
-use compute_ir::{Access, Kernel, KernelInfo};
+use compute_ir::{Access, Kernel, KernelInfo, Scalar};
 use compute_runtime::{CubeKernel, ServerError};
 
 use crate::{
@@ -94,6 +114,31 @@ fn check_device(kernel: &Kernel, caps: &DeviceCaps) -> Result<(), ServerError> {
         return Err(ServerError::unsupported(
             "f16",
             "the kernel uses f16 and the device lacks SHADER_F16",
+        ));
+    }
+    let int64 = caps.features.contains(wgpu::Features::SHADER_INT64);
+    if def.uses(Scalar::I64) && !int64 {
+        return Err(ServerError::unsupported(
+            "i64",
+            "the kernel uses i64 and the device lacks SHADER_INT64",
+        ));
+    }
+    if def.uses(Scalar::U64) && !int64 {
+        return Err(ServerError::unsupported(
+            "u64",
+            "the kernel uses u64 and the device lacks SHADER_INT64",
+        ));
+    }
+    if def.uses_subgroups() && !caps.features.contains(wgpu::Features::SUBGROUP) {
+        return Err(ServerError::unsupported(
+            "subgroups",
+            "the kernel uses subgroup operations and the device lacks SUBGROUP",
+        ));
+    }
+    if def.uses(Scalar::F64) && !caps.features.contains(wgpu::Features::SHADER_F64) {
+        return Err(ServerError::unsupported(
+            "f64",
+            "the kernel uses f64 and the device lacks SHADER_F64",
         ));
     }
     Ok(())
