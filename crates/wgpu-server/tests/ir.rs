@@ -186,11 +186,39 @@ fn tiled_matmul_matches_the_host() {
     }
 }
 
+/// The f32 buffers of a random program (`compute_ir::random`: input 2,
+/// output 5).
+const FLOAT_BUFFERS: [usize; 2] = [2, 5];
+
+/// Floats agree within 4 ULP. A driver may contract `a * b + c` into one
+/// fused multiply-add (WGSL allows it; NVIDIA does: 1 ULP on seed 24 on the
+/// H200, while lavapipe agrees bit for bit), so the bound is stated rather
+/// than 0.
+fn assert_floats_close(got: &[u8], expected: &[u8], seed: u64, buffer: usize) {
+    for (k, (g, e)) in got
+        .chunks_exact(4)
+        .zip(expected.chunks_exact(4))
+        .enumerate()
+    {
+        let g = f32::from_le_bytes([g[0], g[1], g[2], g[3]]);
+        let e = f32::from_le_bytes([e[0], e[1], e[2], e[3]]);
+        if g.to_bits() == e.to_bits() || (g.is_nan() && e.is_nan()) {
+            continue;
+        }
+        let ulps = (g.to_bits() as i64 - e.to_bits() as i64).unsigned_abs();
+        assert!(
+            g.is_sign_positive() == e.is_sign_positive() && ulps <= 4,
+            "seed {seed}, buffer {buffer}, element {k}: device {g} vs interpreter {e} ({ulps} ULP)"
+        );
+    }
+}
+
 /// Random well-typed programs (integers, bools and correctly rounded float
 /// ops; loops, branches, shared memory with barriers, atomics) give the same
-/// bytes on the device and in the interpreter: exact, 0 ULP.
+/// results on the device and in the interpreter: integers exactly, floats
+/// within 4 ULP (see `assert_floats_close`).
 #[test]
-fn random_programs_match_the_interpreter_bit_for_bit() {
+fn random_programs_match_the_interpreter() {
     let mut s = server();
     let cfg = Config {
         statements: 16,
@@ -214,7 +242,11 @@ fn random_programs_match_the_interpreter_bit_for_bit() {
         for (i, h) in handles.iter().enumerate() {
             let mut got = read(&mut s, h);
             got.truncate(expected[i].len());
-            assert_eq!(got, expected[i], "seed {seed}, buffer {i}");
+            if FLOAT_BUFFERS.contains(&i) {
+                assert_floats_close(&got, &expected[i], seed, i);
+            } else {
+                assert_eq!(got, expected[i], "seed {seed}, buffer {i}");
+            }
         }
     }
     futures::executor::block_on(s.sync(vec![], S)).expect("no deferred failure");
