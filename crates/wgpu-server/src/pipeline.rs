@@ -89,11 +89,11 @@ impl PipelineCache {
                 label: Some(&compiled.name),
                 source: wgpu::ShaderSource::Wgsl(compiled.source.as_str().into()),
             };
-            let module = match options.bounds_checks {
+            let module = match compiled.bounds_checks.unwrap_or(options.bounds_checks) {
                 BoundsChecks::Checked => device.create_shader_module(source),
-                // SAFETY: the caller chose unchecked accesses in the options;
-                // the kernel's memory safety is then the caller's contract
-                // (`Server::launch` is unsafe for this reason).
+                // SAFETY: the caller chose unchecked accesses (options or the
+                // kernel's own policy); the kernel's memory safety is then the
+                // caller's contract (`Server::launch` is unsafe for this reason).
                 BoundsChecks::Unchecked => unsafe {
                     device.create_shader_module_trusted(
                         source,

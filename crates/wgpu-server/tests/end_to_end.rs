@@ -131,3 +131,21 @@ fn client_from_any_thread() {
         h.join().expect("thread");
     }
 }
+
+#[test]
+fn a_kernel_can_choose_unchecked_accesses_for_itself() {
+    use wgpu_server::BoundsChecks;
+    let mut s = server();
+    let h = upload(&mut s, u32s(&[1; 256]), S0);
+    let checked = inc_kernel();
+    let unchecked = inc_kernel().with_bounds_checks(BoundsChecks::Unchecked);
+    assert_ne!(
+        compute_runtime::CubeKernel::id(&checked),
+        compute_runtime::CubeKernel::id(&unchecked),
+        "the policy is part of the kernel's identity"
+    );
+    launch(&mut s, checked, CubeCount::x(4), &[&h], S0);
+    launch(&mut s, unchecked, CubeCount::x(4), &[&h], S0);
+    assert_eq!(to_u32s(&read(&mut s, &h, S0).expect("read")), vec![3; 256]);
+    assert_eq!(s.cached_pipelines(), 2);
+}

@@ -88,6 +88,8 @@ pub struct CompiledKernel {
     pub entry_point: String,
     /// Interface.
     pub layout: KernelLayout,
+    /// This kernel's bounds-check policy, overriding the options' when set.
+    pub bounds_checks: Option<BoundsChecks>,
 }
 
 /// A compiler backend: the `C` of `WgpuServer<C>`.

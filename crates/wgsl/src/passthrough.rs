@@ -13,8 +13,8 @@ use std::sync::Arc;
 use compute_runtime::{CubeKernel, KernelId, ServerError};
 
 use crate::{
-    BindingAccess, CompiledKernel, DeviceCaps, KernelLayout, WgpuCompilationOptions, WgpuCompiler,
-    validate_wgsl, writable_storage,
+    BindingAccess, BoundsChecks, CompiledKernel, DeviceCaps, KernelLayout, WgpuCompilationOptions,
+    WgpuCompiler, validate_wgsl, writable_storage,
 };
 
 /// A kernel given as WGSL source.
@@ -24,6 +24,7 @@ pub struct WgslKernel {
     source: Arc<str>,
     entry_point: Arc<str>,
     layout: KernelLayout,
+    bounds_checks: Option<BoundsChecks>,
     id: KernelId,
 }
 
@@ -45,12 +46,13 @@ impl WgslKernel {
             scalars: false,
             workgroup_size,
         };
-        let id = KernelId::of(&(&*source, &*entry_point, &layout));
+        let id = KernelId::of(&(&*source, &*entry_point, &layout, None::<BoundsChecks>));
         Self {
             name,
             source,
             entry_point,
             layout,
+            bounds_checks: None,
             id,
         }
     }
@@ -58,8 +60,25 @@ impl WgslKernel {
     /// Declares a uniform block of scalars at the binding after the buffers.
     pub fn with_scalars(mut self) -> Self {
         self.layout.scalars = true;
-        self.id = KernelId::of(&(&*self.source, &*self.entry_point, &self.layout));
+        self.rehash();
         self
+    }
+
+    /// This kernel's bounds-check policy, whatever the server's options say:
+    /// `Unchecked` compiles it through `create_shader_module_trusted`.
+    pub fn with_bounds_checks(mut self, checks: BoundsChecks) -> Self {
+        self.bounds_checks = Some(checks);
+        self.rehash();
+        self
+    }
+
+    fn rehash(&mut self) {
+        self.id = KernelId::of(&(
+            &*self.source,
+            &*self.entry_point,
+            &self.layout,
+            self.bounds_checks,
+        ));
     }
 
     /// The WGSL source.
@@ -134,6 +153,7 @@ impl WgpuCompiler for WgslPassthrough {
             source,
             entry_point: k.entry_point.to_string(),
             layout: k.layout.clone(),
+            bounds_checks: k.bounds_checks,
         })
     }
 }

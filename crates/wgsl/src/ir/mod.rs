@@ -182,6 +182,7 @@ impl WgpuCompiler for IrCompiler {
             source,
             entry_point: ENTRY_POINT.to_string(),
             layout: ir_layout(&k.info()),
+            bounds_checks: None,
         })
     }
 }
