@@ -141,6 +141,38 @@ fn raw_tiny(
     (pipeline, group)
 }
 
+/// The raw baseline of the launch figures: `launches` dispatches in one
+/// pass of one encoder, one submit; µs per launch until the loop returns
+/// (or until the GPU is done, `with_wait`). Always drains before returning.
+fn raw_enqueue_us(
+    device: &wgpu::Device,
+    queue: &wgpu::Queue,
+    pipeline: &wgpu::ComputePipeline,
+    group: &wgpu::BindGroup,
+    launches: usize,
+    with_wait: bool,
+) -> f64 {
+    let t = Instant::now();
+    let mut enc = device.create_command_encoder(&Default::default());
+    {
+        let mut pass = enc.begin_compute_pass(&Default::default());
+        pass.set_pipeline(pipeline);
+        pass.set_bind_group(0, group, &[]);
+        for _ in 0..launches {
+            pass.dispatch_workgroups(1, 1, 1);
+        }
+    }
+    queue.submit(Some(enc.finish()));
+    if with_wait {
+        wait(device);
+    }
+    let e = us(t.elapsed(), launches);
+    if !with_wait {
+        wait(device);
+    }
+    e
+}
+
 fn launch_figures(s: &mut S, o: &Options, out: &mut Vec<Figure>) -> Result<(), ServerError> {
     let launches = 10_000;
     let rounds = if o.quick { 3 } else { 9 };
@@ -192,27 +224,8 @@ fn launch_figures(s: &mut S, o: &Options, out: &mut Vec<Figure>) -> Result<(), S
         }
         e
     };
-    let raw = |with_wait: bool| -> f64 {
-        let t = Instant::now();
-        let mut enc = device.create_command_encoder(&Default::default());
-        {
-            let mut pass = enc.begin_compute_pass(&Default::default());
-            pass.set_pipeline(&pipeline);
-            pass.set_bind_group(0, &group, &[]);
-            for _ in 0..launches {
-                pass.dispatch_workgroups(1, 1, 1);
-            }
-        }
-        queue.submit(Some(enc.finish()));
-        if with_wait {
-            wait(&device);
-        }
-        let e = us(t.elapsed(), launches);
-        if !with_wait {
-            wait(&device);
-        }
-        e
-    };
+    let raw =
+        |with_wait: bool| raw_enqueue_us(&device, &queue, &pipeline, &group, launches, with_wait);
     let cell = std::cell::RefCell::new(s);
     let (v, b) = interleaved(
         rounds,
@@ -515,22 +528,7 @@ fn stream_figures(s: &mut S, o: &Options, out: &mut Vec<Figure>) -> Result<(), S
             let _ = futures::executor::block_on(s.sync(vec![], StreamId(2)));
             e
         },
-        || {
-            let t = Instant::now();
-            let mut enc = device.create_command_encoder(&Default::default());
-            {
-                let mut pass = enc.begin_compute_pass(&Default::default());
-                pass.set_pipeline(&pipeline);
-                pass.set_bind_group(0, &group, &[]);
-                for _ in 0..launches {
-                    pass.dispatch_workgroups(1, 1, 1);
-                }
-            }
-            queue.submit(Some(enc.finish()));
-            let e = us(t.elapsed(), launches);
-            wait(&device);
-            e
-        },
+        || raw_enqueue_us(&device, &queue, &pipeline, &group, launches, false),
     );
     out.push(Figure {
         name: "stream.cross_stream_enqueue_us",
