@@ -173,6 +173,20 @@ fn raw_enqueue_us(
     e
 }
 
+/// The raw write baseline: `write_buffer` + empty submit + wait.
+fn raw_write(
+    device: &wgpu::Device,
+    queue: &wgpu::Queue,
+    dst: &wgpu::Buffer,
+    data: &[u8],
+) -> Duration {
+    let t = Instant::now();
+    queue.write_buffer(dst, 0, data);
+    queue.submit(std::iter::empty());
+    wait(device);
+    t.elapsed()
+}
+
 fn launch_figures(s: &mut S, o: &Options, out: &mut Vec<Figure>) -> Result<(), ServerError> {
     let launches = 10_000;
     let rounds = if o.quick { 3 } else { 9 };
@@ -312,13 +326,7 @@ fn transfer_figures(s: &mut S, o: &Options, out: &mut Vec<Figure>) -> Result<(),
             let _ = sync(&mut s);
             gbps(t.elapsed())
         },
-        || {
-            let t = Instant::now();
-            queue.write_buffer(&raw_dst, 0, &data);
-            queue.submit(std::iter::empty());
-            wait(&device);
-            gbps(t.elapsed())
-        },
+        || gbps(raw_write(&device, &queue, &raw_dst, &data)),
     );
     out.push(Figure {
         name: "transfer.write_64mib_gbps",
@@ -693,13 +701,7 @@ fn memory_figures(s: &mut S, o: &Options, out: &mut Vec<Figure>) -> Result<(), S
             let _ = sync(&mut s);
             gbps(staging_time + t1.elapsed())
         },
-        || {
-            let t = Instant::now();
-            queue.write_buffer(&raw_dst, 0, &data);
-            queue.submit(std::iter::empty());
-            wait(&device);
-            gbps(t.elapsed())
-        },
+        || gbps(raw_write(&device, &queue, &raw_dst, &data)),
     );
     out.push(Figure {
         name: "transfer.staged_write_64mib_gbps",
