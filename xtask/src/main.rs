@@ -175,8 +175,8 @@ fn bench(rest: &[String]) -> Result {
         "--quiet",
         "--release",
         "-p",
-        "wgpu-server",
-        "--example",
+        "compute-bench",
+        "--bin",
         "bench",
         "--",
     ]);
@@ -190,8 +190,10 @@ fn device_bundle() -> Result {
         "build",
         "--release",
         "-p",
+        "compute-bench",
+        "-p",
         "wgpu-server",
-        "--example",
+        "--bin",
         "bench",
         "--example",
         "tour",
@@ -199,8 +201,11 @@ fn device_bundle() -> Result {
     run(build)?;
     let out = root().join(".h200");
     std::fs::create_dir_all(&out).map_err(|e| format!("create {}: {e}", out.display()))?;
-    for name in ["bench", "tour"] {
-        let bin = root().join("target/release/examples").join(name);
+    for (dir, name) in [
+        ("target/release", "bench"),
+        ("target/release/examples", "tour"),
+    ] {
+        let bin = root().join(dir).join(name);
         std::fs::copy(&bin, out.join(name)).map_err(|e| format!("copy {}: {e}", bin.display()))?;
     }
     let mut libs = Command::new("bash");

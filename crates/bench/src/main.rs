@@ -1,0 +1,76 @@
+//! Benchmarks of the compute server: each figure measured through the
+//! server and against the closest raw-wgpu loop doing the same work, in the
+//! same process, on the same device, in interleaved rounds; medians
+//! reported.
+//!
+//! `cargo xtask bench [--quick] [--filter PREFIX] [--out PATH]` writes
+//! `target/bench/report.json` (or PATH) and prints a table. One module per
+//! figure family (the part of a figure's name before the dot); `raw.rs`
+//! holds the baselines. See `docs/benchmarks.md` for what each figure
+//! means.
+
+mod harness;
+mod kernel;
+mod launch;
+mod memory;
+mod profile;
+mod raw;
+mod report;
+mod shaders;
+mod stream;
+mod transfer;
+
+use compute_runtime::{DeviceId, Server, ServerError};
+use wgpu_server::{WgpuServer, WgslPassthrough};
+
+/// The server most families measure: WGSL given by the caller.
+type S = WgpuServer<WgslPassthrough>;
+
+fn main() -> Result<(), ServerError> {
+    let o = harness::Options::from_args();
+    let mut s = S::try_init(DeviceId(0))?;
+    let a = Server::utilities(&s).adapter.clone();
+    println!(
+        "adapter: {} ({}, {}, {} {})",
+        a.name, a.backend, a.device_type, a.driver, a.driver_info
+    );
+    let mut figures = Vec::new();
+    if o.wants("launch.") {
+        launch::figures(&mut s, &o, &mut figures)?;
+    }
+    if o.wants("memory.") {
+        memory::figures(&mut s, &o, &mut figures)?;
+    }
+    if o.wants("profile.") {
+        profile::figures(&mut s, &o, &mut figures)?;
+    }
+    if o.wants("compile.") || o.wants("kernel.") {
+        kernel::figures(&o, &mut figures)?;
+    }
+    if o.wants("stream.") {
+        stream::figures(&mut s, &o, &mut figures)?;
+    }
+    if o.wants("sync.") {
+        launch::sync_figures(&mut s, &o, &mut figures)?;
+    }
+    if o.wants("transfer.") {
+        transfer::figures(&mut s, &o, &mut figures)?;
+    }
+    if let Some(f) = &o.filter {
+        figures.retain(|x| x.name.starts_with(f.as_str()));
+    }
+    report::print_table(&figures);
+    let json = report::to_json(&a, o.quick, &figures);
+    let path = std::path::Path::new(&o.out);
+    if let Some(dir) = path.parent() {
+        let _ = std::fs::create_dir_all(dir);
+    }
+    let text = serde_json::to_string_pretty(&json).map_err(|e| ServerError::InvalidArgument {
+        reason: format!("serializing the report: {e}"),
+    })?;
+    std::fs::write(path, text + "\n").map_err(|e| ServerError::InvalidArgument {
+        reason: format!("writing {}: {e}", o.out),
+    })?;
+    println!("\nwrote {}", o.out);
+    Ok(())
+}

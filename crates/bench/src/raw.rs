@@ -1,0 +1,133 @@
+//! The raw-wgpu baselines: the closest loop that does the same work
+//! without the server, on the server's own device and queue.
+
+use std::time::{Duration, Instant};
+
+use crate::harness::us;
+use crate::shaders::TINY;
+
+/// Drains the device.
+pub fn wait(device: &wgpu::Device) {
+    let _ = device.poll(wgpu::PollType::wait_indefinitely());
+}
+
+/// A compute pipeline of `source`'s `main`, with the layout derived.
+pub fn pipeline(device: &wgpu::Device, source: &str) -> wgpu::ComputePipeline {
+    let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
+        label: None,
+        source: wgpu::ShaderSource::Wgsl(source.into()),
+    });
+    device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+        label: None,
+        layout: None,
+        module: &module,
+        entry_point: Some("main"),
+        compilation_options: Default::default(),
+        cache: None,
+    })
+}
+
+/// A plain buffer.
+pub fn buffer(device: &wgpu::Device, size: u64, usage: wgpu::BufferUsages) -> wgpu::Buffer {
+    device.create_buffer(&wgpu::BufferDescriptor {
+        label: None,
+        size,
+        usage,
+        mapped_at_creation: false,
+    })
+}
+
+/// A bind group of `pipeline`'s group 0 with `buffers` bound whole, in
+/// binding order.
+pub fn bind_whole(
+    device: &wgpu::Device,
+    pipeline: &wgpu::ComputePipeline,
+    buffers: &[&wgpu::Buffer],
+) -> wgpu::BindGroup {
+    let entries: Vec<wgpu::BindGroupEntry> = buffers
+        .iter()
+        .enumerate()
+        .map(|(i, b)| wgpu::BindGroupEntry {
+            binding: i as u32,
+            resource: b.as_entire_binding(),
+        })
+        .collect();
+    device.create_bind_group(&wgpu::BindGroupDescriptor {
+        label: None,
+        layout: &pipeline.get_bind_group_layout(0),
+        entries: &entries,
+    })
+}
+
+/// Pipeline + bind group of the tiny kernel over a buffer of its own.
+pub fn tiny(device: &wgpu::Device) -> (wgpu::ComputePipeline, wgpu::BindGroup) {
+    let buf = buffer(device, 256, wgpu::BufferUsages::STORAGE);
+    let pipeline = pipeline(device, TINY);
+    let group = bind_whole(device, &pipeline, &[&buf]);
+    (pipeline, group)
+}
+
+/// The raw baseline of the launch figures: `launches` dispatches in one
+/// pass of one encoder, one submit; µs per launch until the loop returns
+/// (or until the GPU is done, `with_wait`). Always drains before returning.
+pub fn enqueue_us(
+    device: &wgpu::Device,
+    queue: &wgpu::Queue,
+    pipeline: &wgpu::ComputePipeline,
+    group: &wgpu::BindGroup,
+    launches: usize,
+    with_wait: bool,
+) -> f64 {
+    let t = Instant::now();
+    let mut enc = device.create_command_encoder(&Default::default());
+    {
+        let mut pass = enc.begin_compute_pass(&Default::default());
+        pass.set_pipeline(pipeline);
+        pass.set_bind_group(0, group, &[]);
+        for _ in 0..launches {
+            pass.dispatch_workgroups(1, 1, 1);
+        }
+    }
+    queue.submit(Some(enc.finish()));
+    if with_wait {
+        wait(device);
+    }
+    let e = us(t.elapsed(), launches);
+    if !with_wait {
+        wait(device);
+    }
+    e
+}
+
+/// The raw write baseline: `write_buffer` + empty submit + wait.
+pub fn write(
+    device: &wgpu::Device,
+    queue: &wgpu::Queue,
+    dst: &wgpu::Buffer,
+    data: &[u8],
+) -> Duration {
+    let t = Instant::now();
+    queue.write_buffer(dst, 0, data);
+    queue.submit(std::iter::empty());
+    wait(device);
+    t.elapsed()
+}
+
+/// The raw read baseline: copy `size` bytes of `src` into a new `MAP_READ`
+/// buffer, map it, copy the bytes into a `Vec`.
+pub fn read(device: &wgpu::Device, queue: &wgpu::Queue, src: &wgpu::Buffer, size: u64) -> Vec<u8> {
+    let staging = buffer(
+        device,
+        size,
+        wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+    );
+    let mut enc = device.create_command_encoder(&Default::default());
+    enc.copy_buffer_to_buffer(src, 0, &staging, 0, size);
+    queue.submit(Some(enc.finish()));
+    staging.map_async(wgpu::MapMode::Read, .., |_| {});
+    wait(device);
+    staging
+        .get_mapped_range(..)
+        .map(|v| v.to_vec())
+        .unwrap_or_default()
+}

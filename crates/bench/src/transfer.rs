@@ -1,0 +1,145 @@
+//! `transfer.*`: host writes and reads of 64 MiB, a 4 KiB round trip, and
+//! a write of bytes the caller filled through `staging`.
+
+use std::cell::RefCell;
+use std::time::Instant;
+
+use compute_runtime::{Bytes, Server, ServerError};
+
+use crate::harness::{Options, STREAM, alloc, gbps, interleaved, sync, us};
+use crate::report::Figure;
+use crate::{S, raw};
+
+const SIZE: u64 = 64 << 20;
+
+pub fn figures(s: &mut S, o: &Options, out: &mut Vec<Figure>) -> Result<(), ServerError> {
+    let rounds = o.rounds(3, 7);
+    let data = Bytes::from((0..SIZE).map(|i| (i % 251) as u8).collect::<Vec<u8>>());
+    let h = alloc(s, SIZE)?;
+    let device = s.device().clone();
+    let queue = s.queue().clone();
+    let raw_dst = raw::buffer(
+        &device,
+        SIZE,
+        wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST | wgpu::BufferUsages::COPY_SRC,
+    );
+    let cell = RefCell::new(&mut *s);
+
+    let (v, b) = interleaved(
+        rounds,
+        || {
+            let mut s = cell.borrow_mut();
+            let t = Instant::now();
+            s.write(vec![(h.copy_descriptor(), data.clone())], STREAM);
+            let _ = sync(&mut s);
+            gbps(SIZE, t.elapsed())
+        },
+        || gbps(SIZE, raw::write(&device, &queue, &raw_dst, &data)),
+    );
+    out.push(Figure::new(
+        "transfer.write_64mib_gbps",
+        v,
+        "GB/s (higher is better)",
+        "raw.write_64mib_gbps",
+        b,
+    ));
+
+    let (v, b) = interleaved(
+        rounds,
+        || {
+            let mut s = cell.borrow_mut();
+            let t = Instant::now();
+            let r = futures::executor::block_on(s.read(vec![h.copy_descriptor()], STREAM));
+            // The same work as the raw loop: the bytes end up in a Vec.
+            let bytes = r.ok().and_then(|mut v| v.pop()).map(|b| b.to_vec());
+            std::hint::black_box(bytes);
+            gbps(SIZE, t.elapsed())
+        },
+        || {
+            let t = Instant::now();
+            std::hint::black_box(raw::read(&device, &queue, &raw_dst, SIZE));
+            gbps(SIZE, t.elapsed())
+        },
+    );
+    out.push(Figure::new(
+        "transfer.read_64mib_gbps",
+        v,
+        "GB/s (higher is better)",
+        "raw.read_64mib_gbps",
+        b,
+    ));
+
+    // 4 KiB round trip.
+    let small = Bytes::from(vec![7u8; 4096]);
+    let hs = alloc(&mut cell.borrow_mut(), 4096)?;
+    let raw_small = raw::buffer(
+        &device,
+        4096,
+        wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST | wgpu::BufferUsages::COPY_SRC,
+    );
+    let n = if o.quick { 50 } else { 200 };
+    let (v, b) = interleaved(
+        rounds,
+        || {
+            let mut s = cell.borrow_mut();
+            let t = Instant::now();
+            for _ in 0..n {
+                s.write(vec![(hs.copy_descriptor(), small.clone())], STREAM);
+                let r = futures::executor::block_on(s.read(vec![hs.copy_descriptor()], STREAM));
+                std::hint::black_box(r.ok());
+            }
+            us(t.elapsed(), n)
+        },
+        || {
+            let t = Instant::now();
+            for _ in 0..n {
+                queue.write_buffer(&raw_small, 0, &small);
+                std::hint::black_box(raw::read(&device, &queue, &raw_small, 4096));
+            }
+            us(t.elapsed(), n)
+        },
+    );
+    out.push(Figure::new(
+        "transfer.roundtrip_4kib_us",
+        v,
+        "us (lower is better)",
+        "raw.roundtrip_4kib_us",
+        b,
+    ));
+
+    // staging + write of 64 MiB against the raw write_buffer loop.
+    let (v, b) = interleaved(
+        rounds,
+        || {
+            let mut s = cell.borrow_mut();
+            let t0 = Instant::now();
+            let Some(staged) = s
+                .staging(&[SIZE as usize], STREAM)
+                .ok()
+                .and_then(|mut v| v.pop())
+            else {
+                return f64::NAN;
+            };
+            let staging_time = t0.elapsed();
+            // Filling is the caller's work (the raw loop's data is already
+            // in place), so it is not timed.
+            let Ok(mut fill) = staged.try_into_mut() else {
+                return f64::NAN;
+            };
+            fill.copy_from_slice(&data);
+            let t1 = Instant::now();
+            s.write(vec![(h.copy_descriptor(), fill.freeze())], STREAM);
+            let _ = sync(&mut s);
+            gbps(SIZE, staging_time + t1.elapsed())
+        },
+        || gbps(SIZE, raw::write(&device, &queue, &raw_dst, &data)),
+    );
+    out.push(Figure::new(
+        "transfer.staged_write_64mib_gbps",
+        v,
+        "GB/s (higher is better)",
+        "raw.write_64mib_gbps",
+        b,
+    ));
+    Ok(())
+}
