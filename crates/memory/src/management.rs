@@ -380,9 +380,22 @@ impl<S: ComputeStorage> MemoryManagement<S> {
         Err(ServerError::InvalidArgument { reason })
     }
 
-    /// Reserves `size` bytes for `memory`. The handle covers the slice as
-    /// reserved (at least `size` bytes, see the module doc).
+    /// Reserves `size` bytes for `memory` under the manager's mode. The
+    /// handle covers the slice as reserved (at least `size` bytes, see the
+    /// module doc).
     pub fn bind(&mut self, memory: MemoryId, size: u64) -> Result<StorageHandle, ServerError> {
+        self.bind_in(memory, size, self.mode)
+    }
+
+    /// [`MemoryManagement::bind`] under `mode` instead of the manager's own:
+    /// how one stream (a graph being prepared or captured) allocates
+    /// persistently while the others stay in `Auto`.
+    pub fn bind_in(
+        &mut self,
+        memory: MemoryId,
+        size: u64,
+        mode: MemoryAllocationMode,
+    ) -> Result<StorageHandle, ServerError> {
         if size == 0 {
             return Err(ServerError::InvalidArgument {
                 reason: "cannot reserve zero bytes".into(),
@@ -395,7 +408,7 @@ impl<S: ComputeStorage> MemoryManagement<S> {
                 max: self.props.max_buffer_size,
             });
         }
-        let pool = match self.mode {
+        let pool = match mode {
             MemoryAllocationMode::Persistent => self.persistent,
             MemoryAllocationMode::Auto => self.route(size)?,
         };
