@@ -19,6 +19,7 @@
 mod compiler;
 pub mod ir;
 mod passthrough;
+mod reflect;
 mod validate;
 
 pub use compiler::{
@@ -27,4 +28,5 @@ pub use compiler::{
 };
 pub use ir::IrCompiler;
 pub use passthrough::{WgslKernel, WgslPassthrough};
+pub use reflect::{ModuleInterface, StorageInterface, module_interface};
 pub use validate::{validate_wgsl, writable_storage};

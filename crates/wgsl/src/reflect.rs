@@ -1,0 +1,197 @@
+//! A module's interface read with naga: what the server checks a declared
+//! layout against, so a layout is never believed.
+//!
+//! The server binds one bind group (group 0): storage buffers at bindings
+//! `0..n`, then at most one uniform block of scalars at binding `n`. This
+//! module reads, for a validated module and one compute entry point, every
+//! resource the module declares, in that shape or not, and says precisely
+//! where it departs from it: a binding in another group, a gap, a texture,
+//! a second uniform. For each storage binding it gives the access the module
+//! declares (`read` or `read_write`) and the minimum binding size WebGPU
+//! checks at dispatch (the store type's size, one element for a
+//! runtime-sized array); for the uniform block, its size; and the entry
+//! point's workgroup size.
+//!
+//! What it buys: a declaration that disagrees with the source is refused at
+//! the launch that names it, with the binding and both sides of the
+//! disagreement, instead of a write set that misses a written buffer or a
+//! dispatch wgpu rejects inside a shared encoder. What it does not: it
+//! reads declarations, not behaviour; a `read_write` binding the shader
+//! never writes still counts as written (an over-approximation, safe for
+//! ordering and trust).
+
+use crate::BindingAccess;
+
+/// One storage binding as the module declares it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StorageInterface {
+    /// `read` or `read_write`.
+    pub access: BindingAccess,
+    /// The smallest binding WebGPU accepts for it, in bytes.
+    pub min_size: u64,
+}
+
+/// What a module's entry point needs bound.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ModuleInterface {
+    /// Storage bindings `0..n` of group 0, in order.
+    pub storage: Vec<StorageInterface>,
+    /// Size of the uniform block at binding `n`, if there is one.
+    pub uniform_size: Option<u64>,
+    /// The entry point's `@workgroup_size`.
+    pub workgroup_size: [u32; 3],
+}
+
+/// Reads the interface of `entry_point` in a validated `module`. The error
+/// says, in words, where the module departs from the server's binding
+/// model.
+pub fn module_interface(
+    module: &naga::Module,
+    entry_point: &str,
+) -> Result<ModuleInterface, String> {
+    let ep = module
+        .entry_points
+        .iter()
+        .find(|e| e.name == entry_point && e.stage == naga::ShaderStage::Compute)
+        .ok_or_else(|| format!("no compute entry point named `{entry_point}`"))?;
+    if ep.workgroup_size_overrides.is_some() {
+        return Err(
+            "the workgroup size depends on pipeline overrides, which the server does not set"
+                .into(),
+        );
+    }
+    let gctx = module.to_ctx();
+    let size_of = |ty: naga::Handle<naga::Type>| -> Result<u64, String> {
+        module.types[ty]
+            .inner
+            .try_size(gctx)
+            .map(u64::from)
+            .ok_or_else(|| "a binding's type is too large".to_string())
+    };
+    let mut storage: Vec<(u32, StorageInterface)> = Vec::new();
+    let mut uniforms: Vec<(u32, u64)> = Vec::new();
+    for (_, var) in module.global_variables.iter() {
+        let name = var.name.as_deref().unwrap_or("<unnamed>");
+        let Some(binding) = &var.binding else {
+            continue;
+        };
+        if binding.group != 0 {
+            return Err(format!(
+                "`{name}` is in @group({}); the server binds group 0 only",
+                binding.group
+            ));
+        }
+        match var.space {
+            naga::AddressSpace::Storage { access } => {
+                let access = if access.contains(naga::StorageAccess::STORE) {
+                    BindingAccess::ReadWrite
+                } else {
+                    BindingAccess::ReadOnly
+                };
+                storage.push((
+                    binding.binding,
+                    StorageInterface {
+                        access,
+                        min_size: size_of(var.ty)?,
+                    },
+                ));
+            }
+            naga::AddressSpace::Uniform => uniforms.push((binding.binding, size_of(var.ty)?)),
+            _ => {
+                return Err(format!(
+                    "`{name}` at @binding({}) is not a storage or uniform buffer; the server binds \
+                     buffers only",
+                    binding.binding
+                ));
+            }
+        }
+    }
+    storage.sort_by_key(|(b, _)| *b);
+    for (i, (b, _)) in storage.iter().enumerate() {
+        if *b as usize != i {
+            return Err(format!(
+                "storage bindings must be @binding(0..{}) without gaps; found @binding({b}) where \
+                 @binding({i}) was expected",
+                storage.len()
+            ));
+        }
+    }
+    let n = storage.len() as u32;
+    let uniform_size = match uniforms.as_slice() {
+        [] => None,
+        [(b, size)] if *b == n => Some(*size),
+        [(b, _)] => {
+            return Err(format!(
+                "the uniform block is at @binding({b}); it must follow the {n} storage binding(s), \
+                 at @binding({n})"
+            ));
+        }
+        _ => return Err("more than one uniform block; the server binds at most one".into()),
+    };
+    Ok(ModuleInterface {
+        storage: storage.into_iter().map(|(_, s)| s).collect(),
+        uniform_size,
+        workgroup_size: ep.workgroup_size,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(src: &str) -> naga::Module {
+        crate::validate_wgsl("t", src).expect("valid")
+    }
+
+    #[test]
+    fn reads_access_sizes_uniform_and_workgroup_size() {
+        let m = parse(
+            "struct P { n: u32, scale: f32, pad: vec2<u32> }\n\
+             @group(0) @binding(0) var<storage, read> a: array<vec4<f32>>;\n\
+             @group(0) @binding(1) var<storage, read_write> b: array<f32, 8>;\n\
+             @group(0) @binding(2) var<uniform> p: P;\n\
+             @compute @workgroup_size(8, 4, 1) fn main() { b[0] = a[0].x * p.scale; }",
+        );
+        let i = module_interface(&m, "main").expect("interface");
+        assert_eq!(
+            i.storage,
+            vec![
+                StorageInterface {
+                    access: BindingAccess::ReadOnly,
+                    min_size: 16
+                },
+                StorageInterface {
+                    access: BindingAccess::ReadWrite,
+                    min_size: 32
+                },
+            ]
+        );
+        assert_eq!(i.uniform_size, Some(16));
+        assert_eq!(i.workgroup_size, [8, 4, 1]);
+    }
+
+    #[test]
+    fn departures_from_the_binding_model_are_named() {
+        let gap = parse(
+            "@group(0) @binding(1) var<storage, read_write> b: array<f32>;\n\
+             @compute @workgroup_size(1) fn main() { b[0] = 1.0; }",
+        );
+        let e = module_interface(&gap, "main").expect_err("gap");
+        assert!(e.contains("@binding(0)"), "{e}");
+        let group = parse(
+            "@group(1) @binding(0) var<storage, read_write> b: array<f32>;\n\
+             @compute @workgroup_size(1) fn main() { b[0] = 1.0; }",
+        );
+        assert!(
+            module_interface(&group, "main")
+                .expect_err("group")
+                .contains("group")
+        );
+        let ok = parse("@compute @workgroup_size(1) fn main() {}");
+        assert!(
+            module_interface(&ok, "other")
+                .expect_err("ep")
+                .contains("`other`")
+        );
+    }
+}
