@@ -3,7 +3,6 @@
 
 use std::sync::Arc;
 
-use compute_graph::DeviceCaptures;
 use compute_memory::MemoryManagement;
 use compute_runtime::{
     DeviceId, LogCategory, LogLevel, MemoryConfiguration, MemoryDeviceProperties, ReleaseQueue,
@@ -13,6 +12,7 @@ use compute_stream::SchedulerMultiStream;
 use compute_wgsl::{DeviceCaps, WgpuCompilationOptions, WgpuCompiler};
 use hashbrown::HashMap;
 
+use crate::DeviceCaptures;
 use crate::adapter;
 use crate::backend::ScheduledWgpuBackend;
 use crate::bind::BindGroupCache;
