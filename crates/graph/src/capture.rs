@@ -1,34 +1,39 @@
 //! `StreamCapture`: what a stream records while capturing.
 //!
-//! Commands are stored type-erased (`Box<dyn Any + Send>`), so this crate
-//! stays free of wgpu: the server pushes its own resolved command type and
-//! downcasts it on replay. The capture also pins every binding the recorded
-//! work touches (clones of the handles), which is what keeps those slices
-//! out of the pool until the graph is destroyed, and remembers the first
-//! failure inside the window, which `end_capture` reports instead of storing
-//! a graph with a hole in it.
-
-use std::any::Any;
+//! Generic over the command type `C`, so this crate stays free of wgpu: the
+//! server records its own resolved command type and gets the same type back
+//! on replay, with no type erasure in between. The capture also pins every
+//! binding the recorded work touches (clones of the handles), which is what
+//! keeps those slices out of the pool until the graph is destroyed, and
+//! remembers the first failure inside the window, which `end_capture`
+//! reports instead of storing a graph with a hole in it.
 
 use compute_runtime::{BufferBinding, ServerError};
 
-/// The recording of one stream's capture window.
-#[derive(Debug, Default)]
-pub struct StreamCapture {
-    commands: Vec<Box<dyn Any + Send>>,
+/// The recording of one stream's capture window, with commands of type `C`.
+#[derive(Debug)]
+pub struct StreamCapture<C> {
+    commands: Vec<C>,
     pins: Vec<BufferBinding>,
     writes: Vec<BufferBinding>,
     failure: Option<ServerError>,
 }
 
-impl StreamCapture {
+// Not derived: the derive would require `C: Default`.
+impl<C> Default for StreamCapture<C> {
+    fn default() -> Self {
+        Self {
+            commands: Vec::new(),
+            pins: Vec::new(),
+            writes: Vec::new(),
+            failure: None,
+        }
+    }
+}
+
+impl<C> StreamCapture<C> {
     /// Records one command, with the bindings it reads and writes.
-    pub fn record(
-        &mut self,
-        command: Box<dyn Any + Send>,
-        reads: &[BufferBinding],
-        writes: &[BufferBinding],
-    ) {
+    pub fn record(&mut self, command: C, reads: &[BufferBinding], writes: &[BufferBinding]) {
         self.commands.push(command);
         self.pins.extend(reads.iter().cloned());
         self.pins.extend(writes.iter().cloned());
@@ -56,19 +61,13 @@ impl StreamCapture {
     }
 
     /// The recorded commands.
-    pub fn commands(&self) -> &[Box<dyn Any + Send>] {
+    pub fn commands(&self) -> &[C] {
         &self.commands
     }
 
     /// Takes the recording apart: commands, pinned bindings, written
     /// bindings.
-    pub fn into_parts(
-        self,
-    ) -> (
-        Vec<Box<dyn Any + Send>>,
-        Vec<BufferBinding>,
-        Vec<BufferBinding>,
-    ) {
+    pub fn into_parts(self) -> (Vec<C>, Vec<BufferBinding>, Vec<BufferBinding>) {
         (self.commands, self.pins, self.writes)
     }
 
@@ -88,14 +87,10 @@ mod tests {
         let mut c = StreamCapture::default();
         let a = ManagedMemoryHandle::new().binding(16);
         let b = ManagedMemoryHandle::new().binding(16);
-        c.record(
-            Box::new(7u32),
-            std::slice::from_ref(&a),
-            std::slice::from_ref(&b),
-        );
+        c.record(7u32, std::slice::from_ref(&a), std::slice::from_ref(&b));
         assert_eq!(c.len(), 1);
         assert_eq!(c.writes().len(), 1);
-        assert_eq!(c.commands()[0].downcast_ref::<u32>(), Some(&7));
+        assert_eq!(c.commands().first(), Some(&7));
         c.fail(ServerError::unsupported("a", "first"));
         c.fail(ServerError::unsupported("b", "second"));
         assert!(matches!(

@@ -1,50 +1,69 @@
 //! The device's registry of recorded graphs.
 //!
 //! Shared by every server of one device (cloning shares it), so a graph
-//! captured through one handle can be replayed through another. Recordings
-//! are stored type-erased; the server downcasts to its own recording type.
+//! captured through one handle can be replayed through another. Generic over
+//! the graph type `G`: the server stores its own graph type and gets it back
+//! as such, with no type erasure or downcast.
 
-use std::any::Any;
 use std::sync::{Arc, Mutex};
 
 use compute_runtime::GraphId;
 use hashbrown::HashMap;
 
-type Recording = Box<dyn Any + Send>;
-
-#[derive(Debug, Default)]
-struct Inner {
+#[derive(Debug)]
+struct Inner<G> {
     next: u64,
-    graphs: HashMap<GraphId, Recording>,
+    graphs: HashMap<GraphId, G>,
 }
 
-/// Recorded graphs of one device.
-#[derive(Clone, Debug, Default)]
-pub struct DeviceCaptures {
-    inner: Arc<Mutex<Inner>>,
+/// Recorded graphs of one device, of type `G`.
+#[derive(Debug)]
+pub struct DeviceCaptures<G> {
+    inner: Arc<Mutex<Inner<G>>>,
 }
 
-impl DeviceCaptures {
-    fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
+// Not derived: the derives would require `G: Clone` / `G: Default`, and a
+// clone shares the registry rather than copying graphs.
+impl<G> Clone for DeviceCaptures<G> {
+    fn clone(&self) -> Self {
+        Self {
+            inner: Arc::clone(&self.inner),
+        }
+    }
+}
+
+impl<G> Default for DeviceCaptures<G> {
+    fn default() -> Self {
+        Self {
+            inner: Arc::new(Mutex::new(Inner {
+                next: 0,
+                graphs: HashMap::new(),
+            })),
+        }
+    }
+}
+
+impl<G> DeviceCaptures<G> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Inner<G>> {
         self.inner.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Stores a recording and returns its new id.
-    pub fn insert(&self, recording: Recording) -> GraphId {
+    /// Stores a graph and returns its new id.
+    pub fn insert(&self, graph: G) -> GraphId {
         let mut inner = self.lock();
         inner.next += 1;
         let id = GraphId(inner.next);
-        inner.graphs.insert(id, recording);
+        inner.graphs.insert(id, graph);
         id
     }
 
-    /// Removes a recording; `None` for an unknown id.
-    pub fn remove(&self, id: GraphId) -> Option<Recording> {
+    /// Removes a graph; `None` for an unknown id.
+    pub fn remove(&self, id: GraphId) -> Option<G> {
         self.lock().graphs.remove(&id)
     }
 
-    /// Runs `f` on a recording, if it exists.
-    pub fn with<R>(&self, id: GraphId, f: impl FnOnce(&mut Recording) -> R) -> Option<R> {
+    /// Runs `f` on a graph, if it exists.
+    pub fn with<R>(&self, id: GraphId, f: impl FnOnce(&mut G) -> R) -> Option<R> {
         self.lock().graphs.get_mut(&id).map(f)
     }
 
@@ -66,15 +85,12 @@ mod tests {
     #[test]
     fn ids_are_fresh_and_removal_is_idempotent() {
         let c = DeviceCaptures::default();
-        let a = c.insert(Box::new(1u32));
-        let b = c.clone().insert(Box::new(2u32));
+        let a = c.insert(1u32);
+        let b = c.clone().insert(2u32);
         assert_ne!(a, b);
         assert_eq!(c.len(), 2);
         assert!(c.remove(a).is_some());
         assert!(c.remove(a).is_none());
-        assert_eq!(
-            c.with(b, |r| r.downcast_ref::<u32>().copied()),
-            Some(Some(2))
-        );
+        assert_eq!(c.with(b, |r| *r), Some(2));
     }
 }

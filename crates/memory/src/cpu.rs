@@ -52,11 +52,6 @@ impl BytesStorage {
         }
     }
 
-    /// Whether pages are sizes only.
-    pub fn is_phantom(&self) -> bool {
-        self.phantom
-    }
-
     /// The bytes of a range, for tests; `None` for an unknown page, a range
     /// past its end, or a phantom page.
     pub fn bytes(&self, h: &StorageHandle) -> Option<&[u8]> {

@@ -14,8 +14,8 @@ use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use bytes::Bytes;
 
 use crate::{
-    BufferBinding, CopyDescriptor, CubeCount, CubeKernel, DeviceId, DeviceService, Handle,
-    KernelArguments, LaunchMode, ManagedMemoryHandle, Server, ServerError, StreamId,
+    BufferBinding, CubeCount, CubeKernel, DeviceId, DeviceService, Handle, KernelArguments,
+    LaunchMode, ManagedMemoryHandle, Server, ServerError, StreamId,
 };
 
 type Registry = Mutex<HashMap<(TypeId, DeviceId), Arc<dyn Any + Send + Sync>>>;
@@ -86,8 +86,10 @@ impl<S: Server> ComputeClient<S> {
         Ok(Handle::new(memory, size))
     }
 
-    /// Reserves memory for `data` and writes it. A failed write is reported
-    /// here (it drains the stream to find out).
+    /// Reserves memory for `data` and writes it. A write that failed when it
+    /// was enqueued is reported here: the handle is [`Server::check`]ed,
+    /// which waits for nothing (the stream is not drained), so a failure
+    /// only the device can report needs [`sync`](Self::sync).
     pub fn create(&self, data: impl Into<Bytes>, stream: StreamId) -> Result<Handle, ServerError> {
         let data = data.into();
         let handle = self.empty(data.len() as u64, stream)?;
@@ -110,16 +112,6 @@ impl<S: Server> ComputeClient<S> {
         out.pop().ok_or(ServerError::InvalidArgument {
             reason: "read returned no data".into(),
         })
-    }
-
-    /// Reads with explicit descriptors.
-    pub fn read_descriptors(
-        &self,
-        descriptors: Vec<CopyDescriptor>,
-        stream: StreamId,
-    ) -> Result<Vec<Bytes>, ServerError> {
-        let future = self.server().read(descriptors, stream);
-        futures::executor::block_on(future)
     }
 
     /// Launches a kernel.

@@ -77,6 +77,7 @@ pub struct ManagedMemoryHandle {
 
 impl ManagedMemoryHandle {
     /// A fresh handle with a process-unique id, bound to nothing yet.
+    // No `Default`: each call mints a fresh id, which a default should not.
     #[allow(clippy::new_without_default)]
     pub fn new() -> Self {
         Self {

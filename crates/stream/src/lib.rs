@@ -6,13 +6,18 @@
 //!
 //! **Owns:** the order in which streams' pending work reaches the queue
 //! ([`SchedulerMultiStream`]), the trust state of every managed slice
-//! ([`TrustRegistry`]), and the write-scope protocol ([`WriteScoped`],
-//! [`write_scope`]) every buffer-writing server operation runs in.
+//! ([`TrustRegistry`]; changed only by [`write_scope`] and by draining
+//! released handles, read by everyone else), and the write-scope protocol
+//! ([`WriteScoped`], [`write_scope`]) every buffer-writing server operation
+//! runs in.
 //!
 //! **Leaves to the backend** ([`SchedulerStreamBackend`]): what a stream's
 //! pending work *is* (a wgpu command encoder, for the wgpu server) and how it
-//! is submitted. This crate never names a GPU type, so its ordering rules are
-//! tested here against a model, without a device.
+//! is submitted. **Leaves to the server:** what a capture window records
+//! ([`WriteScoped::Capture`]); graph capture is `compute-graph`'s, which this
+//! crate does not depend on. Depends on `compute-runtime` only and never
+//! names a GPU type, so its ordering rules are tested here against a model,
+//! without a device.
 
 mod scheduler;
 mod scope;

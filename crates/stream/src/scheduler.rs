@@ -30,7 +30,7 @@
 
 use std::sync::Arc;
 
-use compute_runtime::{ServerError, StorageHandle, StorageId, StreamId};
+use compute_runtime::{MemoryId, ReleaseQueue, ServerError, StorageHandle, StorageId, StreamId};
 use hashbrown::HashMap;
 
 use crate::TrustRegistry;
@@ -85,15 +85,19 @@ impl Use {
 }
 
 /// Any number of logical streams over one queue.
+///
+/// Every field is private: the order of submissions and the trust state
+/// change only through the methods here and [`write_scope`], so a caller
+/// cannot forget a pending use or trust a poisoned slice again.
+///
+/// [`write_scope`]: crate::write_scope
 #[derive(Debug)]
 pub struct SchedulerMultiStream<B: SchedulerStreamBackend> {
-    /// The backend, for operations that encode.
-    pub backend: B,
+    backend: B,
     streams: HashMap<StreamId, StreamState<B::Stream>>,
     pages: HashMap<StorageId, Vec<Use>>,
     tasks_max: usize,
-    /// Trust state of every managed slice.
-    pub trust: TrustRegistry,
+    trust: TrustRegistry,
     submits: u64,
 }
 
@@ -119,6 +123,47 @@ impl<B: SchedulerStreamBackend> SchedulerMultiStream<B> {
     /// Submissions made so far (all streams).
     pub fn submit_count(&self) -> u64 {
         self.submits
+    }
+
+    /// The backend.
+    pub fn backend(&self) -> &B {
+        &self.backend
+    }
+
+    /// The backend, for operations that encode or flush outside a stream
+    /// (the wgpu server's host writes). Holds no scheduler state.
+    pub fn backend_mut(&mut self) -> &mut B {
+        &mut self.backend
+    }
+
+    /// Trust state of every managed slice, read-only: slices are poisoned
+    /// and trusted again only by [`write_scope`](crate::write_scope).
+    pub fn trust(&self) -> &TrustRegistry {
+        &self.trust
+    }
+
+    /// `Ok` when `memory`'s bytes can be trusted, else
+    /// [`ServerError::Untrusted`] (see [`TrustRegistry::check`]).
+    pub fn check(&self, memory: MemoryId) -> Result<(), ServerError> {
+        self.trust.check(memory)
+    }
+
+    /// The mutating path to trust, for [`write_scope`](crate::write_scope).
+    pub(crate) fn trust_mut(&mut self) -> &mut TrustRegistry {
+        &mut self.trust
+    }
+
+    /// Takes the ids of slices whose handles were dropped since the last
+    /// call from `queue`, appending them to `out` for the caller to free,
+    /// and forgets their trust state (ids are never reused). Only a dropped
+    /// handle puts its id on a [`ReleaseQueue`], so this cannot trust a live
+    /// slice again.
+    pub fn drain_released(&mut self, queue: &ReleaseQueue, out: &mut Vec<MemoryId>) {
+        let start = out.len();
+        queue.drain_into(out);
+        for id in &out[start..] {
+            self.trust.forget(*id);
+        }
     }
 
     fn fresh(backend: &mut B, id: StreamId) -> StreamState<B::Stream> {
@@ -338,9 +383,9 @@ mod tests {
         let mut s = SchedulerMultiStream::new(Log::default(), 100);
         op(&mut s, A, &[(P, Access::Write)]);
         op(&mut s, B, &[(P_NEXT, Access::Write)]);
-        assert!(s.backend.0.is_empty());
+        assert!(s.backend().0.is_empty());
         op(&mut s, B, &[(P_MID, Access::Read)]);
-        assert_eq!(s.backend.0, vec![A], "an overlapping range does");
+        assert_eq!(s.backend().0, vec![A], "an overlapping range does");
     }
 
     #[test]
@@ -348,7 +393,7 @@ mod tests {
         let mut s = SchedulerMultiStream::new(Log::default(), 100);
         op(&mut s, A, &[(P, Access::Write)]);
         op(&mut s, B, &[(P, Access::Read)]);
-        assert_eq!(s.backend.0, vec![A]);
+        assert_eq!(s.backend().0, vec![A]);
     }
 
     #[test]
@@ -356,9 +401,9 @@ mod tests {
         let mut s = SchedulerMultiStream::new(Log::default(), 100);
         op(&mut s, A, &[(P, Access::Read)]);
         op(&mut s, B, &[(P, Access::Read)]);
-        assert!(s.backend.0.is_empty());
+        assert!(s.backend().0.is_empty());
         op(&mut s, B, &[(P, Access::Write)]);
-        assert_eq!(s.backend.0, vec![A], "write after a pending read");
+        assert_eq!(s.backend().0, vec![A], "write after a pending read");
     }
 
     #[test]
@@ -366,7 +411,7 @@ mod tests {
         let mut s = SchedulerMultiStream::new(Log::default(), 100);
         op(&mut s, A, &[(P, Access::Write)]);
         op(&mut s, B, &[(Q, Access::Write)]);
-        assert!(s.backend.0.is_empty());
+        assert!(s.backend().0.is_empty());
     }
 
     #[test]
@@ -375,7 +420,7 @@ mod tests {
         op(&mut s, A, &[(P, Access::Write)]);
         s.submit(A);
         op(&mut s, B, &[(P, Access::Read)]);
-        assert_eq!(s.backend.0, vec![A]);
+        assert_eq!(s.backend().0, vec![A]);
     }
 
     #[test]
@@ -384,7 +429,7 @@ mod tests {
         op(&mut s, A, &[(P, Access::Read)]);
         op(&mut s, B, &[(P, Access::Write)]);
         s.prepare_host_write(&[P]);
-        let mut got = s.backend.0.clone();
+        let mut got = s.backend().0.clone();
         got.sort();
         assert_eq!(got, vec![A, B]);
     }
@@ -395,8 +440,28 @@ mod tests {
         for _ in 0..7 {
             op(&mut s, A, &[]);
         }
-        assert_eq!(s.backend.0, vec![A, A]);
+        assert_eq!(s.backend().0, vec![A, A]);
         assert_eq!(s.pending_tasks(A), 1);
+    }
+
+    #[test]
+    fn draining_released_handles_forgets_only_their_trust_state() {
+        let mut s = SchedulerMultiStream::new(Log::default(), 3);
+        let queue = ReleaseQueue::new();
+        let dropped = compute_runtime::ManagedMemoryHandle::new();
+        let live = compute_runtime::ManagedMemoryHandle::new();
+        dropped.attach_release(&queue).expect("attach");
+        live.attach_release(&queue).expect("attach");
+        let (d, l) = (dropped.id(), live.id());
+        let cause = Arc::new(ServerError::unsupported("x", "y"));
+        s.trust_mut().poison(d, &cause);
+        s.trust_mut().poison(l, &cause);
+        drop(dropped);
+        let mut out = vec![MemoryId(0)];
+        s.drain_released(&queue, &mut out);
+        assert_eq!(out, vec![MemoryId(0), d], "appended, not replaced");
+        assert!(s.check(d).is_ok(), "a freed slice's state is gone");
+        assert!(s.check(l).is_err(), "a live slice stays poisoned");
     }
 
     #[test]

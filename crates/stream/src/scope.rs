@@ -14,7 +14,6 @@
 
 use std::sync::Arc;
 
-use compute_graph::StreamCapture;
 use compute_runtime::{BufferBinding, ServerError, StreamId};
 
 use crate::{SchedulerMultiStream, SchedulerStreamBackend};
@@ -24,18 +23,24 @@ pub trait WriteScoped {
     /// The multi-stream driver the server keeps.
     type Streams;
 
-    /// The driver, split-borrowed from the server so the scope can claim on
-    /// the way in and settle on the way out while the body holds the rest.
+    /// What the server records a capture window into (for the wgpu server,
+    /// `compute_graph::StreamCapture` of its resolved launches). A server
+    /// that does not capture can use `()`.
+    type Capture;
+
+    /// The driver, which [`write_scope`] settles into after the body has
+    /// run: trust for the write set, the deferred error on failure.
     fn write_streams(&mut self) -> &mut Self::Streams;
 
     /// Told about every failure a scope settles, so a measurement in flight
     /// on `stream` is invalidated wherever the failure happened.
     fn on_failure(&mut self, stream: StreamId, error: &ServerError);
 
-    /// The graph capture of the pooled stream `stream` folds onto, for a
-    /// server that records captures. Defaults to `None`, for one that does
-    /// not.
-    fn capturing(&mut self, stream: StreamId) -> Option<&mut StreamCapture> {
+    /// The recording of the capture window open on `stream`, if any: work
+    /// issued on a capturing stream is recorded there instead of run. The
+    /// server's operations ask for it; [`write_scope`] does not. Defaults to
+    /// `None`, for a server that does not capture.
+    fn capturing(&mut self, stream: StreamId) -> Option<&mut Self::Capture> {
         let _ = stream;
         None
     }
@@ -66,7 +71,7 @@ where
     match &result {
         Ok(_) => {
             let full: Vec<bool> = writes.iter().map(|w| is_full(server, w)).collect();
-            let trust = &mut server.write_streams().trust;
+            let trust = server.write_streams().trust_mut();
             for (w, full) in writes.iter().zip(full) {
                 if full {
                     trust.restore(w.memory_id());
@@ -77,7 +82,7 @@ where
             let cause = Arc::new(error.clone());
             let streams = server.write_streams();
             for w in writes {
-                streams.trust.poison(w.memory_id(), &cause);
+                streams.trust_mut().poison(w.memory_id(), &cause);
             }
             streams.defer_error(stream, &cause);
             server.on_failure(stream, error);
@@ -105,6 +110,7 @@ mod tests {
 
     impl WriteScoped for Fake {
         type Streams = SchedulerMultiStream<NoBackend>;
+        type Capture = ();
         fn write_streams(&mut self) -> &mut Self::Streams {
             &mut self.streams
         }
@@ -132,9 +138,9 @@ mod tests {
             |_| Err(err.clone()),
         );
         assert_eq!(out, Err(err.clone()));
-        assert!(f.streams.trust.check(a.memory_id()).is_err());
-        assert!(f.streams.trust.check(b.memory_id()).is_err());
-        assert!(f.streams.trust.check(bystander.memory_id()).is_ok());
+        assert!(f.streams.check(a.memory_id()).is_err());
+        assert!(f.streams.check(b.memory_id()).is_err());
+        assert!(f.streams.check(bystander.memory_id()).is_ok());
         assert_eq!(f.failures.len(), 1, "on_failure once per failure");
         assert!(f.streams.take_deferred(s).is_err());
 
@@ -147,9 +153,9 @@ mod tests {
             |_| Ok(()),
         )
         .expect("ok");
-        assert!(f.streams.trust.check(a.memory_id()).is_err());
+        assert!(f.streams.check(a.memory_id()).is_err());
         write_scope(&mut f, s, std::slice::from_ref(&a), |_, _| true, |_| Ok(())).expect("ok");
-        assert!(f.streams.trust.check(a.memory_id()).is_ok());
-        assert!(f.streams.trust.check(b.memory_id()).is_err());
+        assert!(f.streams.check(a.memory_id()).is_ok());
+        assert!(f.streams.check(b.memory_id()).is_err());
     }
 }

@@ -11,8 +11,6 @@
 //! safe without a sync because a freed slice's page is ordered by the
 //! scheduler like any other.
 
-use std::any::Any;
-
 use compute_graph::StreamCapture;
 use compute_runtime::{BufferBinding, ServerError, StreamId};
 
@@ -22,34 +20,30 @@ use compute_wgsl::WgpuCompiler;
 use crate::WgpuServer;
 use crate::launch::ResolvedLaunch;
 
-/// A stored graph.
+/// A recorded graph: the launches of one capture window, resolved. Opaque;
+/// it lives in the device's [`DeviceCaptures`](crate::DeviceCaptures).
 #[derive(Debug)]
-pub(crate) struct Graph {
-    pub launches: Vec<ResolvedLaunch>,
+pub struct WgpuGraph {
+    launches: Vec<ResolvedLaunch>,
     /// A replay's write set.
-    pub writes: Vec<BufferBinding>,
+    writes: Vec<BufferBinding>,
     /// Keeps every touched slice out of the pool.
     _pins: Vec<BufferBinding>,
 }
 
-impl Graph {
+impl WgpuGraph {
     /// The graph of a finished capture, or why there is none.
-    pub fn from_capture(stream: StreamId, capture: StreamCapture) -> Result<Self, ServerError> {
+    pub(crate) fn from_capture(
+        stream: StreamId,
+        capture: StreamCapture<ResolvedLaunch>,
+    ) -> Result<Self, ServerError> {
         if let Some(e) = capture.failure() {
             return Err(ServerError::CaptureState {
                 stream,
                 reason: format!("a launch inside the capture window failed: {e}"),
             });
         }
-        let (commands, pins, writes) = capture.into_parts();
-        let launches = commands
-            .into_iter()
-            .map(|c: Box<dyn Any + Send>| c.downcast::<ResolvedLaunch>().map(|b| *b))
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(|_| ServerError::CaptureState {
-                stream,
-                reason: "the capture holds a command this server did not record".into(),
-            })?;
+        let (launches, pins, writes) = capture.into_parts();
         Ok(Self {
             launches,
             writes,
@@ -99,8 +93,8 @@ pub(crate) fn end<C: WgpuCompiler>(
         s.memory.set_mode(mode);
     }
     let capture = s.recordings.remove(&stream_id).unwrap_or_default();
-    let graph = crate::graph::Graph::from_capture(stream_id, capture)?;
-    Ok(s.captures.insert(Box::new(graph)))
+    let graph = WgpuGraph::from_capture(stream_id, capture)?;
+    Ok(s.captures.insert(graph))
 }
 
 /// `replay`: re-encodes every recorded launch on `stream_id`, inside one
@@ -119,19 +113,13 @@ pub(crate) fn replay<C: WgpuCompiler>(
     }
     let registry = s.captures.clone();
     let writes = registry
-        .with(graph, |g| {
-            g.downcast_ref::<crate::graph::Graph>()
-                .map(|g| g.writes.clone())
-        })
-        .flatten()
+        .with(graph, |g| g.writes.clone())
         .ok_or(ServerError::UnknownGraph { graph })?;
     s.scoped(stream_id, &writes, |s| {
         registry
             .with(graph, |g| {
-                if let Some(g) = g.downcast_ref::<crate::graph::Graph>() {
-                    for launch in &g.launches {
-                        crate::launch::dispatch(s, stream_id, launch);
-                    }
+                for launch in &g.launches {
+                    crate::launch::dispatch(s, stream_id, launch);
                 }
             })
             .ok_or(ServerError::UnknownGraph { graph })

@@ -3,7 +3,6 @@
 
 use std::sync::Arc;
 
-use compute_graph::DeviceCaptures;
 use compute_memory::MemoryManagement;
 use compute_runtime::{
     DeviceId, LogCategory, LogLevel, MemoryConfiguration, MemoryDeviceProperties, ReleaseQueue,
@@ -13,6 +12,7 @@ use compute_stream::SchedulerMultiStream;
 use compute_wgsl::{DeviceCaps, WgpuCompilationOptions, WgpuCompiler};
 use hashbrown::HashMap;
 
+use crate::DeviceCaptures;
 use crate::adapter;
 use crate::backend::ScheduledWgpuBackend;
 use crate::bind::BindGroupCache;
@@ -81,6 +81,7 @@ impl<C: WgpuCompiler + Default> WgpuServer<C> {
     ///
     /// When the memory configuration is invalid for the device (the message
     /// says why). [`WgpuServer::try_new`] returns that as an error instead.
+    // The seed's constructor signature: one argument per wired layer.
     #[allow(clippy::too_many_arguments)]
     pub fn new(
         memory_properties: MemoryDeviceProperties,
@@ -113,6 +114,7 @@ impl<C: WgpuCompiler + Default> WgpuServer<C> {
 
     /// [`WgpuServer::new`], returning an invalid memory configuration as
     /// [`ServerError::InvalidConfiguration`].
+    // `new`'s arguments, which are the seed's.
     #[allow(clippy::too_many_arguments)]
     pub fn try_new(
         memory_properties: MemoryDeviceProperties,

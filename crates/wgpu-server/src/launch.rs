@@ -14,8 +14,8 @@ use std::borrow::Cow;
 use std::sync::Arc;
 
 use compute_runtime::{
-    BufferBinding, CubeCount, CubeKernel, KernelArguments, LaunchMode, LogCategory, LogLevel,
-    ServerError, StorageHandle, StreamId,
+    BufferBinding, CubeCount, CubeKernel, KernelArguments, LogCategory, LogLevel, ServerError,
+    StorageHandle, StreamId,
 };
 use compute_stream::{Access, WriteScoped};
 use compute_wgsl::{BindingAccess, KernelLayout, WgpuCompiler};
@@ -25,13 +25,17 @@ use crate::bind::{BindKey, Range};
 use crate::faults::scoped;
 use crate::pipeline::CachedPipeline;
 
+/// Launches `kernel` now (or records it, on a capturing stream). No launch
+/// mode: a `LaunchMode::Queue` launch reaches here only on a cache hit with
+/// nothing held (where it is the same as `Execute`), from `compile_queued`,
+/// or inside a capture, where compilation happens at record time and
+/// nothing would be gained by deferring it.
 pub(crate) fn launch<C: WgpuCompiler>(
     server: &mut WgpuServer<C>,
     kernel: &dyn CubeKernel,
     count: CubeCount,
     args: KernelArguments,
     stream: StreamId,
-    mode: LaunchMode,
 ) {
     if let Err(e) = server.enter() {
         server.streams.defer_error(stream, &Arc::new(e));
@@ -59,12 +63,12 @@ pub(crate) fn launch<C: WgpuCompiler>(
     if server.is_capturing(stream) {
         // Recorded, not run: nothing is written now, so nothing is settled;
         // a failure spoils the capture instead (`end_capture` reports it).
-        let resolved = layout
-            .and_then(|l| resolve_launch(server, kernel, cached.clone(), &l, count, &args, mode));
+        let resolved =
+            layout.and_then(|l| resolve_launch(server, kernel, cached.clone(), &l, count, &args));
         let reads: Vec<BufferBinding> = args.buffers.clone();
         if let Some(capture) = server.capturing(stream) {
             match resolved {
-                Ok(r) => capture.record(Box::new(r), &reads, &writes),
+                Ok(r) => capture.record(r, &reads, &writes),
                 Err(e) => capture.fail(e),
             }
         }
@@ -72,7 +76,7 @@ pub(crate) fn launch<C: WgpuCompiler>(
     }
     let _ = server.scoped(stream, &writes, |s| {
         let layout = layout?;
-        let resolved = resolve_launch(s, kernel, cached.clone(), &layout, count, &args, mode)?;
+        let resolved = resolve_launch(s, kernel, cached.clone(), &layout, count, &args)?;
         dispatch(s, stream, &resolved);
         Ok(())
     });
@@ -133,8 +137,11 @@ fn check_counts(
 
 /// A launch with everything resolved: what `dispatch` encodes, and what a
 /// graph capture records (replay re-encodes it without the launch path).
+///
+/// `pub` only because it is the server's `WriteScoped::Capture` command
+/// type; it is not exported, and its fields are private.
 #[derive(Debug)]
-pub(crate) struct ResolvedLaunch {
+pub struct ResolvedLaunch {
     pipeline: Arc<CachedPipeline>,
     bind_group: wgpu::BindGroup,
     bind_id: u64,
@@ -157,7 +164,6 @@ impl std::fmt::Display for ResolvedCount {
     }
 }
 
-#[allow(clippy::too_many_arguments)]
 fn resolve_launch<C: WgpuCompiler>(
     s: &mut WgpuServer<C>,
     kernel: &dyn CubeKernel,
@@ -165,12 +171,7 @@ fn resolve_launch<C: WgpuCompiler>(
     layout: &KernelLayout,
     count: CubeCount,
     args: &KernelArguments,
-    mode: LaunchMode,
 ) -> Result<ResolvedLaunch, ServerError> {
-    // Queue mode reaches here on a cache hit with nothing held (it is then
-    // the same as Execute) or inside a capture, where compilation happens at
-    // record time: nothing would be gained by deferring it.
-    let _ = mode;
     if args.buffers.len() != layout.bindings.len() {
         return Err(ServerError::InvalidArgument {
             reason: format!(

@@ -40,6 +40,7 @@ mod timeline;
 mod transfer;
 
 pub use backend::{ScheduledWgpuBackend, WgpuStream};
+pub use graph::WgpuGraph;
 pub use server::WgpuServer;
 pub use storage::{WgpuResource, WgpuStorage};
 pub use timeline::{Timeline, TimelineEvent};
@@ -49,3 +50,8 @@ pub use compute_wgsl::{
     WgslPassthrough,
 };
 pub use wgpu::Backend;
+
+/// The device's registry of recorded graphs, as [`WgpuServer::new`] takes
+/// it: `compute_graph`'s registry of this server's [`WgpuGraph`]s. Clone it
+/// to share graphs between servers of one device.
+pub type DeviceCaptures = compute_graph::DeviceCaptures<WgpuGraph>;

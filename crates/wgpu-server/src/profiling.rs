@@ -16,7 +16,7 @@ use crate::profile::{Measure, Slot, duration};
 /// Submits `stream` (and pending host writes) and waits for the queue.
 fn drain<C: WgpuCompiler>(s: &mut WgpuServer<C>, stream: StreamId) -> Result<(), ServerError> {
     s.streams.submit(stream);
-    let index = s.streams.backend.flush_host_writes();
+    let index = s.streams.backend_mut().flush_host_writes();
     match futures::executor::block_on(s.poller.wait(index)) {
         Ok(r) => r,
         Err(_) => s.faults.lost(),

@@ -10,7 +10,7 @@
 //! operation issued after it, on any stream. Once a launch is held, later
 //! queued launches are held too (even on a cache hit), for the same reason.
 
-use compute_runtime::{CubeCount, CubeKernel, KernelArguments, LaunchMode, StreamId};
+use compute_runtime::{CubeCount, CubeKernel, KernelArguments, StreamId};
 use compute_wgsl::WgpuCompiler;
 
 use crate::WgpuServer;
@@ -51,13 +51,6 @@ pub(crate) fn compile_and_encode<C: WgpuCompiler>(s: &mut WgpuServer<C>) {
         );
     }
     for h in held {
-        crate::launch::launch(
-            s,
-            h.kernel.as_ref(),
-            h.count,
-            h.args,
-            h.stream,
-            LaunchMode::Execute,
-        );
+        crate::launch::launch(s, h.kernel.as_ref(), h.count, h.args, h.stream);
     }
 }

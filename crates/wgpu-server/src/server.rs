@@ -8,7 +8,7 @@
 
 use std::sync::Arc;
 
-use compute_graph::{CaptureState, DeviceCaptures, StreamCapture};
+use compute_graph::{CaptureState, StreamCapture};
 use compute_memory::MemoryManagement;
 use compute_runtime::{
     BufferBinding, Bytes, ComputeStorage, CopyDescriptor, CubeCount, CubeKernel, DeviceId,
@@ -22,9 +22,11 @@ use compute_stream::{SchedulerMultiStream, WriteScoped, write_scope};
 use compute_wgsl::{DeviceCaps, WgpuCompilationOptions, WgpuCompiler};
 use hashbrown::HashMap;
 
+use crate::DeviceCaptures;
 use crate::backend::ScheduledWgpuBackend;
 use crate::bind::BindGroupCache;
 use crate::faults::DeviceFaults;
+use crate::launch::ResolvedLaunch;
 use crate::pipeline::PipelineCache;
 use crate::poller::DevicePoller;
 use crate::profile::Profiler;
@@ -61,7 +63,7 @@ pub struct WgpuServer<C: WgpuCompiler> {
     pub(crate) readback: crate::readback::ReadbackPool,
     pub(crate) captures: DeviceCaptures,
     pub(crate) capture_states: HashMap<StreamId, CaptureState>,
-    pub(crate) recordings: HashMap<StreamId, StreamCapture>,
+    pub(crate) recordings: HashMap<StreamId, StreamCapture<ResolvedLaunch>>,
     /// The allocation mode `graph_prepare` replaced, restored by
     /// `end_capture`.
     pub(crate) mode_before_capture: Option<MemoryAllocationMode>,
@@ -174,12 +176,12 @@ impl<C: WgpuCompiler> WgpuServer<C> {
 
     /// Frees the slices of handles dropped since the last call.
     pub(crate) fn drain_releases(&mut self) {
-        self.releases.drain_into(&mut self.released);
+        self.streams
+            .drain_released(&self.releases, &mut self.released);
         for id in self.released.drain(..) {
             self.logger
                 .log(LogCategory::Memory, LogLevel::Full, || format!("free {id}"));
             self.memory.release(id);
-            self.streams.trust.forget(id);
         }
     }
 
@@ -254,12 +256,13 @@ impl<C: WgpuCompiler> WgpuServer<C> {
 
 impl<C: WgpuCompiler> WriteScoped for WgpuServer<C> {
     type Streams = SchedulerMultiStream<ScheduledWgpuBackend>;
+    type Capture = StreamCapture<ResolvedLaunch>;
 
     fn write_streams(&mut self) -> &mut Self::Streams {
         &mut self.streams
     }
 
-    fn capturing(&mut self, stream: StreamId) -> Option<&mut StreamCapture> {
+    fn capturing(&mut self, stream: StreamId) -> Option<&mut Self::Capture> {
         self.recordings.get_mut(&stream)
     }
 
@@ -337,12 +340,12 @@ impl<C: WgpuCompiler> Server for WgpuServer<C> {
         let deferred = self.streams.take_deferred(stream_id);
         let poisoned: Result<(), ServerError> = handles
             .iter()
-            .try_for_each(|h| self.streams.trust.check(h.memory_id()));
+            .try_for_each(|h| self.streams.check(h.memory_id()));
         // Host writes of any stream may be what the caller waits for; they
         // reach the GPU only with a submission.
-        let host_writes = self.streams.backend.host_writes_pending;
+        let host_writes = self.streams.backend().host_writes_pending;
         let index = if host_writes {
-            self.streams.backend.flush_host_writes()
+            self.streams.backend_mut().flush_host_writes()
         } else {
             let (_, stream) = self.streams.encoder(stream_id);
             stream.last_submission.clone()
@@ -350,7 +353,7 @@ impl<C: WgpuCompiler> Server for WgpuServer<C> {
         let done = self.poller.wait(index);
         let faults = Arc::clone(&self.faults);
         let logger = Arc::clone(&self.logger);
-        let gpu = self.streams.backend.timing.as_ref().map(|t| t.counter());
+        let gpu = self.streams.backend().timing.as_ref().map(|t| t.counter());
         let last_gpu = Arc::clone(&self.last_sync_gpu_ns);
         let started = std::time::Instant::now();
         Box::pin(async move {
@@ -480,7 +483,7 @@ impl<C: WgpuCompiler> Server for WgpuServer<C> {
         self.enter()?;
         for h in &handles {
             self.resolve(h)?;
-            self.streams.trust.check(h.memory_id())?;
+            self.streams.check(h.memory_id())?;
         }
         Ok(())
     }
@@ -505,7 +508,7 @@ impl<C: WgpuCompiler> Server for WgpuServer<C> {
             });
             return;
         }
-        crate::launch::launch(self, kernel.as_ref(), count, args, stream_id, launch_mode);
+        crate::launch::launch(self, kernel.as_ref(), count, args, stream_id);
     }
 
     fn compile_queued(&mut self) {
@@ -515,7 +518,7 @@ impl<C: WgpuCompiler> Server for WgpuServer<C> {
     fn flush(&mut self, stream_id: StreamId) -> Result<(), ServerError> {
         self.enter()?;
         self.streams.submit(stream_id);
-        self.streams.backend.flush_host_writes();
+        self.streams.backend_mut().flush_host_writes();
         self.streams.take_deferred(stream_id)
     }
 

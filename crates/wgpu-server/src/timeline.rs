@@ -117,7 +117,7 @@ pub(crate) fn finish<C: WgpuCompiler>(
         return Box::pin(async { Ok(Timeline::default()) });
     }
     s.streams.submit_all();
-    s.streams.backend.flush_host_writes();
+    s.streams.backend_mut().flush_host_writes();
     const STRIDE: u64 = wgpu::QUERY_RESOLVE_BUFFER_ALIGNMENT;
     let size = STRIDE * entries.len() as u64;
     let device = s.device.clone();

@@ -91,7 +91,7 @@ pub(crate) fn write<C: WgpuCompiler>(
                 memory: descriptor.binding.memory_id(),
             })?;
     server.streams.prepare_host_write(&[target]);
-    server.streams.backend.host_writes_pending = true;
+    server.streams.backend_mut().host_writes_pending = true;
     let queue = &server.queue;
     scoped(&server.device, || {
         if size % ALIGN == 0 {
@@ -127,7 +127,7 @@ pub(crate) fn read<C: WgpuCompiler>(
     for d in &descriptors {
         let size = check_descriptor(d)?;
         let target = server.resolve(&d.binding)?;
-        server.streams.trust.check(d.binding.memory_id())?;
+        server.streams.check(d.binding.memory_id())?;
         ranges.push((target, size));
     }
     let pages: Vec<_> = ranges.iter().map(|(t, _)| (*t, Access::Read)).collect();

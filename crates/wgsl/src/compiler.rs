@@ -36,13 +36,14 @@ impl Default for WgpuCompilationOptions {
     }
 }
 
-/// What the device offers a compiler.
+/// What the device offers a compiler. The fields are `wgpu-types`', which
+/// `wgpu` re-exports: `device.limits()` and `device.features()` fit as is.
 #[derive(Clone, Debug)]
 pub struct DeviceCaps {
     /// The device's limits.
-    pub limits: wgpu::Limits,
+    pub limits: wgpu_types::Limits,
     /// The device's features.
-    pub features: wgpu::Features,
+    pub features: wgpu_types::Features,
 }
 
 /// How a kernel uses one storage binding.

@@ -12,7 +12,14 @@
 //! ([`WgslPassthrough`], for callers who hand WGSL source) and naga
 //! validation with diagnostics a person can read.
 //!
-//! **Leaves to the server:** shader modules, pipelines, caching, dispatch.
+//! **Leaves to the server:** the device, shader modules, pipelines, caching,
+//! dispatch. This crate names no wgpu object: the device is described by
+//! `wgpu-types`' `Limits` and `Features` (the types `wgpu` re-exports, so
+//! the server passes `device.limits()` straight in), and WGSL is checked
+//! with naga. **Leaves to `compute-ir`:** what an IR kernel means. The IR
+//! backend translates it without evaluating any of it, so the IR's
+//! interpreter stays an independent oracle for the emitted code.
+//!
 //! A third party adds a backend by implementing [`WgpuCompiler`] for its own
 //! kernel type; nothing here or in the server changes.
 

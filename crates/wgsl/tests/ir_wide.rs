@@ -62,7 +62,7 @@ fn int64_kernel(s: Scalar) -> Kernel {
     }
     let q = b.div(acc, zero);
     let q = b.rem(q, zero);
-    let folded = b.div(c, zero); // folded: c / 0 == c
+    let folded = b.div(c, zero); // constants only: c / 0 == c at run time
     let m1_32 = b.i32(-1);
     let m1 = b.cast(m1_32, s);
     let folded2 = b.div(c, m1);
@@ -117,7 +117,7 @@ fn f64_kernel() -> Kernel {
     let neg = b.f64(-1e300);
     let zero = b.f64(0.0);
     let one = b.f64(1.0);
-    let inf = b.div(one, zero); // folded to infinity: made at run time
+    let inf = b.div(one, zero); // constants only: infinity, at run time
     let nan = b.sub(inf, inf);
     let mut acc = b.add(x, c);
     for f in [

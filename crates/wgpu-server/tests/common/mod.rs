@@ -1,5 +1,6 @@
 //! Shared helpers for the integration tests: one server per test on the
 //! default adapter (lavapipe on CI), and a few kernels.
+// Each test binary uses a different subset of these helpers.
 #![allow(dead_code)]
 
 use compute_runtime::{

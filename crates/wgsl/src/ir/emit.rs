@@ -1,22 +1,25 @@
 //! IR to WGSL text.
 //!
 //! One `let` per IR value, in IR order, so the text reads like the builder
-//! code that made it. Two rewrites keep naga's constant evaluator out of the
-//! way: an operation whose operands are all constants is folded here with the
-//! interpreter's own semantics (so `1i / 0i` is `1i`, as at run time, instead
-//! of a shader-creation error), and a constant with a NaN or infinite lane is
-//! produced at run time from its bits (WGSL has no such literal). Integer
-//! division by anything but a non-zero constant is guarded (naga refuses a
-//! divisor it can prove zero). Shift amounts are masked to the low 5 bits
-//! (6 for 64-bit integers), the IR's rule. `i64::MIN` is spelled
-//! `(-9223372036854775807li - 1li)` (no literal reads as it), a NaN or
-//! infinite f64 comes from its `u64` bits.
+//! code that made it. Nothing is folded here: the interpreter is the oracle
+//! the emitted code is tested against, so the emitter computes nothing the
+//! interpreter computes. Instead every literal is bound through a function
+//! variable (`var v3_lit: i32 = 7i; let v3: i32 = v3_lit;`), which keeps
+//! naga's constant evaluator out of the way: naga evaluates any expression
+//! whose operands are all constant, and refuses there what WGSL's run-time
+//! rules define (`1i / 0i`, overflow, a NaN result). With no constant
+//! operand anywhere, every operation runs on the device under the run-time
+//! rules, and the driver folds the variables away. A NaN or infinite
+//! literal (WGSL has no such literal) is bitcast from its bits. Integer
+//! division is guarded (`x / 0 == x`, `x % 0 == 0`, spelled out). Shift
+//! amounts are masked to the low 5 bits (6 for 64-bit integers), the IR's
+//! rule. `i64::MIN` is spelled `(-9223372036854775807li - 1li)` (no literal
+//! reads as it).
 
 use std::fmt::Write as _;
 
-use compute_ir::interp::value::{Value, eval_pure};
 use compute_ir::ir::{ArrayRef, Barrier, BinOp, Builtin, KernelDef, Op, Stmt, UnOp, ValueId};
-use compute_ir::{Kernel, Scalar, Type};
+use compute_ir::{Kernel, Lit, Scalar, Type};
 
 use super::literal;
 
@@ -29,7 +32,6 @@ pub fn emit_wgsl(kernel: &Kernel) -> String {
     let def = kernel.def();
     let mut e = Emitter {
         def,
-        consts: vec![None; def.values.len()],
         out: String::new(),
         indent: 1,
     };
@@ -97,8 +99,6 @@ pub fn emit_wgsl(kernel: &Kernel) -> String {
 
 struct Emitter<'k> {
     def: &'k KernelDef,
-    /// Values known at compile time (naga would constant-evaluate them).
-    consts: Vec<Option<Value>>,
     out: String,
     indent: usize,
 }
@@ -141,80 +141,52 @@ impl Emitter<'_> {
 
     fn let_(&mut self, id: ValueId, op: &Op) {
         let t = self.ty_of(id);
-        let tys = literal::ty(t);
-        let folded = match op {
-            Op::Lit(_) => eval_pure(op, t, |_| Value::zero(t)),
-            _ if compute_ir::operands(op)
-                .iter()
-                .all(|o| self.consts[o.0 as usize].is_some())
-                && !compute_ir::operands(op).is_empty() =>
-            {
-                let consts = &self.consts;
-                eval_pure(op, t, |o| consts[o.0 as usize].unwrap_or(Value::zero(t)))
-            }
-            _ => None,
-        };
-        if let Some(c) = folded {
-            if literal::representable(&c) {
-                self.consts[id.0 as usize] = Some(c);
-                let text = format!("let {}: {tys} = {};", v(id), literal::value(&c));
-                self.line(&text);
-            } else {
-                self.runtime_constant(id, &c);
-            }
+        if let Op::Lit(l) = op {
+            self.literal(id, t, *l);
             return;
         }
-        let text = format!("let {}: {tys} = {};", v(id), self.expr(t, op));
+        let text = format!("let {}: {} = {};", v(id), literal::ty(t), self.expr(t, op));
         self.line(&text);
     }
 
-    /// A NaN or infinity: loaded from a variable holding its bits, so naga
-    /// sees a run-time value.
-    fn runtime_constant(&mut self, id: ValueId, c: &Value) {
-        let t = c.ty;
-        if t.scalar == Scalar::F64 {
-            // Same as below with 64-bit bits: `bitcast<f64>(u64)`.
-            let bits_t = literal::ty(t.with_scalar(Scalar::U64));
-            let l: Vec<String> = (0..usize::from(t.lanes))
-                .map(|i| format!("{}lu", c.lanes[i]))
-                .collect();
-            let init = if t.lanes == 1 {
-                l[0].clone()
-            } else {
-                format!("{bits_t}({})", l.join(", "))
-            };
-            self.line(&format!("var {}_bits: {bits_t} = {init};", v(id)));
-            let text = format!(
-                "let {}: {} = bitcast<{}>({}_bits);",
-                v(id),
-                literal::ty(t),
-                literal::ty(t),
-                v(id)
-            );
-            self.line(&text);
+    /// A literal as a run-time value: read from a function variable, so no
+    /// expression naga sees has a constant operand (see the module docs).
+    fn literal(&mut self, id: ValueId, t: Type, l: Lit) {
+        let (s, bits) = (l.scalar(), l.bits());
+        if !literal::representable(s, bits) {
+            self.non_finite(id, t, bits);
             return;
         }
-        let bits_t = literal::ty(t.with_scalar(Scalar::U32));
-        let f32_t = literal::ty(t.with_scalar(Scalar::F32));
-        let lanes: Vec<u32> = (0..usize::from(t.lanes))
-            .map(|i| match t.scalar {
-                Scalar::F16 => compute_ir::interp::f16::to_f32(c.lanes[i] as u16).to_bits(),
-                _ => c.lanes[i] as u32,
-            })
-            .collect();
-        let init = if t.lanes == 1 {
-            format!("{}u", lanes[0])
-        } else {
-            let l: Vec<String> = lanes.iter().map(|b| format!("{b}u")).collect();
-            format!("{bits_t}({})", l.join(", "))
-        };
-        let text = format!("var {}_bits: {bits_t} = {init};", v(id));
+        let tys = literal::ty(t);
+        let text = format!("var {}_lit: {tys} = {};", v(id), literal::scalar(s, bits));
         self.line(&text);
-        let value = if t.scalar == Scalar::F16 {
-            format!("{}(bitcast<{f32_t}>({}_bits))", literal::ty(t), v(id))
-        } else {
-            format!("bitcast<{}>({}_bits)", literal::ty(t), v(id))
+        let text = format!("let {}: {tys} = {}_lit;", v(id), v(id));
+        self.line(&text);
+    }
+
+    /// A NaN or infinity: loaded from a variable holding its bits (WGSL has
+    /// no literal for it).
+    fn non_finite(&mut self, id: ValueId, t: Type, bits: u64) {
+        let (bits_t, bits, value) = match t.scalar {
+            Scalar::F64 => (
+                "u64",
+                format!("{bits}lu"),
+                format!("bitcast<f64>({}_bits)", v(id)),
+            ),
+            // Through f32: `bitcast` needs a 32-bit source, and every f16
+            // is an f32.
+            Scalar::F16 => (
+                "u32",
+                format!("{}u", literal::f16_to_f32(bits as u16).to_bits()),
+                format!("f16(bitcast<f32>({}_bits))", v(id)),
+            ),
+            _ => (
+                "u32",
+                format!("{}u", bits as u32),
+                format!("bitcast<f32>({}_bits)", v(id)),
+            ),
         };
+        self.line(&format!("var {}_bits: {bits_t} = {bits};", v(id)));
         let text = format!("let {}: {} = {value};", v(id), literal::ty(t));
         self.line(&text);
     }
@@ -259,22 +231,11 @@ impl Emitter<'_> {
                     UnOp::Ceil => format!("ceil({x})"),
                 }
             }
-            Op::Binary(op @ (BinOp::Div | BinOp::Rem), x, y)
-                if self.ty_of(*x).scalar.is_int() && self.has_zero_lane(*y) =>
-            {
-                self.division_by_constant_zero(*op, t, *x, *y)
-            }
-            Op::Binary(op @ (BinOp::Div | BinOp::Rem), x, y)
-                if self.ty_of(*x).scalar.is_int() && self.consts[y.0 as usize].is_none() =>
-            {
-                // naga refuses a divisor it can see is zero, and it sees
-                // through more than literals (a vector built from a zero
-                // constant and a run-time lane). A run-time divisor is
-                // therefore guarded: `x / 0 == x`, `x % 0 == 0` spelled out.
-                let zero = literal::value(&Value::zero(t));
-                let mut one = Value::zero(t);
-                one.lanes[..usize::from(t.lanes)].fill(1);
-                let one = literal::value(&one);
+            Op::Binary(op @ (BinOp::Div | BinOp::Rem), x, y) if self.ty_of(*x).scalar.is_int() => {
+                // WGSL's run-time rule, `x / 0 == x` and `x % 0 == 0`,
+                // spelled out: dividing by 1 where the divisor is 0.
+                let zero = literal::splat(t, 0);
+                let one = literal::splat(t, 1);
                 let (x, y) = (v(*x), v(*y));
                 let (o, when_zero) = if *op == BinOp::Div {
                     ("/", x.clone())
@@ -366,38 +327,6 @@ impl Emitter<'_> {
             Op::Atomic(a, b, i, x) => format!("{}(&b{b}[{}], {})", a.wgsl(), v(*i), v(*x)),
             Op::Subgroup(o, x) => format!("{}({})", o.wgsl(), v(*x)),
         }
-    }
-
-    fn has_zero_lane(&self, id: ValueId) -> bool {
-        self.consts[id.0 as usize].is_some_and(|c| c.lanes[..usize::from(c.ty.lanes)].contains(&0))
-    }
-
-    /// `x / d` or `x % d` for a constant `d` with a zero lane, which naga
-    /// refuses to validate: WGSL's run-time rule (`x / 0 == x`, `x % 0 == 0`)
-    /// spelled out, dividing by 1 in the zero lanes.
-    fn division_by_constant_zero(&self, op: BinOp, t: Type, x: ValueId, d: ValueId) -> String {
-        let c = self.consts[d.0 as usize].unwrap_or(Value::zero(t));
-        let lanes = usize::from(t.lanes);
-        let mut safe = c;
-        let mut mask = Value::zero(t.with_scalar(Scalar::Bool));
-        for i in 0..lanes {
-            if c.lanes[i] == 0 {
-                safe.lanes[i] = 1;
-                mask.lanes[i] = 1;
-            }
-        }
-        let o = if op == BinOp::Div { "/" } else { "%" };
-        let when_zero = if op == BinOp::Div {
-            v(x)
-        } else {
-            literal::value(&Value::zero(t))
-        };
-        format!(
-            "select({} {o} {}, {when_zero}, {})",
-            v(x),
-            literal::value(&safe),
-            literal::value(&mask)
-        )
     }
 
     fn stmt(&mut self, s: &Stmt) {

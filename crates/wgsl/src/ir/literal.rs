@@ -1,6 +1,9 @@
-//! WGSL spellings of types and constants.
+//! WGSL spellings of types and literals.
+//!
+//! Independent of `compute_ir::interp` on purpose: the interpreter is the
+//! oracle the emitted code is tested against, so nothing here borrows its
+//! arithmetic (not even its f16 decoding).
 
-use compute_ir::interp::{f16, value::Value};
 use compute_ir::{Scalar, Type};
 
 /// `f32`, `vec3<u32>`...
@@ -12,15 +15,32 @@ pub(super) fn ty(t: Type) -> String {
     }
 }
 
-/// Whether every lane of a constant has a WGSL literal (finite floats):
-/// a NaN or infinity is not a valid constant expression.
-pub(super) fn representable(v: &Value) -> bool {
-    (0..usize::from(v.ty.lanes)).all(|i| match v.ty.scalar {
-        Scalar::F32 => f32::from_bits(v.lanes[i] as u32).is_finite(),
-        Scalar::F16 => f16::to_f32(v.lanes[i] as u16).is_finite(),
-        Scalar::F64 => f64::from_bits(v.lanes[i]).is_finite(),
+/// The value of f16 `bits` as an f32 (exact: every f16 is an f32). A NaN
+/// keeps its payload, quieted.
+pub(super) fn f16_to_f32(bits: u16) -> f32 {
+    let negative = bits & 0x8000 != 0;
+    let exponent = u32::from((bits >> 10) & 0x1f);
+    let mantissa = u32::from(bits & 0x3ff);
+    let magnitude = match exponent {
+        // Zero or subnormal: mantissa * 2^-24, exact in f32.
+        0 => mantissa as f32 * f32::from_bits(0x3380_0000),
+        0x1f if mantissa == 0 => f32::INFINITY,
+        0x1f => f32::from_bits(0x7fc0_0000 | (mantissa << 13)),
+        // Normal: rebias the exponent (15 -> 127), widen the mantissa.
+        e => f32::from_bits(((e + 127 - 15) << 23) | (mantissa << 13)),
+    };
+    if negative { -magnitude } else { magnitude }
+}
+
+/// Whether a scalar of type `s` with `bits` has a WGSL literal (a finite
+/// float, or any integer or bool): WGSL has no NaN or infinity literal.
+pub(super) fn representable(s: Scalar, bits: u64) -> bool {
+    match s {
+        Scalar::F32 => f32::from_bits(bits as u32).is_finite(),
+        Scalar::F16 => f16_to_f32(bits as u16).is_finite(),
+        Scalar::F64 => f64::from_bits(bits).is_finite(),
         _ => true,
-    })
+    }
 }
 
 fn float(s: String, suffix: &str) -> String {
@@ -39,11 +59,11 @@ fn float(s: String, suffix: &str) -> String {
     }
 }
 
-/// One scalar constant (finite floats only; see [`representable`]).
+/// One scalar literal (finite floats only; see [`representable`]).
 pub(super) fn scalar(s: Scalar, bits: u64) -> String {
     match s {
         Scalar::Bool => (if bits != 0 { "true" } else { "false" }).to_string(),
-        Scalar::U32 => format!("{bits}u"),
+        Scalar::U32 => format!("{}u", bits as u32),
         Scalar::U64 => format!("{bits}lu"),
         Scalar::I64 => {
             let v = bits as i64;
@@ -67,17 +87,54 @@ pub(super) fn scalar(s: Scalar, bits: u64) -> String {
             }
         }
         Scalar::F32 => float(format!("{:?}", f32::from_bits(bits as u32)), "f"),
-        Scalar::F16 => float(format!("{:?}", f16::to_f32(bits as u16)), "h"),
+        Scalar::F16 => float(format!("{:?}", f16_to_f32(bits as u16)), "h"),
     }
 }
 
-/// A constant value of any type.
-pub(super) fn value(v: &Value) -> String {
-    if v.ty.lanes == 1 {
-        return scalar(v.ty.scalar, v.bits());
+/// `bits` (a representable scalar of `t`'s scalar type) in every lane of
+/// `t`.
+pub(super) fn splat(t: Type, bits: u64) -> String {
+    let lit = scalar(t.scalar, bits);
+    if t.lanes == 1 {
+        lit
+    } else {
+        format!("{}({lit})", ty(t))
     }
-    let lanes: Vec<String> = (0..usize::from(v.ty.lanes))
-        .map(|i| scalar(v.ty.scalar, v.lanes[i]))
-        .collect();
-    format!("{}({})", ty(v.ty), lanes.join(", "))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Two implementations written apart agree on every f16 (the
+    /// interpreter's is the oracle's; this one spells the emitter's
+    /// literals).
+    #[test]
+    fn f16_decoding_agrees_with_the_interpreter_on_every_value() {
+        for bits in 0..=u16::MAX {
+            let ours = f16_to_f32(bits);
+            let oracle = compute_ir::interp::f16::to_f32(bits);
+            assert!(
+                ours.to_bits() == oracle.to_bits() || (ours.is_nan() && oracle.is_nan()),
+                "{bits:#06x}: {ours:?} vs {oracle:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn negative_and_extreme_integers_are_spelled_as_wgsl_reads_them() {
+        assert_eq!(scalar(Scalar::I32, (-5i32) as u32 as u64), "(-5i)");
+        assert_eq!(
+            scalar(Scalar::I32, i32::MIN as u32 as u64),
+            "bitcast<i32>(0x80000000u)"
+        );
+        assert_eq!(
+            scalar(Scalar::I64, i64::MIN as u64),
+            "(-9223372036854775807li - 1li)"
+        );
+        assert_eq!(scalar(Scalar::U32, u64::from(u32::MAX)), "4294967295u");
+        assert_eq!(scalar(Scalar::F32, u64::from(1.0f32.to_bits())), "1.0f");
+        assert_eq!(scalar(Scalar::F16, 0xbc00), "(-1.0h)");
+        assert!(!representable(Scalar::F16, 0x7c00), "infinity");
+    }
 }

@@ -110,13 +110,13 @@ fn check_device(kernel: &Kernel, caps: &DeviceCaps) -> Result<(), ServerError> {
         def.buffers.len() as u64,
         l.max_storage_buffers_per_shader_stage,
     )?;
-    if def.uses_f16() && !caps.features.contains(wgpu::Features::SHADER_F16) {
+    if def.uses_f16() && !caps.features.contains(wgpu_types::Features::SHADER_F16) {
         return Err(ServerError::unsupported(
             "f16",
             "the kernel uses f16 and the device lacks SHADER_F16",
         ));
     }
-    let int64 = caps.features.contains(wgpu::Features::SHADER_INT64);
+    let int64 = caps.features.contains(wgpu_types::Features::SHADER_INT64);
     if def.uses(Scalar::I64) && !int64 {
         return Err(ServerError::unsupported(
             "i64",
@@ -129,13 +129,13 @@ fn check_device(kernel: &Kernel, caps: &DeviceCaps) -> Result<(), ServerError> {
             "the kernel uses u64 and the device lacks SHADER_INT64",
         ));
     }
-    if def.uses_subgroups() && !caps.features.contains(wgpu::Features::SUBGROUP) {
+    if def.uses_subgroups() && !caps.features.contains(wgpu_types::Features::SUBGROUP) {
         return Err(ServerError::unsupported(
             "subgroups",
             "the kernel uses subgroup operations and the device lacks SUBGROUP",
         ));
     }
-    if def.uses(Scalar::F64) && !caps.features.contains(wgpu::Features::SHADER_F64) {
+    if def.uses(Scalar::F64) && !caps.features.contains(wgpu_types::Features::SHADER_F64) {
         return Err(ServerError::unsupported(
             "f64",
             "the kernel uses f64 and the device lacks SHADER_F64",
