@@ -10,7 +10,7 @@
 use compute_runtime::StreamId;
 use compute_stream::SchedulerStreamBackend;
 
-use crate::batch_timing::{BatchStamps, BatchTiming};
+use crate::timing::batch::{BatchStamps, BatchTiming};
 
 /// One stream's pending work.
 #[derive(Debug, Default)]

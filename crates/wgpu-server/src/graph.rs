@@ -11,14 +11,61 @@
 //! safe without a sync because a freed slice's page is ordered by the
 //! scheduler like any other.
 
-use compute_graph::StreamCapture;
-use compute_runtime::{BufferBinding, ServerError, StreamId};
-
-use compute_runtime::{GraphId, MemoryAllocationMode};
+use compute_graph::{CaptureState, StreamCapture};
+use compute_runtime::{BufferBinding, GraphId, MemoryAllocationMode, ServerError, StreamId};
 use compute_wgsl::WgpuCompiler;
+use hashbrown::HashMap;
 
-use crate::WgpuServer;
-use crate::launch::ResolvedLaunch;
+use crate::launch::path::ResolvedLaunch;
+use crate::{DeviceCaptures, WgpuServer};
+
+/// A server's graph state: the device's registry, and each stream's
+/// capture state and recording.
+#[derive(Debug)]
+pub(crate) struct Graphs {
+    pub registry: DeviceCaptures,
+    /// Streams not `Idle`.
+    pub states: HashMap<StreamId, CaptureState>,
+    /// Recordings of the streams that are capturing.
+    pub recordings: HashMap<StreamId, StreamCapture<ResolvedLaunch>>,
+}
+
+impl Graphs {
+    pub fn new(registry: DeviceCaptures) -> Self {
+        Self {
+            registry,
+            states: HashMap::new(),
+            recordings: HashMap::new(),
+        }
+    }
+
+    pub fn state(&self, stream: StreamId) -> CaptureState {
+        self.states.get(&stream).copied().unwrap_or_default()
+    }
+
+    fn set_state(&mut self, stream: StreamId, state: CaptureState) {
+        if state == CaptureState::Idle {
+            self.states.remove(&stream);
+        } else {
+            self.states.insert(stream, state);
+        }
+    }
+
+    /// How `initialize_memory` on `stream` allocates: persistently from
+    /// `graph_prepare` to `end_capture`, so the capture window reuses what
+    /// the warm-up freed; otherwise as the device's mode says. Only that
+    /// stream's allocations change pools: the others keep sliced pages.
+    pub fn allocation_mode(
+        &self,
+        stream: StreamId,
+        device_mode: MemoryAllocationMode,
+    ) -> MemoryAllocationMode {
+        match self.state(stream) {
+            CaptureState::Idle => device_mode,
+            CaptureState::Prepared | CaptureState::Capturing => MemoryAllocationMode::Persistent,
+        }
+    }
+}
 
 /// A recorded graph: the launches of one capture window, resolved. Opaque;
 /// it lives in the device's [`DeviceCaptures`](crate::DeviceCaptures).
@@ -52,19 +99,15 @@ impl WgpuGraph {
     }
 }
 
-/// `graph_prepare`: the stream enters `Prepared`, and the device's pools
-/// switch to persistent mode for the warm-up and the capture.
+/// `graph_prepare`: the stream enters `Prepared`; from now on its
+/// allocations are persistent (see [`Graphs::allocation_mode`]).
 pub(crate) fn prepare<C: WgpuCompiler>(
     s: &mut WgpuServer<C>,
     stream_id: StreamId,
 ) -> Result<(), ServerError> {
     s.enter()?;
-    let next = s.capture_state(stream_id).prepare(stream_id)?;
-    s.capture_states.insert(stream_id, next);
-    // The warm-up that follows frees into the persistent pool, so the
-    // capture window reuses it instead of allocating.
-    s.mode_before_capture.get_or_insert(s.memory.mode());
-    s.memory.set_mode(MemoryAllocationMode::Persistent);
+    let next = s.graphs.state(stream_id).prepare(stream_id)?;
+    s.graphs.set_state(stream_id, next);
     Ok(())
 }
 
@@ -74,27 +117,26 @@ pub(crate) fn begin<C: WgpuCompiler>(
     stream_id: StreamId,
 ) -> Result<(), ServerError> {
     s.enter()?;
-    let next = s.capture_state(stream_id).begin(stream_id)?;
-    s.capture_states.insert(stream_id, next);
-    s.recordings.insert(stream_id, StreamCapture::default());
+    let next = s.graphs.state(stream_id).begin(stream_id)?;
+    s.graphs.set_state(stream_id, next);
+    s.graphs
+        .recordings
+        .insert(stream_id, StreamCapture::default());
     Ok(())
 }
 
 /// `end_capture`: stores the recording as a graph (or reports the failure
-/// that spoiled it) and restores the allocation mode.
+/// that spoiled it); the stream allocates as the device says again.
 pub(crate) fn end<C: WgpuCompiler>(
     s: &mut WgpuServer<C>,
     stream_id: StreamId,
 ) -> Result<GraphId, ServerError> {
     s.enter()?;
-    let next = s.capture_state(stream_id).end(stream_id)?;
-    s.capture_states.insert(stream_id, next);
-    if let Some(mode) = s.mode_before_capture.take() {
-        s.memory.set_mode(mode);
-    }
-    let capture = s.recordings.remove(&stream_id).unwrap_or_default();
+    let next = s.graphs.state(stream_id).end(stream_id)?;
+    s.graphs.set_state(stream_id, next);
+    let capture = s.graphs.recordings.remove(&stream_id).unwrap_or_default();
     let graph = WgpuGraph::from_capture(stream_id, capture)?;
-    Ok(s.captures.insert(graph))
+    Ok(s.graphs.registry.insert(graph))
 }
 
 /// `replay`: re-encodes every recorded launch on `stream_id`, inside one
@@ -111,7 +153,7 @@ pub(crate) fn replay<C: WgpuCompiler>(
             reason: "replay inside a capture window is not recorded".into(),
         });
     }
-    let registry = s.captures.clone();
+    let registry = s.graphs.registry.clone();
     let writes = registry
         .with(graph, |g| g.writes.clone())
         .ok_or(ServerError::UnknownGraph { graph })?;
@@ -119,7 +161,7 @@ pub(crate) fn replay<C: WgpuCompiler>(
         registry
             .with(graph, |g| {
                 for launch in &g.launches {
-                    crate::launch::dispatch(s, stream_id, launch);
+                    crate::launch::path::dispatch(s, stream_id, launch);
                 }
             })
             .ok_or(ServerError::UnknownGraph { graph })

@@ -18,32 +18,23 @@
 //! [`Server`]: compute_runtime::Server
 //! [`WgpuCompiler`]: compute_wgsl::WgpuCompiler
 
-pub mod adapter;
 mod backend;
-mod batch_timing;
-mod bind;
 mod communication;
-mod faults;
+mod device;
 mod graph;
-mod init;
 mod launch;
-mod pipeline;
-mod poller;
-mod profile;
-mod profiling;
-mod queued;
-mod readback;
+mod memory;
+mod options;
 mod server;
-mod staging;
-mod storage;
-mod timeline;
-mod transfer;
+mod timing;
 
 pub use backend::{ScheduledWgpuBackend, WgpuStream};
+pub use device::adapter;
 pub use graph::WgpuGraph;
-pub use server::WgpuServer;
-pub use storage::{WgpuResource, WgpuStorage};
-pub use timeline::{Timeline, TimelineEvent};
+pub use memory::storage::{WgpuResource, WgpuStorage};
+pub use options::{TASKS_MAX_ENV, WgpuServerOptions};
+pub use server::{DEFAULT_TASKS_MAX, WgpuServer};
+pub use timing::timeline::{Timeline, TimelineEvent};
 
 pub use compute_wgsl::{
     BindingAccess, BoundsChecks, IrCompiler, WgpuCompilationOptions, WgpuCompiler, WgslKernel,

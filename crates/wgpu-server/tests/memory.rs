@@ -5,13 +5,16 @@ mod common;
 
 use common::*;
 use compute_runtime::{
-    Bytes, DeviceId, ManagedMemoryHandle, MemoryAllocationMode, MemoryConfiguration,
-    MemoryPoolOptions, PoolKind, Server, ServerError, StreamId,
+    Bytes, ManagedMemoryHandle, MemoryAllocationMode, MemoryConfiguration, MemoryPoolOptions,
+    PoolKind, Server, ServerError, StreamId,
 };
 use proptest::prelude::*;
 
 fn with_config(config: MemoryConfiguration) -> TestServer {
-    TestServer::try_init_with(DeviceId(0), config, None).expect("server")
+    wgpu_server::WgpuServerOptions::new()
+        .memory(config)
+        .open()
+        .expect("server")
 }
 
 fn pattern(seed: u32, len: usize) -> Vec<u8> {
@@ -178,7 +181,9 @@ fn invalid_configurations_are_an_error_at_construction() {
         },
         max_reserved: None,
     }];
-    let err = TestServer::try_init_with(DeviceId(0), MemoryConfiguration::Custom(pools), None)
+    let err = wgpu_server::WgpuServerOptions::new()
+        .memory(MemoryConfiguration::Custom(pools))
+        .open::<wgpu_server::WgslPassthrough>()
         .expect_err("max slice over page");
     assert!(
         matches!(err, ServerError::InvalidConfiguration { .. }),

@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use common::*;
 use compute_runtime::{
-    CubeCount, DeviceId, Handle, KernelArguments, LaunchMode, MemoryConfiguration, ProfileError,
-    ProfilingToken, Server, ServerError, StreamId, TimingMethod,
+    CubeCount, Handle, KernelArguments, LaunchMode, ProfileError, ProfilingToken, Server,
+    ServerError, StreamId, TimingMethod,
 };
 use wgpu_server::{BindingAccess, WgslKernel};
 
@@ -57,7 +57,9 @@ fn timed(s: &mut TestServer, x: &Handle, n: u32) -> Duration {
 }
 
 fn with_timing(method: TimingMethod) -> TestServer {
-    TestServer::try_init_with(DeviceId(0), MemoryConfiguration::Default, Some(method))
+    wgpu_server::WgpuServerOptions::new()
+        .timing(method)
+        .open()
         .expect("server")
 }
 

@@ -95,13 +95,18 @@ impl Timeline {
 
 /// Starts recording (see the module doc). Needs timestamp queries.
 pub(crate) fn start<C: WgpuCompiler>(s: &mut WgpuServer<C>) -> Result<(), ServerError> {
-    if !s.caps.features.contains(wgpu::Features::TIMESTAMP_QUERY) {
+    if !s
+        .gpu
+        .caps
+        .features
+        .contains(wgpu::Features::TIMESTAMP_QUERY)
+    {
         return Err(ServerError::unsupported(
             "timeline",
             "the device has no timestamp queries",
         ));
     }
-    s.profiler.timeline.get_or_insert_with(Vec::new);
+    s.timing.profiler.timeline.get_or_insert_with(Vec::new);
     Ok(())
 }
 
@@ -109,7 +114,7 @@ pub(crate) fn start<C: WgpuCompiler>(s: &mut WgpuServer<C>) -> Result<(), Server
 pub(crate) fn finish<C: WgpuCompiler>(
     s: &mut WgpuServer<C>,
 ) -> DynFut<Result<Timeline, ServerError>> {
-    let entries = s.profiler.timeline.take().unwrap_or_default();
+    let entries = s.timing.profiler.timeline.take().unwrap_or_default();
     if let Err(e) = s.enter() {
         return Box::pin(async move { Err(e) });
     }
@@ -120,7 +125,7 @@ pub(crate) fn finish<C: WgpuCompiler>(
     s.streams.backend_mut().flush_host_writes();
     const STRIDE: u64 = wgpu::QUERY_RESOLVE_BUFFER_ALIGNMENT;
     let size = STRIDE * entries.len() as u64;
-    let device = s.device.clone();
+    let device = s.gpu.device.clone();
     let resolve = device.create_buffer(&wgpu::BufferDescriptor {
         label: Some("timeline resolve"),
         size,
@@ -140,11 +145,11 @@ pub(crate) fn finish<C: WgpuCompiler>(
         encoder.resolve_query_set(&e.slot.query_set, 0..2, &resolve, STRIDE * i as u64);
     }
     encoder.copy_buffer_to_buffer(&resolve, 0, &readback, 0, size);
-    let index = s.queue.submit(Some(encoder.finish()));
+    let index = s.gpu.queue.submit(Some(encoder.finish()));
     let meta: Vec<(StreamId, String, String)> = entries
         .into_iter()
         .map(|e| {
-            s.profiler.give_back(e.slot);
+            s.timing.profiler.give_back(e.slot);
             (e.stream, e.kernel, e.workgroups)
         })
         .collect();
@@ -152,9 +157,9 @@ pub(crate) fn finish<C: WgpuCompiler>(
     readback.map_async(wgpu::MapMode::Read, .., move |r| {
         let _ = tx.send(r);
     });
-    let done = s.poller.wait(Some(index));
-    let period = f64::from(s.queue.get_timestamp_period());
-    let faults = std::sync::Arc::clone(&s.faults);
+    let done = s.gpu.poller.wait(Some(index));
+    let period = f64::from(s.gpu.queue.get_timestamp_period());
+    let faults = std::sync::Arc::clone(&s.gpu.faults);
     Box::pin(async move {
         match done.await {
             Ok(r) => r?,

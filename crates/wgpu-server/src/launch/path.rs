@@ -21,9 +21,9 @@ use compute_stream::{Access, WriteScoped};
 use compute_wgsl::{BindingAccess, KernelLayout, WgpuCompiler};
 
 use crate::WgpuServer;
-use crate::bind::{BindKey, Range};
-use crate::faults::scoped;
-use crate::pipeline::CachedPipeline;
+use crate::device::faults::scoped;
+use crate::launch::bind::{BindKey, Range};
+use crate::launch::pipeline::CachedPipeline;
 
 /// Launches `kernel` now (or records it, on a capturing stream). No launch
 /// mode: a `LaunchMode::Queue` launch reaches here only on a cache hit with
@@ -43,10 +43,14 @@ pub(crate) fn launch<C: WgpuCompiler>(
     }
     // A cache hit knows the layout; a miss asks the compiler, which can
     // tell it without compiling.
-    let cached = server.pipelines.get(kernel.id(), &server.options).cloned();
+    let cached = server
+        .kernels
+        .pipelines
+        .get(kernel.id(), &server.kernels.options)
+        .cloned();
     let layout = match &cached {
         Some(p) => Ok(Cow::Borrowed(&p.layout)),
-        None => server.compiler.layout(kernel).map(Cow::Owned),
+        None => server.kernels.compiler.layout(kernel).map(Cow::Owned),
     };
     // The write set: read-write bindings by the layout; every buffer when
     // the layout itself cannot be had (nothing is known to be read-only).
@@ -192,11 +196,11 @@ fn resolve_launch<C: WgpuCompiler>(
             ),
         });
     }
-    check_counts(&s.caps.limits, layout, &count)?;
+    check_counts(&s.gpu.caps.limits, layout, &count)?;
 
     // Resolve every binding before touching any state.
-    let align = u64::from(s.caps.limits.min_storage_buffer_offset_alignment);
-    let max_binding = s.caps.limits.max_storage_buffer_binding_size;
+    let align = u64::from(s.gpu.caps.limits.min_storage_buffer_offset_alignment);
+    let max_binding = s.gpu.caps.limits.max_storage_buffer_binding_size;
     let mut ranges: Vec<Range> = Vec::with_capacity(args.buffers.len());
     for b in &args.buffers {
         let h = s.resolve(b)?;
@@ -242,29 +246,29 @@ fn resolve_launch<C: WgpuCompiler>(
 
     let pipeline = match cached {
         Some(p) => p,
-        None => s.pipelines.get_or_compile(
-            &mut s.compiler,
+        None => s.kernels.pipelines.get_or_compile(
+            &mut s.kernels.compiler,
             kernel,
-            &s.options,
-            &s.caps,
-            &s.device,
+            &s.kernels.options,
+            &s.gpu.caps,
+            &s.gpu.device,
             &s.logger,
         )?,
     };
 
     // Bind group: cached when the ranges and scalars repeat.
     let key = BindKey::new(pipeline.id, &ranges, &args.scalars);
-    let cached = key.and_then(|k| s.bind_groups.get(&k).cloned());
+    let cached = key.and_then(|k| s.kernels.bind_groups.get(&k).cloned());
     let (bind_group, bind_id) = match cached {
         Some(c) => (c.group, c.id),
         None => {
             let group = create_bind_group(s, &pipeline.bind_group_layout, &ranges, &args.scalars)?;
             match key {
                 Some(k) => {
-                    let c = s.bind_groups.insert(k, group);
+                    let c = s.kernels.bind_groups.insert(k, group);
                     (c.group, c.id)
                 }
-                None => (group, s.bind_groups.next_id()),
+                None => (group, s.kernels.bind_groups.next_id()),
             }
         }
     };
@@ -318,9 +322,10 @@ pub(crate) fn dispatch<C: WgpuCompiler>(
     launch: &ResolvedLaunch,
 ) {
     s.streams.prepare(stream, &launch.pages);
-    let device = s.device.clone();
+    let device = s.gpu.device.clone();
     // An at-launch profile window (or a timeline) stamps this launch.
     let timed = s
+        .timing
         .profiler
         .stamp_launch(&device, stream, &launch.pipeline.name, || {
             launch.count.to_string()
@@ -355,6 +360,7 @@ fn page_buffer<C: WgpuCompiler>(
     h: &StorageHandle,
 ) -> Result<wgpu::Buffer, ServerError> {
     s.memory
+        .manager
         .storage()
         .buffer(h.id)
         .cloned()
@@ -371,17 +377,14 @@ fn create_bind_group<C: WgpuCompiler>(
 ) -> Result<wgpu::BindGroup, ServerError> {
     let mut buffers = Vec::with_capacity(ranges.len());
     for (page, _, _) in ranges {
-        let buffer =
-            s.memory
-                .storage()
-                .buffer(*page)
-                .cloned()
-                .ok_or(ServerError::InvalidArgument {
-                    reason: format!("page {page} is gone"),
-                })?;
+        let buffer = s.memory.manager.storage().buffer(*page).cloned().ok_or(
+            ServerError::InvalidArgument {
+                reason: format!("page {page} is gone"),
+            },
+        )?;
         buffers.push(buffer);
     }
-    let device = s.device.clone();
+    let device = s.gpu.device.clone();
     scoped(&device, || {
         let uniform = (!scalars.is_empty()).then(|| {
             let size = (scalars.len() as u64).next_multiple_of(16);
@@ -393,7 +396,7 @@ fn create_bind_group<C: WgpuCompiler>(
             });
             let mut padded = scalars.to_vec();
             padded.resize(size as usize, 0);
-            s.queue.write_buffer(&buffer, 0, &padded);
+            s.gpu.queue.write_buffer(&buffer, 0, &padded);
             buffer
         });
         let mut entries: Vec<wgpu::BindGroupEntry> = ranges

@@ -9,7 +9,7 @@
 use compute_runtime::{ComputeStorage, ServerError, StorageHandle, StorageId};
 use hashbrown::HashMap;
 
-use crate::faults::scoped;
+use crate::device::faults::scoped;
 
 /// A byte range of a page, resolved.
 #[derive(Clone, Debug)]

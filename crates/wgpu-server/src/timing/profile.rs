@@ -1,4 +1,4 @@
-//! The profile calls of `Server`, over [`crate::profile::Profiler`].
+//! The profile calls of `Server`, over [`crate::timing::windows::Profiler`].
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -11,15 +11,15 @@ use compute_wgsl::WgpuCompiler;
 use futures::channel::oneshot;
 
 use crate::WgpuServer;
-use crate::profile::{Measure, Slot, duration};
+use crate::timing::windows::{Measure, Slot, duration};
 
 /// Submits `stream` (and pending host writes) and waits for the queue.
 fn drain<C: WgpuCompiler>(s: &mut WgpuServer<C>, stream: StreamId) -> Result<(), ServerError> {
     s.streams.submit(stream);
     let index = s.streams.backend_mut().flush_host_writes();
-    match futures::executor::block_on(s.poller.wait(index)) {
+    match futures::executor::block_on(s.gpu.poller.wait(index)) {
         Ok(r) => r,
-        Err(_) => s.faults.lost(),
+        Err(_) => s.gpu.faults.lost(),
     }
 }
 
@@ -27,10 +27,10 @@ pub(crate) fn start<C: WgpuCompiler>(
     s: &mut WgpuServer<C>,
     stream: StreamId,
 ) -> Result<ProfilingToken, ServerError> {
-    let measure = match s.profiler.method {
+    let measure = match s.timing.profiler.method {
         TimingMethod::Device => {
-            let slot = s.profiler.take_slot(&s.device);
-            let device = s.device.clone();
+            let slot = s.timing.profiler.take_slot(&s.gpu.device);
+            let device = s.gpu.device.clone();
             let (_, ws) = s.streams.encoder(stream);
             ws.stamp(&device, &slot.query_set, 0);
             s.streams.task_done(stream);
@@ -41,7 +41,7 @@ pub(crate) fn start<C: WgpuCompiler>(
             Measure::System(Instant::now())
         }
     };
-    let id = s.profiler.open(stream, measure);
+    let id = s.timing.profiler.open(stream, measure);
     s.logger.log(LogCategory::Profile, LogLevel::Basic, || {
         format!("profile window {id} opened on {stream}")
     });
@@ -52,20 +52,25 @@ pub(crate) fn start_at_launch<C: WgpuCompiler>(
     s: &mut WgpuServer<C>,
     stream: StreamId,
 ) -> Result<ProfilingToken, ServerError> {
-    if !s.caps.features.contains(wgpu::Features::TIMESTAMP_QUERY) {
+    if !s
+        .gpu
+        .caps
+        .features
+        .contains(wgpu::Features::TIMESTAMP_QUERY)
+    {
         return Err(ServerError::unsupported(
             "start_profile_at_launch",
             "the device has no timestamp queries",
         ));
     }
-    if s.profiler.has_armed(stream) {
+    if s.timing.profiler.has_armed(stream) {
         return Err(ServerError::ProfileState {
             stream,
             reason: "an at-launch window is already waiting for the next launch".into(),
         });
     }
-    let slot = s.profiler.take_slot(&s.device);
-    let id = s.profiler.open(
+    let slot = s.timing.profiler.take_slot(&s.gpu.device);
+    let id = s.timing.profiler.open(
         stream,
         Measure::AtLaunch {
             slot,
@@ -80,9 +85,11 @@ pub(crate) fn abandon<C: WgpuCompiler>(
     stream: StreamId,
     token: ProfilingToken,
 ) {
-    match s.profiler.close(stream, token.id) {
+    match s.timing.profiler.close(stream, token.id) {
         Ok(window) => match window.measure {
-            Measure::Device(slot) | Measure::AtLaunch { slot, .. } => s.profiler.give_back(slot),
+            Measure::Device(slot) | Measure::AtLaunch { slot, .. } => {
+                s.timing.profiler.give_back(slot)
+            }
             Measure::System(_) => {}
         },
         Err(e) => s.logger.log(LogCategory::Profile, LogLevel::Basic, || {
@@ -96,11 +103,11 @@ pub(crate) fn end<C: WgpuCompiler>(
     stream: StreamId,
     token: ProfilingToken,
 ) -> Result<ProfileDuration, ProfileError> {
-    let window = s.profiler.close(stream, token.id)?;
-    let method = s.profiler.method;
+    let window = s.timing.profiler.close(stream, token.id)?;
+    let method = s.timing.profiler.method;
     let give_back = |s: &mut WgpuServer<C>, m: Measure| {
         if let Measure::Device(slot) | Measure::AtLaunch { slot, .. } = m {
-            s.profiler.give_back(slot);
+            s.timing.profiler.give_back(slot);
         }
     };
     if let Err(e) = s.enter() {
@@ -120,14 +127,14 @@ pub(crate) fn end<C: WgpuCompiler>(
             slot,
             recorded: false,
         } => {
-            s.profiler.give_back(slot);
+            s.timing.profiler.give_back(slot);
             Err(ProfileError::Server(ServerError::ProfileState {
                 stream,
                 reason: "the at-launch window ended before any launch".into(),
             }))
         }
         Measure::Device(slot) => {
-            let device = s.device.clone();
+            let device = s.gpu.device.clone();
             let (_, ws) = s.streams.encoder(stream);
             ws.stamp(&device, &slot.query_set, 1);
             resolve(s, stream, slot)
@@ -144,7 +151,7 @@ fn resolve<C: WgpuCompiler>(
     stream: StreamId,
     slot: Slot,
 ) -> Result<ProfileDuration, ProfileError> {
-    let device = s.device.clone();
+    let device = s.gpu.device.clone();
     let readback = device.create_buffer(&wgpu::BufferDescriptor {
         label: Some("profile readback"),
         size: 16,
@@ -157,7 +164,7 @@ fn resolve<C: WgpuCompiler>(
         encoder.resolve_query_set(&slot.query_set, 0..2, &slot.resolve, 0);
         encoder.copy_buffer_to_buffer(&slot.resolve, 0, &readback, 0, 16);
     }
-    s.profiler.give_back(slot);
+    s.timing.profiler.give_back(slot);
     s.streams.task_done(stream);
     s.streams.submit(stream);
     let (tx, rx) = oneshot::channel();
@@ -165,9 +172,9 @@ fn resolve<C: WgpuCompiler>(
         let _ = tx.send(r);
     });
     let (_, ws) = s.streams.encoder(stream);
-    let done = s.poller.wait(ws.last_submission.clone());
-    let faults = Arc::clone(&s.faults);
-    let period = s.queue.get_timestamp_period();
+    let done = s.gpu.poller.wait(ws.last_submission.clone());
+    let faults = Arc::clone(&s.gpu.faults);
+    let period = s.gpu.queue.get_timestamp_period();
     Ok(ProfileDuration::new(
         TimingMethod::Device,
         Box::pin(async move {

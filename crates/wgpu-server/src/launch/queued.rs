@@ -34,23 +34,23 @@ impl std::fmt::Debug for HeldLaunch {
 
 /// Compiles every held kernel, then encodes the held launches in order.
 pub(crate) fn compile_and_encode<C: WgpuCompiler>(s: &mut WgpuServer<C>) {
-    if s.held.is_empty() {
+    if s.kernels.held.is_empty() {
         return;
     }
-    let held = std::mem::take(&mut s.held);
+    let held = std::mem::take(&mut s.kernels.held);
     for h in &held {
         // Failures are not reported here: the launch below fails the same
         // way inside its write scope, which poisons and defers it.
-        let _ = s.pipelines.get_or_compile(
-            &mut s.compiler,
+        let _ = s.kernels.pipelines.get_or_compile(
+            &mut s.kernels.compiler,
             h.kernel.as_ref(),
-            &s.options,
-            &s.caps,
-            &s.device,
+            &s.kernels.options,
+            &s.gpu.caps,
+            &s.gpu.device,
             &s.logger,
         );
     }
     for h in held {
-        crate::launch::launch(s, h.kernel.as_ref(), h.count, h.args, h.stream);
+        crate::launch::path::launch(s, h.kernel.as_ref(), h.count, h.args, h.stream);
     }
 }

@@ -15,7 +15,7 @@ use compute_runtime::{CubeKernel, KernelId, LogCategory, LogLevel, ServerError, 
 use compute_wgsl::{BoundsChecks, DeviceCaps, KernelLayout, WgpuCompilationOptions, WgpuCompiler};
 use hashbrown::HashMap;
 
-use crate::faults::scoped;
+use crate::device::faults::scoped;
 
 /// A ready pipeline and what binding it needs.
 #[derive(Debug)]

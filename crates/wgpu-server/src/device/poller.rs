@@ -14,7 +14,7 @@ use std::thread::JoinHandle;
 use compute_runtime::ServerError;
 use futures::channel::oneshot;
 
-use crate::faults::DeviceFaults;
+use crate::device::faults::DeviceFaults;
 
 struct Job {
     index: Option<wgpu::SubmissionIndex>,

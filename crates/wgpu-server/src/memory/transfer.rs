@@ -22,8 +22,8 @@ use compute_wgsl::WgpuCompiler;
 use futures::channel::oneshot;
 
 use crate::WgpuServer;
-use crate::faults::scoped;
-use crate::readback::{MappedRange, ReadbackPool};
+use crate::device::faults::scoped;
+use crate::memory::readback::{MappedRange, ReadbackPool};
 
 const ALIGN: u64 = wgpu::COPY_BUFFER_ALIGNMENT;
 
@@ -69,6 +69,7 @@ pub(crate) fn write<C: WgpuCompiler>(
     }
     let slice_end = server
         .memory
+        .manager
         .size_of(descriptor.binding.memory_id())
         .unwrap_or(0);
     let ends_slice = descriptor.binding.end() == Some(slice_end);
@@ -81,19 +82,19 @@ pub(crate) fn write<C: WgpuCompiler>(
             ),
         });
     }
-    let buffer =
-        server
-            .memory
-            .storage()
-            .buffer(target.id)
-            .cloned()
-            .ok_or(ServerError::UnknownHandle {
-                memory: descriptor.binding.memory_id(),
-            })?;
+    let buffer = server
+        .memory
+        .manager
+        .storage()
+        .buffer(target.id)
+        .cloned()
+        .ok_or(ServerError::UnknownHandle {
+            memory: descriptor.binding.memory_id(),
+        })?;
     server.streams.prepare_host_write(&[target]);
     server.streams.backend_mut().host_writes_pending = true;
-    let queue = &server.queue;
-    scoped(&server.device, || {
+    let queue = &server.gpu.queue;
+    scoped(&server.gpu.device, || {
         if size % ALIGN == 0 {
             queue.write_buffer(&buffer, target.offset, data);
         } else {
@@ -138,16 +139,20 @@ pub(crate) fn read<C: WgpuCompiler>(
         let start = target.offset - target.offset % ALIGN;
         let end = (target.offset + size).next_multiple_of(ALIGN);
         let copy_len = (end - start).max(ALIGN);
-        let buffer = server.memory.storage().buffer(target.id).cloned().ok_or(
-            ServerError::InvalidArgument {
+        let buffer = server
+            .memory
+            .manager
+            .storage()
+            .buffer(target.id)
+            .cloned()
+            .ok_or(ServerError::InvalidArgument {
                 reason: "page vanished during read".into(),
-            },
-        )?;
+            })?;
         let page_size = buffer.size();
         let copy_len = copy_len.min(page_size - start);
-        let device = server.device.clone();
+        let device = server.gpu.device.clone();
         let class = ReadbackPool::class(copy_len);
-        let staging = match server.readback.take(class) {
+        let staging = match server.memory.readback.take(class) {
             Some(b) => b,
             None => scoped(&device, || {
                 device.create_buffer(&wgpu::BufferDescriptor {
@@ -198,9 +203,9 @@ pub(crate) fn read<C: WgpuCompiler>(
         });
     }
     let (_, s) = server.streams.encoder(stream);
-    let done = server.poller.wait(s.last_submission.clone());
-    let faults = std::sync::Arc::clone(&server.faults);
-    let pool = server.readback.clone();
+    let done = server.gpu.poller.wait(s.last_submission.clone());
+    let faults = std::sync::Arc::clone(&server.gpu.faults);
+    let pool = server.memory.readback.clone();
     Ok(Box::pin(async move {
         match done.await {
             Ok(r) => r?,

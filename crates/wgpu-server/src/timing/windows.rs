@@ -81,11 +81,13 @@ impl Profiler {
     }
 
     /// Slots ever created (the pool's high-water mark).
+    #[cfg(feature = "testing")]
     pub fn slots_created(&self) -> usize {
         self.slots_created
     }
 
     /// Open windows.
+    #[cfg(feature = "testing")]
     pub fn open_windows(&self) -> usize {
         self.windows.len()
     }

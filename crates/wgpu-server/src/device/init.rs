@@ -1,0 +1,208 @@
+//! Building a server: opening the adapter ([`WgpuServerOptions::open`],
+//! `try_init`) and wiring the layers together onto a device
+//! ([`WgpuServerOptions::build`], the seed's `new`). This is the one place
+//! the parts of [`WgpuServer`] are made.
+
+use std::sync::Arc;
+use std::sync::atomic::AtomicU64;
+
+use compute_memory::MemoryManagement;
+use compute_runtime::{
+    DeviceId, LogCategory, LogLevel, MemoryConfiguration, MemoryDeviceProperties, ReleaseQueue,
+    ServerError, ServerLogger, ServerUtilities, TimingMethod,
+};
+use compute_stream::SchedulerMultiStream;
+use compute_wgsl::{DeviceCaps, WgpuCompilationOptions, WgpuCompiler};
+
+use crate::backend::ScheduledWgpuBackend;
+use crate::device::{Gpu, adapter, faults::DeviceFaults, poller::DevicePoller};
+use crate::graph::Graphs;
+use crate::launch::Kernels;
+use crate::memory::Memory;
+use crate::memory::storage::WgpuStorage;
+use crate::timing::{Timing, batch::BatchTiming, windows::Profiler};
+use crate::{DeviceCaptures, WgpuServer, WgpuServerOptions};
+
+impl WgpuServerOptions {
+    /// Opens the adapter these options name (see [`crate::adapter`]) and
+    /// builds a server on a new device of it.
+    pub fn open<C: WgpuCompiler + Default>(self) -> Result<WgpuServer<C>, ServerError> {
+        let index = self.adapter.map_or(self.device_id.0, |i| i as u64);
+        let (adapter, device, queue) = adapter::open(DeviceId(index))?;
+        let info = adapter.get_info();
+        let summary = adapter::summary(&info);
+        self.build(device, queue, info.backend, summary)
+    }
+
+    /// Builds a server on a device the caller opened. `adapter` describes it
+    /// in reports.
+    pub fn build<C: WgpuCompiler + Default>(
+        self,
+        device: wgpu::Device,
+        queue: wgpu::Queue,
+        backend: wgpu::Backend,
+        adapter: compute_runtime::AdapterSummary,
+    ) -> Result<WgpuServer<C>, ServerError> {
+        let limits = device.limits();
+        let memory_properties = adapter::memory_properties(&limits);
+        let timing = self.timing.unwrap_or(TimingMethod::Device);
+        let logger = self
+            .logger
+            .clone()
+            .unwrap_or_else(|| Arc::new(ServerLogger::from_env()));
+        let utilities = ServerUtilities {
+            logger,
+            adapter,
+            memory: memory_properties,
+            timing_method: timing,
+            max_workgroups_per_dimension: limits.max_compute_workgroups_per_dimension,
+            max_invocations_per_workgroup: limits.max_compute_invocations_per_workgroup,
+        };
+        assemble(
+            Wiring {
+                memory_properties,
+                memory_config: self.memory.clone(),
+                compilation: self.compilation,
+                tasks_max: self.effective_tasks_max(),
+                backend,
+                timing,
+                captures: self.captures.clone().unwrap_or_default(),
+            },
+            device,
+            queue,
+            utilities,
+        )
+    }
+}
+
+impl<C: WgpuCompiler + Default> WgpuServer<C> {
+    /// Options to build a server with, all at their defaults.
+    pub fn options() -> WgpuServerOptions {
+        WgpuServerOptions::new()
+    }
+
+    /// Opens device `device_id` (see [`crate::adapter`] for how it is
+    /// chosen) with the default configuration.
+    pub fn try_init(device_id: DeviceId) -> Result<Self, ServerError> {
+        WgpuServerOptions::new().device_id(device_id).open()
+    }
+
+    /// Create a new server.
+    ///
+    /// # Panics
+    ///
+    /// When the memory configuration is invalid for the device (the message
+    /// says why). [`WgpuServerOptions::build`] returns that as
+    /// [`ServerError::InvalidConfiguration`] instead.
+    // The seed's signature: ten positional arguments. Everything else builds
+    // through `WgpuServerOptions`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        memory_properties: MemoryDeviceProperties,
+        memory_config: MemoryConfiguration,
+        compilation_options: WgpuCompilationOptions,
+        device: wgpu::Device,
+        queue: wgpu::Queue,
+        tasks_max: usize,
+        backend: wgpu::Backend,
+        timing_method: TimingMethod,
+        utilities: ServerUtilities,
+        captures: DeviceCaptures,
+    ) -> Self {
+        let wiring = Wiring {
+            memory_properties,
+            memory_config,
+            compilation: compilation_options,
+            tasks_max,
+            backend,
+            timing: timing_method,
+            captures,
+        };
+        match assemble(wiring, device, queue, utilities) {
+            Ok(server) => server,
+            Err(e) => panic!("WgpuServer::new: {e}"),
+        }
+    }
+}
+
+/// What `new` and `build` both hand to [`assemble`].
+struct Wiring {
+    memory_properties: MemoryDeviceProperties,
+    memory_config: MemoryConfiguration,
+    compilation: WgpuCompilationOptions,
+    tasks_max: usize,
+    backend: wgpu::Backend,
+    timing: TimingMethod,
+    captures: DeviceCaptures,
+}
+
+/// Makes every part of a server on `device`.
+fn assemble<C: WgpuCompiler + Default>(
+    w: Wiring,
+    device: wgpu::Device,
+    queue: wgpu::Queue,
+    mut utilities: ServerUtilities,
+) -> Result<WgpuServer<C>, ServerError> {
+    let storage = WgpuStorage::new(device.clone(), w.memory_properties.alignment);
+    let manager = MemoryManagement::new(storage, w.memory_properties, &w.memory_config)?;
+    let faults = DeviceFaults::install(&device);
+    let poller = DevicePoller::start(device.clone(), Arc::clone(&faults));
+    let caps = DeviceCaps {
+        limits: device.limits(),
+        features: device.features(),
+    };
+    let timestamps = caps.features.contains(wgpu::Features::TIMESTAMP_QUERY);
+    // Device timing needs timestamp queries; without them it is System.
+    let timing = match w.timing {
+        TimingMethod::Device if !timestamps => TimingMethod::System,
+        other => other,
+    };
+    utilities.timing_method = timing;
+    utilities.memory = w.memory_properties;
+    let logger = Arc::clone(&utilities.logger);
+    let mut scheduled = ScheduledWgpuBackend::new(queue.clone());
+    if timing == TimingMethod::Device
+        && caps
+            .features
+            .contains(wgpu::Features::TIMESTAMP_QUERY_INSIDE_ENCODERS)
+        && logger.level(LogCategory::Sync) >= LogLevel::Basic
+    {
+        scheduled.timing = Some(BatchTiming::new(
+            device.clone(),
+            queue.get_timestamp_period(),
+        ));
+    }
+    Ok(WgpuServer {
+        gpu: Gpu {
+            device,
+            queue,
+            caps,
+            backend: w.backend,
+            faults,
+            poller,
+        },
+        streams: SchedulerMultiStream::new(scheduled, w.tasks_max),
+        memory: Memory {
+            manager,
+            releases: ReleaseQueue::new(),
+            released: Vec::new(),
+            staging: Default::default(),
+            readback: Default::default(),
+        },
+        kernels: Kernels {
+            compiler: C::default(),
+            options: w.compilation,
+            pipelines: Default::default(),
+            bind_groups: Default::default(),
+            held: Vec::new(),
+        },
+        timing: Timing {
+            profiler: Profiler::new(timing),
+            last_sync_gpu_ns: Arc::new(AtomicU64::new(u64::MAX)),
+        },
+        graphs: Graphs::new(w.captures),
+        utilities: Arc::new(utilities),
+        logger,
+        failures: 0,
+    })
+}

@@ -1,0 +1,116 @@
+//! `WgpuServerOptions`: how a server is built, one named setting at a time.
+//!
+//! The seed's `WgpuServer::new` takes ten positional arguments; a caller
+//! who wants the defaults but one setting should not have to spell the
+//! other nine. Every setting here has a default a server can run with:
+//!
+//! ```no_run
+//! use compute_runtime::{DeviceId, MemoryConfiguration, TimingMethod};
+//! use wgpu_server::{WgpuServer, WgpuServerOptions, WgslPassthrough};
+//!
+//! let server: WgpuServer<WgslPassthrough> = WgpuServerOptions::new()
+//!     .device_id(DeviceId(1))
+//!     .adapter(0) // a second device on the first adapter
+//!     .memory(MemoryConfiguration::ExclusivePages)
+//!     .timing(TimingMethod::System)
+//!     .open()?;
+//! # Ok::<(), compute_runtime::ServerError>(())
+//! ```
+
+use std::sync::Arc;
+
+use compute_runtime::{DeviceId, MemoryConfiguration, ServerLogger, TimingMethod};
+use compute_wgsl::WgpuCompilationOptions;
+
+use crate::DeviceCaptures;
+use crate::server::DEFAULT_TASKS_MAX;
+
+/// The environment variable that overrides the default `tasks_max`.
+pub const TASKS_MAX_ENV: &str = "WGPU_SERVER_TASKS_MAX";
+
+/// How to build a [`WgpuServer`](crate::WgpuServer); see the module doc.
+#[derive(Clone, Debug, Default)]
+pub struct WgpuServerOptions {
+    pub(crate) device_id: DeviceId,
+    pub(crate) adapter: Option<usize>,
+    pub(crate) memory: MemoryConfiguration,
+    pub(crate) compilation: WgpuCompilationOptions,
+    pub(crate) tasks_max: Option<usize>,
+    pub(crate) timing: Option<TimingMethod>,
+    pub(crate) logger: Option<Arc<ServerLogger>>,
+    pub(crate) captures: Option<DeviceCaptures>,
+}
+
+impl WgpuServerOptions {
+    /// Every setting at its default.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The device this server is (default `DeviceId(0)`). It names the
+    /// server in collectives, and picks the adapter unless
+    /// [`adapter`](Self::adapter) is set.
+    pub fn device_id(mut self, id: DeviceId) -> Self {
+        self.device_id = id;
+        self
+    }
+
+    /// Opens the device on the `index`-th adapter of the ranking (see
+    /// [`crate::adapter`]) whatever the device id: several servers with
+    /// different device ids on one adapter stand for several GPUs.
+    pub fn adapter(mut self, index: usize) -> Self {
+        self.adapter = Some(index);
+        self
+    }
+
+    /// The memory configuration (default: pools derived from the device).
+    pub fn memory(mut self, config: MemoryConfiguration) -> Self {
+        self.memory = config;
+        self
+    }
+
+    /// Compilation options (part of the pipeline cache key).
+    pub fn compilation(mut self, options: WgpuCompilationOptions) -> Self {
+        self.compilation = options;
+        self
+    }
+
+    /// Tasks a stream encodes before it submits (default
+    /// `WGPU_SERVER_TASKS_MAX`, else 128).
+    pub fn tasks_max(mut self, tasks: usize) -> Self {
+        self.tasks_max = Some(tasks);
+        self
+    }
+
+    /// How profile windows are timed (default: `Device` when the device has
+    /// timestamp queries, else `System`).
+    pub fn timing(mut self, method: TimingMethod) -> Self {
+        self.timing = Some(method);
+        self
+    }
+
+    /// The logger (default: from `COMPUTE_LOG`).
+    pub fn logger(mut self, logger: Arc<ServerLogger>) -> Self {
+        self.logger = Some(logger);
+        self
+    }
+
+    /// The graph registry to record into (default: a new one). Share one
+    /// between servers of the same device only.
+    pub fn captures(mut self, captures: DeviceCaptures) -> Self {
+        self.captures = Some(captures);
+        self
+    }
+
+    /// `tasks_max` as set, else from the environment, else the default.
+    pub(crate) fn effective_tasks_max(&self) -> usize {
+        self.tasks_max
+            .or_else(|| {
+                std::env::var(TASKS_MAX_ENV)
+                    .ok()
+                    .and_then(|v| v.parse().ok())
+            })
+            .filter(|v: &usize| *v > 0)
+            .unwrap_or(DEFAULT_TASKS_MAX)
+    }
+}

@@ -1,0 +1,308 @@
+//! The `Server` impl: every method checks the device and its arguments and
+//! hands the work to the module that owns it (`launch`, `memory::transfer`,
+//! `timing::profile`, `graph`) inside a write scope where it writes buffers.
+
+use std::sync::Arc;
+
+use compute_runtime::{
+    BufferBinding, Bytes, CopyDescriptor, CubeCount, CubeKernel, DynFut, GraphId, KernelArguments,
+    LaunchMode, LogCategory, LogLevel, ManagedMemoryHandle, MemoryAllocationMode, ProfileDuration,
+    ProfileError, ProfilingToken, Server, ServerError, ServerLogger, ServerUtilities, StreamId,
+    StreamMemoryReport,
+};
+use compute_wgsl::WgpuCompiler;
+
+use crate::WgpuServer;
+use crate::memory::transfer;
+
+impl<C: WgpuCompiler> Server for WgpuServer<C> {
+    fn sync(
+        &mut self,
+        handles: Vec<BufferBinding>,
+        stream_id: StreamId,
+    ) -> DynFut<Result<(), ServerError>> {
+        if let Err(e) = self.enter().and_then(|()| {
+            self.capture_state(stream_id)
+                .allow_host_wait(stream_id, "sync")
+        }) {
+            return Box::pin(async move { Err(e) });
+        }
+        self.streams.submit(stream_id);
+        let deferred = self.streams.take_deferred(stream_id);
+        let poisoned: Result<(), ServerError> = handles
+            .iter()
+            .try_for_each(|h| self.streams.check(h.memory_id()));
+        // Host writes of any stream may be what the caller waits for; they
+        // reach the GPU only with a submission.
+        let host_writes = self.streams.backend().host_writes_pending;
+        let index = if host_writes {
+            self.streams.backend_mut().flush_host_writes()
+        } else {
+            let (_, stream) = self.streams.encoder(stream_id);
+            stream.last_submission.clone()
+        };
+        let done = self.gpu.poller.wait(index);
+        let faults = Arc::clone(&self.gpu.faults);
+        let logger = Arc::clone(&self.logger);
+        let gpu = self.streams.backend().timing.as_ref().map(|t| t.counter());
+        let last_gpu = Arc::clone(&self.timing.last_sync_gpu_ns);
+        let started = std::time::Instant::now();
+        Box::pin(async move {
+            match done.await {
+                Ok(r) => r?,
+                Err(_) => faults.lost()?,
+            }
+            // Map callbacks of the batches this wait covered ran inside the
+            // poll, so their GPU time is in the counter now.
+            let gpu_ns = gpu.map(|c| c.swap(0, std::sync::atomic::Ordering::Relaxed));
+            if let Some(ns) = gpu_ns {
+                last_gpu.store(ns, std::sync::atomic::Ordering::Relaxed);
+            }
+            logger.log(LogCategory::Sync, LogLevel::Basic, || match gpu_ns {
+                Some(ns) => format!(
+                    "sync {stream_id}: drained in {:?}, completing {:?} of GPU work",
+                    started.elapsed(),
+                    std::time::Duration::from_nanos(ns)
+                ),
+                None => format!("sync {stream_id}: drained in {:?}", started.elapsed()),
+            });
+            faults.lost()?;
+            faults.take_uncaptured()?;
+            deferred?;
+            poisoned
+        })
+    }
+
+    fn logger(&self) -> Arc<ServerLogger> {
+        Arc::clone(&self.logger)
+    }
+
+    fn utilities(&self) -> Arc<ServerUtilities> {
+        Arc::clone(&self.utilities)
+    }
+
+    fn staging(
+        &mut self,
+        sizes: &[usize],
+        _stream_id: StreamId,
+    ) -> Result<Vec<Bytes>, ServerError> {
+        self.enter()?;
+        let max = usize::try_from(self.utilities.memory.max_buffer_size).unwrap_or(usize::MAX);
+        if let Some(big) = sizes.iter().find(|s| **s > max) {
+            return Err(ServerError::LimitExceeded {
+                limit: "max_buffer_size",
+                requested: *big as u64,
+                max: max as u64,
+            });
+        }
+        Ok(sizes.iter().map(|s| self.memory.staging.take(*s)).collect())
+    }
+
+    fn initialize_memory(
+        &mut self,
+        memory: ManagedMemoryHandle,
+        size: u64,
+        stream_id: StreamId,
+    ) -> Result<(), ServerError> {
+        self.enter()?;
+        if memory.is_bound() {
+            return Err(ServerError::AlreadyInitialized {
+                memory: memory.id(),
+            });
+        }
+        let id = memory.id();
+        let mode = self
+            .graphs
+            .allocation_mode(stream_id, self.memory.manager.mode());
+        self.memory.manager.bind_in(id, size, mode)?;
+        if let Err(e) = memory.attach_release(&self.memory.releases) {
+            self.memory.manager.release(id);
+            return Err(e);
+        }
+        self.logger.log(LogCategory::Memory, LogLevel::Full, || {
+            format!("initialize {id} ({size} bytes) on {stream_id}")
+        });
+        Ok(())
+    }
+
+    fn read(
+        &mut self,
+        descriptors: Vec<CopyDescriptor>,
+        stream_id: StreamId,
+    ) -> DynFut<Result<Vec<Bytes>, ServerError>> {
+        let prepared = self
+            .enter()
+            .and_then(|()| {
+                self.capture_state(stream_id)
+                    .allow_host_wait(stream_id, "read")
+            })
+            .and_then(|()| transfer::read(self, descriptors, stream_id));
+        match prepared {
+            Ok(future) => future,
+            Err(e) => Box::pin(async move { Err(e) }),
+        }
+    }
+
+    fn write(&mut self, descriptors: Vec<(CopyDescriptor, Bytes)>, stream_id: StreamId) {
+        if let Err(e) = self.enter() {
+            self.streams.defer_error(stream_id, &Arc::new(e));
+            return;
+        }
+        for (descriptor, data) in descriptors {
+            // Each write is its own scope: one bad descriptor poisons its
+            // own destination only.
+            let target = descriptor.binding.clone();
+            let written = self.scoped(stream_id, std::slice::from_ref(&target), |s| {
+                if s.is_capturing(stream_id) {
+                    return Err(ServerError::CaptureState {
+                        stream: stream_id,
+                        reason: "host writes cannot be recorded into a graph".into(),
+                    });
+                }
+                transfer::write(s, &descriptor, &data, stream_id)
+            });
+            // The queue has its own copy now: the allocation can serve the
+            // next `staging` call (only if the caller kept no clone).
+            if written.is_ok() {
+                self.memory.staging.give_back(data);
+            }
+        }
+    }
+
+    fn check(
+        &mut self,
+        handles: Vec<BufferBinding>,
+        _stream_id: StreamId,
+    ) -> Result<(), ServerError> {
+        self.enter()?;
+        for h in &handles {
+            self.resolve(h)?;
+            self.streams.check(h.memory_id())?;
+        }
+        Ok(())
+    }
+
+    unsafe fn launch(
+        &mut self,
+        kernel: Box<dyn CubeKernel>,
+        count: CubeCount,
+        args: KernelArguments,
+        stream_id: StreamId,
+        launch_mode: LaunchMode,
+    ) {
+        if launch_mode == LaunchMode::Queue
+            && !self.is_capturing(stream_id)
+            && (!self.kernels.held.is_empty()
+                || self
+                    .kernels
+                    .pipelines
+                    .get(kernel.id(), &self.kernels.options)
+                    .is_none())
+        {
+            self.kernels.held.push(crate::launch::queued::HeldLaunch {
+                kernel,
+                count,
+                args,
+                stream: stream_id,
+            });
+            return;
+        }
+        crate::launch::path::launch(self, kernel.as_ref(), count, args, stream_id);
+    }
+
+    fn compile_queued(&mut self) {
+        crate::launch::queued::compile_and_encode(self);
+    }
+
+    fn flush(&mut self, stream_id: StreamId) -> Result<(), ServerError> {
+        self.enter()?;
+        self.streams.submit(stream_id);
+        self.streams.backend_mut().flush_host_writes();
+        self.streams.take_deferred(stream_id)
+    }
+
+    fn start_profile(&mut self, stream_id: StreamId) -> Result<ProfilingToken, ServerError> {
+        self.enter()?;
+        self.capture_state(stream_id)
+            .allow_host_wait(stream_id, "start_profile")?;
+        crate::timing::profile::start(self, stream_id)
+    }
+
+    fn end_profile(
+        &mut self,
+        stream_id: StreamId,
+        token: ProfilingToken,
+    ) -> Result<ProfileDuration, ProfileError> {
+        crate::timing::profile::end(self, stream_id, token)
+    }
+
+    fn abandon_profile(&mut self, stream_id: StreamId, token: ProfilingToken) {
+        crate::timing::profile::abandon(self, stream_id, token);
+    }
+
+    fn memory_report(&mut self, _stream_id: StreamId) -> Option<StreamMemoryReport> {
+        self.drain_releases();
+        Some(self.memory.manager.report())
+    }
+
+    fn stream_ids(&self) -> Vec<StreamId> {
+        self.streams.stream_ids()
+    }
+
+    fn memory_cleanup(&mut self, _stream_id: StreamId) -> Result<(), ServerError> {
+        self.enter()?;
+        let pages = self.memory.manager.cleanup();
+        for page in &pages {
+            self.streams.forget_page(*page);
+            self.kernels.bind_groups.forget_page(*page);
+        }
+        self.logger.log(LogCategory::Memory, LogLevel::Basic, || {
+            format!(
+                "cleanup: {} page(s) given back, {} bytes still reserved",
+                pages.len(),
+                self.memory.manager.report().bytes_reserved()
+            )
+        });
+        Ok(())
+    }
+
+    fn allocation_mode(&mut self, mode: MemoryAllocationMode, _stream_id: StreamId) {
+        self.logger.log(LogCategory::Memory, LogLevel::Basic, || {
+            format!("allocation mode: {mode:?}")
+        });
+        self.memory.manager.set_mode(mode);
+    }
+
+    fn graph_prepare(&mut self, stream_id: StreamId) -> Result<(), ServerError> {
+        crate::graph::prepare(self, stream_id)
+    }
+
+    fn begin_capture(&mut self, stream_id: StreamId) -> Result<(), ServerError> {
+        crate::graph::begin(self, stream_id)
+    }
+
+    fn end_capture(&mut self, stream_id: StreamId) -> Result<GraphId, ServerError> {
+        crate::graph::end(self, stream_id)
+    }
+
+    fn replay(&mut self, graph: GraphId, stream_id: StreamId) -> Result<(), ServerError> {
+        crate::graph::replay(self, graph, stream_id)
+    }
+
+    fn graph_destroy(&mut self, graph: GraphId, _stream_id: StreamId) {
+        // Dropping the graph unpins its slices; a replay already encoded or
+        // submitted is ordered before any later user of those pages by the
+        // scheduler (the wgpu guarantee the seed names). Unknown ids: no-op.
+        let _ = self.graphs.registry.remove(graph);
+    }
+
+    fn start_profile_at_launch(
+        &mut self,
+        stream_id: StreamId,
+    ) -> Result<ProfilingToken, ServerError> {
+        self.enter()?;
+        self.capture_state(stream_id)
+            .allow_host_wait(stream_id, "start_profile_at_launch")?;
+        crate::timing::profile::start_at_launch(self, stream_id)
+    }
+}

@@ -1,0 +1,44 @@
+//! Counters tests read to see inside the server (feature `testing`): not
+//! part of the stable API.
+
+use compute_wgsl::WgpuCompiler;
+
+use crate::WgpuServer;
+
+impl<C: WgpuCompiler> WgpuServer<C> {
+    /// Failures settled by write scopes so far (each was told to
+    /// `on_failure`).
+    pub fn failure_count(&self) -> u64 {
+        self.failures
+    }
+
+    /// Compiled pipelines in the cache.
+    pub fn cached_pipelines(&self) -> usize {
+        self.kernels.pipelines.len()
+    }
+
+    /// Host allocations `staging` had to make (the rest came from its pool).
+    pub fn staging_allocations(&self) -> u64 {
+        self.memory.staging.allocations
+    }
+
+    /// Queued launches not encoded yet.
+    pub fn held_launches(&self) -> usize {
+        self.kernels.held.len()
+    }
+
+    /// Timestamp slots ever created by profile windows (they are pooled).
+    pub fn profile_slots_created(&self) -> usize {
+        self.timing.profiler.slots_created()
+    }
+
+    /// Profile windows open now.
+    pub fn open_profile_windows(&self) -> usize {
+        self.timing.profiler.open_windows()
+    }
+
+    /// Graphs stored in the device's registry.
+    pub fn graph_count(&self) -> usize {
+        self.graphs.registry.len()
+    }
+}

@@ -1,0 +1,271 @@
+//! `WgpuServer`: one device's server, as the parts that own its state.
+//!
+//! The struct is a handful of parts, each owned by a module: [`Gpu`]
+//! (`device/`), [`Memory`] (`memory/`), [`Kernels`] (`launch/`), [`Timing`]
+//! (`timing/`), [`Graphs`] (`graph.rs`), and the streams
+//! (`compute-stream`'s scheduler over [`ScheduledWgpuBackend`]). The methods
+//! here are the preamble every call shares (`enter`), binding resolution, and
+//! the write scope; the `Server` impl (`api.rs`) only checks and delegates.
+//!
+//! [`Gpu`]: crate::device::Gpu
+//! [`Memory`]: crate::memory::Memory
+//! [`Kernels`]: crate::launch::Kernels
+//! [`Timing`]: crate::timing::Timing
+//! [`Graphs`]: crate::graph::Graphs
+
+mod api;
+#[cfg(feature = "testing")]
+mod inspect;
+
+use std::sync::Arc;
+
+use compute_graph::{CaptureState, StreamCapture};
+use compute_runtime::{
+    BufferBinding, ComputeStorage, CubeKernel, DeviceId, DeviceService, DeviceServiceStage, DynFut,
+    LogCategory, LogLevel, ManagedResource, ServerError, ServerLogger, ServerStorage,
+    ServerUtilities, ServerUtilitiesHandle, StorageHandle, StreamId, TimingMethod,
+};
+use compute_stream::{SchedulerMultiStream, WriteScoped, write_scope};
+use compute_wgsl::WgpuCompiler;
+
+use crate::backend::ScheduledWgpuBackend;
+use crate::device::Gpu;
+use crate::graph::Graphs;
+use crate::launch::Kernels;
+use crate::launch::path::ResolvedLaunch;
+use crate::memory::Memory;
+use crate::memory::storage::{WgpuResource, WgpuStorage};
+use crate::timing::Timing;
+
+/// Default bound on tasks a stream encodes before it submits.
+pub const DEFAULT_TASKS_MAX: usize = 128;
+
+/// Wgpu compute server.
+pub struct WgpuServer<C: WgpuCompiler> {
+    pub(crate) gpu: Gpu,
+    pub(crate) streams: SchedulerMultiStream<ScheduledWgpuBackend>,
+    pub(crate) memory: Memory,
+    pub(crate) kernels: Kernels<C>,
+    pub(crate) timing: Timing,
+    pub(crate) graphs: Graphs,
+    pub(crate) utilities: Arc<ServerUtilities>,
+    pub(crate) logger: Arc<ServerLogger>,
+    /// Failures settled by write scopes so far.
+    pub(crate) failures: u64,
+}
+
+impl<C: WgpuCompiler> std::fmt::Debug for WgpuServer<C> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WgpuServer")
+            .field("adapter", &self.utilities.adapter.name)
+            .field("backend", &self.gpu.backend)
+            .field("compiler", &self.kernels.compiler)
+            .field("options", &self.kernels.options)
+            .field("streams", &self.streams.stream_ids())
+            .field("pipelines", &self.kernels.pipelines.len())
+            .field("bind_groups", &self.kernels.bind_groups.len())
+            .field("tasks_max", &self.streams.tasks_max())
+            .finish_non_exhaustive()
+    }
+}
+
+impl<C: WgpuCompiler> WgpuServer<C> {
+    /// The wgpu device (for interop).
+    pub fn device(&self) -> &wgpu::Device {
+        &self.gpu.device
+    }
+
+    /// The wgpu queue (for interop).
+    pub fn queue(&self) -> &wgpu::Queue {
+        &self.gpu.queue
+    }
+
+    /// Queue submissions made so far.
+    pub fn submit_count(&self) -> u64 {
+        self.streams.submit_count()
+    }
+
+    /// Starts recording a timeline of every launch (per-launch GPU
+    /// timestamps; see [`crate::Timeline`]). Needs timestamp queries.
+    pub fn start_timeline(&mut self) -> Result<(), ServerError> {
+        crate::timing::timeline::start(self)
+    }
+
+    /// Stops recording and resolves the timeline (submits every stream).
+    pub fn finish_timeline(&mut self) -> DynFut<Result<crate::Timeline, ServerError>> {
+        crate::timing::timeline::finish(self)
+    }
+
+    /// Whether `kernel`'s pipeline is cached under the server's options: the
+    /// lookup a launch makes on a hit.
+    pub fn is_compiled(&self, kernel: &dyn CubeKernel) -> bool {
+        self.kernels
+            .pipelines
+            .get(kernel.id(), &self.kernels.options)
+            .is_some()
+    }
+
+    /// GPU time of the work the last `sync` completed (batches submitted
+    /// since the sync before it), when batch timing is on: device timing,
+    /// `TIMESTAMP_QUERY_INSIDE_ENCODERS`, and the `sync` log category at
+    /// `basic` or more when the server was built (`COMPUTE_LOG=sync=basic`).
+    pub fn last_sync_gpu_time(&self) -> Option<std::time::Duration> {
+        match self
+            .timing
+            .last_sync_gpu_ns
+            .load(std::sync::atomic::Ordering::Relaxed)
+        {
+            u64::MAX => None,
+            ns => Some(std::time::Duration::from_nanos(ns)),
+        }
+    }
+
+    /// How profile windows are timed.
+    pub fn timing_method(&self) -> TimingMethod {
+        self.timing.profiler.method
+    }
+
+    /// Frees the slices of handles dropped since the last call.
+    pub(crate) fn drain_releases(&mut self) {
+        self.streams
+            .drain_released(&self.memory.releases, &mut self.memory.released);
+        for id in self.memory.released.drain(..) {
+            self.logger
+                .log(LogCategory::Memory, LogLevel::Full, || format!("free {id}"));
+            self.memory.manager.release(id);
+        }
+    }
+
+    /// Checks the device and frees dropped handles: the preamble of every
+    /// call.
+    pub(crate) fn enter(&mut self) -> Result<(), ServerError> {
+        self.gpu.faults.lost()?;
+        self.drain_releases();
+        // Held (queued) launches come before anything issued after them.
+        if !self.kernels.held.is_empty() {
+            crate::launch::queued::compile_and_encode(self);
+        }
+        Ok(())
+    }
+
+    /// Resolves a binding to its page range, checking it lies inside its
+    /// slice.
+    pub(crate) fn resolve(&self, binding: &BufferBinding) -> Result<StorageHandle, ServerError> {
+        let memory = binding.memory_id();
+        let slice = self
+            .memory
+            .manager
+            .get(memory)
+            .ok_or(ServerError::UnknownHandle { memory })?;
+        let capacity = self.memory.manager.size_of(memory).unwrap_or(slice.size);
+        match binding.end() {
+            Some(end) if end <= capacity => Ok(StorageHandle {
+                id: slice.id,
+                offset: slice.offset + binding.offset,
+                size: binding.size,
+            }),
+            _ => Err(ServerError::OutOfBounds {
+                memory,
+                offset: binding.offset,
+                size: binding.size,
+                capacity,
+            }),
+        }
+    }
+
+    /// Whether a binding covers its whole slice (a full overwrite).
+    pub(crate) fn covers(&self, binding: &BufferBinding) -> bool {
+        binding.offset == 0
+            && self.memory.manager.size_of(binding.memory_id()) == Some(binding.size)
+    }
+
+    /// Runs a buffer-writing operation in a write scope.
+    pub(crate) fn scoped<R>(
+        &mut self,
+        stream: StreamId,
+        writes: &[BufferBinding],
+        body: impl FnOnce(&mut Self) -> Result<R, ServerError>,
+    ) -> Result<R, ServerError> {
+        write_scope(self, stream, writes, |s, b| s.covers(b), body)
+    }
+
+    pub(crate) fn capture_state(&self, stream: StreamId) -> CaptureState {
+        self.graphs.state(stream)
+    }
+
+    /// Whether launches on `stream` are being recorded.
+    pub(crate) fn is_capturing(&self, stream: StreamId) -> bool {
+        self.capture_state(stream) == CaptureState::Capturing
+    }
+}
+
+impl<C: WgpuCompiler> WriteScoped for WgpuServer<C> {
+    type Streams = SchedulerMultiStream<ScheduledWgpuBackend>;
+    type Capture = StreamCapture<ResolvedLaunch>;
+
+    fn write_streams(&mut self) -> &mut Self::Streams {
+        &mut self.streams
+    }
+
+    fn capturing(&mut self, stream: StreamId) -> Option<&mut Self::Capture> {
+        self.graphs.recordings.get_mut(&stream)
+    }
+
+    fn on_failure(&mut self, stream: StreamId, error: &ServerError) {
+        self.failures += 1;
+        self.timing.profiler.invalidate(stream, error);
+        self.logger.log(LogCategory::Launch, LogLevel::Basic, || {
+            format!("operation on {stream} failed: {error}")
+        });
+    }
+}
+
+impl<C: WgpuCompiler + Default> DeviceService for WgpuServer<C> {
+    /// Opens the device.
+    ///
+    /// # Panics
+    ///
+    /// When no adapter can be opened (the seed's `init` cannot fail); the
+    /// message says how to install one. [`WgpuServer::try_init`] returns the
+    /// error instead.
+    fn init(device_id: DeviceId) -> Self {
+        match Self::try_init(device_id) {
+            Ok(s) => s,
+            Err(e) => panic!("WgpuServer::init({device_id}): {e}"),
+        }
+    }
+
+    fn utilities(&self) -> ServerUtilitiesHandle {
+        Arc::clone(&self.utilities) as ServerUtilitiesHandle
+    }
+
+    fn stage() -> DeviceServiceStage {
+        DeviceServiceStage::Compute
+    }
+}
+
+impl<C: WgpuCompiler> ServerStorage for WgpuServer<C> {
+    type Storage = WgpuStorage;
+
+    /// The buffer range behind `binding`. Work pending on any stream that
+    /// touches the page is submitted first, so what the caller encodes on the
+    /// buffer is ordered after it.
+    fn get_resource(
+        &mut self,
+        binding: BufferBinding,
+        _stream_id: StreamId,
+    ) -> Result<ManagedResource<WgpuResource>, ServerError> {
+        self.enter()?;
+        let handle = self.resolve(&binding)?;
+        self.streams.prepare_host_write(&[handle]);
+        let resource =
+            self.memory
+                .manager
+                .storage()
+                .get(&handle)
+                .ok_or(ServerError::UnknownHandle {
+                    memory: binding.memory_id(),
+                })?;
+        Ok(ManagedResource { resource, handle })
+    }
+}

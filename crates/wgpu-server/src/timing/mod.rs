@@ -1,0 +1,23 @@
+//! Everything that reads GPU timestamps or host clocks.
+//!
+//! - `windows`: profile windows, their tokens and the timestamp-slot pool;
+//! - `profile`: the profile calls of `Server` over those windows;
+//! - `batch`: GPU time of submitted batches, for the `sync` log line;
+//! - [`timeline`]: per-launch stamps exported as a Chrome trace.
+
+pub(crate) mod batch;
+pub(crate) mod profile;
+pub mod timeline;
+pub(crate) mod windows;
+
+use std::sync::Arc;
+use std::sync::atomic::AtomicU64;
+
+/// A server's timing state.
+#[derive(Debug)]
+pub(crate) struct Timing {
+    /// Open profile windows, the slot pool, and the timeline if recording.
+    pub profiler: windows::Profiler,
+    /// GPU time the last `sync` completed, in ns (`u64::MAX`: not measured).
+    pub last_sync_gpu_ns: Arc<AtomicU64>,
+}
