@@ -657,9 +657,9 @@ fn memory_figures(s: &mut S, o: &Options, out: &mut Vec<Figure>) -> Result<(), S
     });
     drop(live);
 
-    let ratio = compute_memory::trace::peak_trace_ratio(
-        compute_memory::trace::TRACE_SEED,
-        compute_memory::trace::TRACE_OPS,
+    let ratio = compute_testkit::trace::peak_trace_ratio(
+        compute_testkit::trace::TRACE_SEED,
+        compute_testkit::trace::TRACE_OPS,
     );
     out.push(Figure {
         name: "memory.peak_reserved_over_peak_live",
@@ -893,7 +893,7 @@ fn profile_figures(s: &mut S, o: &Options, out: &mut Vec<Figure>) -> Result<(), 
     Ok(())
 }
 
-/// The tiled matmul of `compute_ir::kernels::tiled_matmul`, written by
+/// The tiled matmul of `compute_testkit::kernels::tiled_matmul`, written by
 /// hand: 16x16 tiles of a and b in workgroup memory, two barriers per step,
 /// fma accumulation, zero padding at the edges.
 const MATMUL_WGSL: &str = r#"
@@ -954,7 +954,8 @@ fn raw_pipeline(device: &wgpu::Device, source: &str) -> wgpu::ComputePipeline {
 }
 
 fn kernel_figures(o: &Options, out: &mut Vec<Figure>) -> Result<(), ServerError> {
-    use compute_ir::{Lit, kernels};
+    use compute_ir::Lit;
+    use compute_testkit::kernels;
     use compute_wgsl::WgpuCompiler;
     let mut s = Ir::try_init(DeviceId(0))?;
     let device = s.device().clone();
