@@ -5,10 +5,11 @@
 use std::cell::RefCell;
 use std::time::Instant;
 
-use compute_ir::{Lit, kernels};
+use compute_ir::Lit;
 use compute_runtime::{
     Bytes, CubeCount, DeviceId, KernelArguments, LaunchMode, Server, ServerError,
 };
+use compute_testkit::kernels;
 use compute_wgsl::WgpuCompiler;
 use wgpu_server::{IrCompiler, WgpuServer};
 

@@ -53,9 +53,9 @@ pub fn figures(s: &mut S, o: &Options, out: &mut Vec<Figure>) -> Result<(), Serv
     ));
     drop(live);
 
-    let ratio = compute_memory::trace::peak_trace_ratio(
-        compute_memory::trace::TRACE_SEED,
-        compute_memory::trace::TRACE_OPS,
+    let ratio = compute_testkit::trace::peak_trace_ratio(
+        compute_testkit::trace::TRACE_SEED,
+        compute_testkit::trace::TRACE_OPS,
     );
     out.push(Figure::new(
         "memory.peak_reserved_over_peak_live",

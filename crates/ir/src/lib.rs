@@ -54,8 +54,6 @@ mod error;
 pub mod interp;
 pub mod ir;
 mod kernel;
-pub mod kernels;
-pub mod random;
 mod typeck;
 mod types;
 mod validate;

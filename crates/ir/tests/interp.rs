@@ -1,7 +1,8 @@
 //! The interpreter's semantics: WGSL's integer rules, control flow, barriers.
 
-use compute_ir::interp::{self, host};
+use compute_ir::interp;
 use compute_ir::{KernelBuilder, Lit, RunError, Scalar, Val};
+use compute_testkit::bytes;
 
 /// Runs a one-invocation kernel that stores `f`'s u32/i32 results in order.
 fn eval_i32(f: impl FnOnce(&mut KernelBuilder) -> Vec<Val>) -> Vec<i32> {
@@ -20,7 +21,7 @@ fn eval_i32(f: impl FnOnce(&mut KernelBuilder) -> Vec<Val>) -> Vec<i32> {
     let k = b.build().expect("builds");
     let mut bufs = vec![vec![0; 4 * vals.len()]];
     interp::run(&k, [1, 1, 1], &mut bufs, &[]).expect("runs");
-    host::bytes_i32(&bufs[0])
+    bytes::bytes_i32(&bufs[0])
 }
 
 #[test]
@@ -130,7 +131,7 @@ fn barrier_makes_shared_writes_visible() {
     let k = b.build().expect("builds");
     let mut bufs = vec![vec![0; 32]];
     interp::run(&k, [1, 1, 1], &mut bufs, &[]).expect("runs");
-    assert_eq!(host::bytes_u32(&bufs[0]), vec![1, 2, 3, 4, 5, 6, 7, 0]);
+    assert_eq!(bytes::bytes_u32(&bufs[0]), vec![1, 2, 3, 4, 5, 6, 7, 0]);
 }
 
 #[test]
@@ -188,7 +189,7 @@ fn scalars_and_array_length() {
     assert_eq!(scalars.len(), 16);
     let mut bufs = vec![vec![0; 12]];
     interp::run(&k, [1, 1, 1], &mut bufs, &scalars).expect("runs");
-    assert_eq!(host::bytes_u32(&bufs[0])[0], 10 + 2 + 3);
+    assert_eq!(bytes::bytes_u32(&bufs[0])[0], 10 + 2 + 3);
     assert!(k.pack_scalars(&[Lit::U32(1), Lit::U32(2)]).is_err());
 }
 
@@ -217,5 +218,5 @@ fn f16_rounds_after_every_operation() {
     assert!(k.def().uses_f16());
     let mut bufs = vec![vec![0; 4]];
     interp::run(&k, [1, 1, 1], &mut bufs, &[]).expect("runs");
-    assert_eq!(host::bytes_f32(&bufs[0]), vec![2048.0]);
+    assert_eq!(bytes::bytes_f32(&bufs[0]), vec![2048.0]);
 }

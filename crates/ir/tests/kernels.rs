@@ -1,40 +1,22 @@
 //! The reference kernels in the interpreter against plain host Rust, on
 //! random non-zero data.
 
-use compute_ir::interp::{self, host};
-use compute_ir::{Lit, Scalar, kernels};
-
-/// xorshift64*: small, deterministic, good enough for test data.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-    fn u32(&mut self) -> u32 {
-        (self.next() >> 32) as u32
-    }
-    /// Uniform in [-1, 1] without zero.
-    fn f32(&mut self) -> f32 {
-        let x = (self.u32() >> 8) as f32 / (1u32 << 24) as f32 * 2.0 - 1.0;
-        if x == 0.0 { 0.5 } else { x }
-    }
-}
+use compute_ir::interp;
+use compute_ir::{Lit, Scalar};
+use compute_testkit::bytes;
+use compute_testkit::{Rng, kernels};
 
 #[test]
 fn elementwise_add_matches_host() {
-    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+    let mut rng = Rng::new(0x9e37_79b9_7f4a_7c15);
     let k = kernels::elementwise_add(Scalar::F32, 64).expect("builds");
     for n in [1usize, 63, 64, 65, 1000] {
-        let a: Vec<f32> = (0..n).map(|_| rng.f32()).collect();
-        let b: Vec<f32> = (0..n).map(|_| rng.f32()).collect();
-        let mut bufs = vec![host::f32_bytes(&a), host::f32_bytes(&b), vec![0; 4 * n]];
+        let a: Vec<f32> = (0..n).map(|_| rng.f32_signed()).collect();
+        let b: Vec<f32> = (0..n).map(|_| rng.f32_signed()).collect();
+        let mut bufs = vec![bytes::f32_bytes(&a), bytes::f32_bytes(&b), vec![0; 4 * n]];
         let scalars = k.pack_scalars(&[Lit::U32(n as u32)]).expect("types");
         interp::run(&k, [n.div_ceil(64) as u32, 1, 1], &mut bufs, &scalars).expect("runs");
-        let c = host::bytes_f32(&bufs[2]);
+        let c = bytes::bytes_f32(&bufs[2]);
         for i in 0..n {
             assert_eq!(c[i].to_bits(), (a[i] + b[i]).to_bits(), "n={n} i={i}");
         }
@@ -46,7 +28,7 @@ fn elementwise_add_wraps_integers() {
     let k = kernels::elementwise_add(Scalar::I32, 4).expect("builds");
     let a = [i32::MAX, -1, 5, i32::MIN];
     let b = [1, -1, -7, -1];
-    let mut bufs = vec![host::i32_bytes(&a), host::i32_bytes(&b), vec![0; 16]];
+    let mut bufs = vec![bytes::i32_bytes(&a), bytes::i32_bytes(&b), vec![0; 16]];
     interp::run(
         &k,
         [1, 1, 1],
@@ -55,19 +37,19 @@ fn elementwise_add_wraps_integers() {
     )
     .expect("runs");
     let want: Vec<i32> = a.iter().zip(&b).map(|(x, y)| x.wrapping_add(*y)).collect();
-    assert_eq!(host::bytes_i32(&bufs[2]), want);
+    assert_eq!(bytes::bytes_i32(&bufs[2]), want);
 }
 
 #[test]
 fn workgroup_sum_matches_host() {
-    let mut rng = Rng(7);
+    let mut rng = Rng::new(7);
     let size = 256u32;
     // u32: exact.
     let k = kernels::workgroup_sum(Scalar::U32, size).expect("builds");
     let n = 1000usize;
     let a: Vec<u32> = (0..n).map(|_| rng.u32() % 1000 + 1).collect();
     let groups = n.div_ceil(size as usize);
-    let mut bufs = vec![host::u32_bytes(&a), vec![0; 4 * groups]];
+    let mut bufs = vec![bytes::u32_bytes(&a), vec![0; 4 * groups]];
     interp::run(
         &k,
         [groups as u32, 1, 1],
@@ -75,14 +57,14 @@ fn workgroup_sum_matches_host() {
         &k.pack_scalars(&[Lit::U32(n as u32)]).expect("types"),
     )
     .expect("runs");
-    let got = host::bytes_u32(&bufs[1]);
+    let got = bytes::bytes_u32(&bufs[1]);
     for (g, chunk) in a.chunks(size as usize).enumerate() {
         assert_eq!(got[g], chunk.iter().sum::<u32>(), "group {g}");
     }
     // f32: a tree sums in another order than the host loop; bound the error.
     let k = kernels::workgroup_sum(Scalar::F32, size).expect("builds");
-    let a: Vec<f32> = (0..n).map(|_| rng.f32()).collect();
-    let mut bufs = vec![host::f32_bytes(&a), vec![0; 4 * groups]];
+    let a: Vec<f32> = (0..n).map(|_| rng.f32_signed()).collect();
+    let mut bufs = vec![bytes::f32_bytes(&a), vec![0; 4 * groups]];
     interp::run(
         &k,
         [groups as u32, 1, 1],
@@ -90,7 +72,7 @@ fn workgroup_sum_matches_host() {
         &k.pack_scalars(&[Lit::U32(n as u32)]).expect("types"),
     )
     .expect("runs");
-    let got = host::bytes_f32(&bufs[1]);
+    let got = bytes::bytes_f32(&bufs[1]);
     for (g, chunk) in a.chunks(size as usize).enumerate() {
         let want: f64 = chunk.iter().map(|x| f64::from(*x)).sum();
         let scale: f64 = chunk.iter().map(|x| f64::from(x.abs())).sum();
@@ -105,11 +87,11 @@ fn workgroup_sum_matches_host() {
 
 #[test]
 fn atomic_histogram_matches_host() {
-    let mut rng = Rng(42);
+    let mut rng = Rng::new(42);
     let k = kernels::histogram(64).expect("builds");
     let (n, bins) = (5000usize, 37u32);
     let values: Vec<u32> = (0..n).map(|_| rng.u32() | 1).collect();
-    let mut bufs = vec![host::u32_bytes(&values), vec![0; 4 * bins as usize]];
+    let mut bufs = vec![bytes::u32_bytes(&values), vec![0; 4 * bins as usize]];
     let scalars = k
         .pack_scalars(&[Lit::U32(n as u32), Lit::U32(bins)])
         .expect("types");
@@ -118,17 +100,21 @@ fn atomic_histogram_matches_host() {
     for v in &values {
         want[(v % bins) as usize] += 1;
     }
-    assert_eq!(host::bytes_u32(&bufs[1]), want);
+    assert_eq!(bytes::bytes_u32(&bufs[1]), want);
 }
 
 #[test]
 fn tiled_matmul_matches_host() {
-    let mut rng = Rng(1234);
+    let mut rng = Rng::new(1234);
     let k = kernels::tiled_matmul().expect("builds");
     for (m, n, kk) in [(16usize, 16usize, 16usize), (33, 17, 40), (5, 40, 3)] {
-        let a: Vec<f32> = (0..m * kk).map(|_| rng.f32()).collect();
-        let b: Vec<f32> = (0..kk * n).map(|_| rng.f32()).collect();
-        let mut bufs = vec![host::f32_bytes(&a), host::f32_bytes(&b), vec![0; 4 * m * n]];
+        let a: Vec<f32> = (0..m * kk).map(|_| rng.f32_signed()).collect();
+        let b: Vec<f32> = (0..kk * n).map(|_| rng.f32_signed()).collect();
+        let mut bufs = vec![
+            bytes::f32_bytes(&a),
+            bytes::f32_bytes(&b),
+            vec![0; 4 * m * n],
+        ];
         let scalars = k
             .pack_scalars(&[Lit::U32(m as u32), Lit::U32(n as u32), Lit::U32(kk as u32)])
             .expect("types");
@@ -139,7 +125,7 @@ fn tiled_matmul_matches_host() {
             &scalars,
         )
         .expect("runs");
-        let c = host::bytes_f32(&bufs[2]);
+        let c = bytes::bytes_f32(&bufs[2]);
         for i in 0..m {
             for j in 0..n {
                 // Same order and the same fused multiply-add: bit-exact.

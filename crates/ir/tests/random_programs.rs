@@ -2,7 +2,7 @@
 //! interpreter runs every one without error, and twice the same way.
 
 use compute_ir::interp;
-use compute_ir::random::{Config, FloatOps, program};
+use compute_testkit::random_ir::{Config, FloatOps, program};
 use proptest::prelude::*;
 
 fn configs() -> [Config; 3] {

@@ -1,8 +1,9 @@
 //! Subgroup builtins and collectives in the interpreter: evaluated in
 //! lockstep over the live invocations of each subgroup.
 
-use compute_ir::interp::{self, host};
+use compute_ir::interp;
 use compute_ir::{KernelBuilder, RunError, Scalar};
+use compute_testkit::bytes;
 
 /// out[lidx * 8 + k]: sgid, sgsize, add, min, max, broadcast_first, ballot.x, ballot.y
 fn collectives(workgroup: u32) -> compute_ir::Kernel {
@@ -40,7 +41,7 @@ fn collectives(workgroup: u32) -> compute_ir::Kernel {
 fn run(k: &compute_ir::Kernel, n: u32, size: u32) -> Vec<u32> {
     let mut bufs = vec![vec![0; 4 * 8 * n as usize]];
     interp::run_with_subgroup(k, [1, 1, 1], &mut bufs, &[], size).expect("runs");
-    host::bytes_u32(&bufs[0])
+    bytes::bytes_u32(&bufs[0])
 }
 
 fn expected(n: u32, size: u32) -> Vec<u32> {
@@ -82,7 +83,7 @@ fn collectives_cover_each_subgroup() {
     let mut bufs = vec![vec![0; 4 * 8 * 48]];
     interp::run(&k, [1, 1, 1], &mut bufs, &[]).expect("runs");
     assert_eq!(
-        host::bytes_u32(&bufs[0]),
+        bytes::bytes_u32(&bufs[0]),
         expected(48, interp::DEFAULT_SUBGROUP_SIZE)
     );
 }
@@ -116,10 +117,10 @@ fn float_and_signed_collectives() {
     let mut bufs = vec![vec![0; 32], vec![0; 32]];
     interp::run_with_subgroup(&k, [1, 1, 1], &mut bufs, &[], 4).expect("runs");
     assert_eq!(
-        host::bytes_f32(&bufs[0]),
+        bytes::bytes_f32(&bufs[0]),
         vec![3.0, 3.0, 3.0, 3.0, 11.0, 11.0, 11.0, 11.0]
     );
-    assert_eq!(host::bytes_i32(&bufs[1]), vec![-4, -4, -4, -4, 0, 0, 0, 0]);
+    assert_eq!(bytes::bytes_i32(&bufs[1]), vec![-4, -4, -4, -4, 0, 0, 0, 0]);
 }
 
 #[test]
@@ -141,7 +142,10 @@ fn ended_invocations_do_not_take_part() {
     let k = b.build().expect("builds");
     let mut bufs = vec![vec![0; 32]];
     interp::run_with_subgroup(&k, [1, 1, 1], &mut bufs, &[], 4).expect("runs");
-    assert_eq!(host::bytes_u32(&bufs[0]), vec![0, 0, 0, 31, 44, 44, 44, 44]);
+    assert_eq!(
+        bytes::bytes_u32(&bufs[0]),
+        vec![0, 0, 0, 31, 44, 44, 44, 44]
+    );
 }
 
 #[test]
@@ -193,7 +197,7 @@ fn non_uniform_subgroup_operations_are_errors() {
     let k = b.build().expect("builds");
     let mut bufs = vec![vec![0; 32]];
     interp::run_with_subgroup(&k, [1, 1, 1], &mut bufs, &[], 4).expect("uniform per subgroup");
-    assert_eq!(host::bytes_u32(&bufs[0]), vec![6, 6, 6, 6, 7, 7, 7, 7]);
+    assert_eq!(bytes::bytes_u32(&bufs[0]), vec![6, 6, 6, 6, 7, 7, 7, 7]);
 }
 
 #[test]
@@ -216,7 +220,7 @@ fn subgroups_and_barriers_interleave() {
     interp::run_with_subgroup(&k, [1, 1, 1], &mut bufs, &[], 8).expect("runs");
     // Subgroup sums: 0..8 -> 28, 8..16 -> 92; after the reversal each
     // subgroup reads the other's sum.
-    let got = host::bytes_u32(&bufs[0]);
+    let got = bytes::bytes_u32(&bufs[0]);
     assert_eq!(got, [vec![92; 8], vec![28; 8]].concat());
 }
 

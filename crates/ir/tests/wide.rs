@@ -1,8 +1,9 @@
 //! The 64-bit scalars in the interpreter: wrapping, WGSL's division rules,
 //! shifts by the low 6 bits, casts, bitcasts, f64 math and 8-byte buffers.
 
-use compute_ir::interp::{self, host};
+use compute_ir::interp;
 use compute_ir::{IrError, KernelBuilder, Lit, Scalar, Val};
+use compute_testkit::bytes;
 
 /// Runs a one-invocation kernel storing `f`'s results (all of `elem`) in order.
 fn eval(elem: Scalar, f: impl FnOnce(&mut KernelBuilder) -> Vec<Val>) -> Vec<u8> {
@@ -21,7 +22,7 @@ fn eval(elem: Scalar, f: impl FnOnce(&mut KernelBuilder) -> Vec<Val>) -> Vec<u8>
 
 #[test]
 fn i64_wraps_and_divides_like_wgsl() {
-    let got = host::bytes_i64(&eval(Scalar::I64, |b| {
+    let got = bytes::bytes_i64(&eval(Scalar::I64, |b| {
         let max = b.i64(i64::MAX);
         let min = b.i64(i64::MIN);
         let one = b.i64(1);
@@ -69,7 +70,7 @@ fn i64_wraps_and_divides_like_wgsl() {
 
 #[test]
 fn u64_wraps_divides_and_shifts_by_six_bits() {
-    let got = host::bytes_u64(&eval(Scalar::U64, |b| {
+    let got = bytes::bytes_u64(&eval(Scalar::U64, |b| {
         let max = b.u64(u64::MAX);
         let one = b.u64(1);
         let zero = b.u64(0);
@@ -91,7 +92,7 @@ fn u64_wraps_divides_and_shifts_by_six_bits() {
     }));
     assert_eq!(got, vec![0, u64::MAX, 7, 0, 1 << 40, 2, 1, u64::MAX]);
     // Arithmetic shift keeps the sign.
-    let got = host::bytes_i64(&eval(Scalar::I64, |b| {
+    let got = bytes::bytes_i64(&eval(Scalar::I64, |b| {
         let m = b.i64(-1 << 50);
         let s = b.u32(48);
         vec![b.shr(m, s)]
@@ -101,7 +102,7 @@ fn u64_wraps_divides_and_shifts_by_six_bits() {
 
 #[test]
 fn comparisons_on_64_bit_values() {
-    let got = host::bytes_u32(&eval(Scalar::U32, |b| {
+    let got = bytes::bytes_u32(&eval(Scalar::U32, |b| {
         let big = b.u64(1 << 33);
         let small = b.u64(1);
         let neg = b.i64(-1);
@@ -124,7 +125,7 @@ fn comparisons_on_64_bit_values() {
 
 #[test]
 fn integer_casts_truncate_or_extend_by_the_source() {
-    let got = host::bytes_u64(&eval(Scalar::U64, |b| {
+    let got = bytes::bytes_u64(&eval(Scalar::U64, |b| {
         let m1 = b.i32(-1);
         let big = b.u32(0x8000_0000);
         let wide = b.i64(-2);
@@ -155,7 +156,7 @@ fn integer_casts_truncate_or_extend_by_the_source() {
 
 #[test]
 fn float_casts_saturate_like_naga() {
-    let got = host::bytes_i64(&eval(Scalar::I64, |b| {
+    let got = bytes::bytes_i64(&eval(Scalar::I64, |b| {
         let big = b.f64(1e30);
         let neg = b.f64(-1e30);
         let nan = b.f64(f64::NAN);
@@ -179,7 +180,7 @@ fn float_casts_saturate_like_naga() {
             -2
         ]
     );
-    let got = host::bytes_u64(&eval(Scalar::U64, |b| {
+    let got = bytes::bytes_u64(&eval(Scalar::U64, |b| {
         let big = b.f64(1e30);
         let neg = b.f64(-5.0);
         let f = b.f32(1e30);
@@ -193,7 +194,7 @@ fn float_casts_saturate_like_naga() {
         got,
         vec![18_446_744_073_709_549_568, 0, 18_446_742_974_197_923_840]
     );
-    let got = host::bytes_i32(&eval(Scalar::I32, |b| {
+    let got = bytes::bytes_i32(&eval(Scalar::I32, |b| {
         let big = b.f64(3e9);
         vec![b.cast(big, Scalar::I32)]
     }));
@@ -202,7 +203,7 @@ fn float_casts_saturate_like_naga() {
 
 #[test]
 fn f64_arithmetic_is_double_precision() {
-    let got = host::bytes_f64(&eval(Scalar::F64, |b| {
+    let got = bytes::bytes_f64(&eval(Scalar::F64, |b| {
         let third = b.f64(1.0 / 3.0);
         let three = b.f64(3.0);
         let two = b.f64(2.0);
@@ -237,12 +238,12 @@ fn f64_arithmetic_is_double_precision() {
         ]
     );
     // f64 -> f32 rounds once, f64 -> bits and back is exact.
-    let got = host::bytes_f32(&eval(Scalar::F32, |b| {
+    let got = bytes::bytes_f32(&eval(Scalar::F32, |b| {
         let x = b.f64(0.1);
         vec![b.cast(x, Scalar::F32)]
     }));
     assert_eq!(got, vec![0.1f32]);
-    let got = host::bytes_u64(&eval(Scalar::U64, |b| {
+    let got = bytes::bytes_u64(&eval(Scalar::U64, |b| {
         let x = b.f64(-0.0);
         vec![b.bitcast(x, Scalar::U64)]
     }));
@@ -268,10 +269,10 @@ fn wide_buffers_and_shared_arrays_hold_eight_bytes() {
     b.store(out, i, z);
     let k = b.build().expect("builds");
     let data = [1i64 << 40, -5, i64::MAX, 7];
-    let mut bufs = vec![host::i64_bytes(&data), vec![0; 32]];
+    let mut bufs = vec![bytes::i64_bytes(&data), vec![0; 32]];
     interp::run(&k, [1, 1, 1], &mut bufs, &[]).expect("runs");
     assert_eq!(
-        host::bytes_i64(&bufs[1]),
+        bytes::bytes_i64(&bufs[1]),
         vec![21, i64::MAX.wrapping_mul(3), -15, 3 << 40]
     );
     // A buffer that is not a whole number of 8-byte elements is refused.
@@ -281,7 +282,7 @@ fn wide_buffers_and_shared_arrays_hold_eight_bytes() {
 
 #[test]
 fn vectors_of_64_bit_lanes() {
-    let got = host::bytes_u64(&eval(Scalar::U64, |b| {
+    let got = bytes::bytes_u64(&eval(Scalar::U64, |b| {
         let a = b.u64(u64::MAX);
         let c = b.u64(5);
         let v = b.vec(&[a, c, c]);

@@ -2,7 +2,7 @@
 //! numbers: `cargo run -p compute-memory --release --example peak_trace
 //! [seed] [ops]`.
 
-use compute_memory::trace::{TRACE_OPS, TRACE_SEED, trace_outcome};
+use compute_testkit::trace::{TRACE_OPS, TRACE_SEED, trace_outcome};
 
 fn main() {
     let mut args = std::env::args().skip(1);

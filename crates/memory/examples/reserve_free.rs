@@ -4,9 +4,10 @@
 
 use std::time::Instant;
 
-use compute_memory::trace::{TRACE_PROPS, XorShift64};
 use compute_memory::{BytesStorage, MemoryManagement};
 use compute_runtime::{MemoryConfiguration, MemoryId};
+use compute_testkit::Rng;
+use compute_testkit::trace::TRACE_PROPS;
 
 fn main() {
     let storage = BytesStorage::phantom(TRACE_PROPS.alignment);
@@ -17,7 +18,7 @@ fn main() {
     };
     // 10,000 live handles, log-uniform 256 B .. 1 MiB, with every third
     // freed again so the free ranges are fragmented.
-    let mut rng = XorShift64::new(7);
+    let mut rng = Rng::new(7);
     let mut keep = Vec::new();
     for i in 0..15_000 {
         let id = MemoryId::next();

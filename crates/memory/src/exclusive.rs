@@ -13,9 +13,9 @@
 //!
 //! Why 2x and not tighter: kept pages are only given back by cleanup, so a
 //! kept page that no request fits is pure overhead until then. Measured on
-//! the mixed-size trace (see [`crate::trace`]) with its 32-64 MiB sizes in
-//! exclusive pages, a 9/8 window ended with peak reserved at ~2.6x peak
-//! live (freed pages of slightly wrong sizes pile up), the 2x window at
+//! the mixed-size trace (see `compute_testkit::trace`) with its 32-64 MiB
+//! sizes in exclusive pages, a 9/8 window ended with peak reserved at ~2.6x
+//! peak live (freed pages of slightly wrong sizes pile up), the 2x window at
 //! ~1.5x; that is also why the default configuration keeps those sizes in
 //! sliced pages (see [`crate::management::default_pools`]).
 //!

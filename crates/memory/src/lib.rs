@@ -13,9 +13,9 @@
 //!
 //! Pools, one file each: [`sliced`] (many slices per page, best fit),
 //! [`exclusive`] (one slice per page), [`persistent`] (exact-size reuse for
-//! persistent mode); [`management`] routes between them; [`trace`] is the
-//! documented allocation trace behind the `memory.peak_reserved_over_peak_live`
-//! benchmark.
+//! persistent mode); [`management`] routes between them. The documented
+//! allocation trace behind the `memory.peak_reserved_over_peak_live`
+//! benchmark is test support, in `compute_testkit::trace`.
 //!
 //! [`ComputeStorage`]: compute_runtime::ComputeStorage
 //! [`MemoryId`]: compute_runtime::MemoryId
@@ -27,7 +27,6 @@ pub mod management;
 pub mod persistent;
 mod pool;
 pub mod sliced;
-pub mod trace;
 
 pub use cpu::{BytesStorage, CpuResource};
 pub use management::{MemoryManagement, default_pools};

@@ -73,7 +73,8 @@ pub const MIN_DEFAULT_LARGE_PAGE: u64 = 1 << 20;
 /// out when its slices would be under the alignment.
 ///
 /// Why this shape, measured on the benchmark trace family (see
-/// [`crate::trace`]; 32 seeds, working sets of 128 to 512 handles, means):
+/// `compute_testkit::trace`; 32 seeds, working sets of 128 to 512 handles,
+/// means):
 /// one 128 MiB / 32 MiB sliced pool plus exclusive pages ends at a peak
 /// reserved / peak live of 1.45-1.65, because the largest octave of sizes
 /// (32-64 MiB, about half of all bytes) then lives in exclusive pages that
@@ -496,7 +497,7 @@ impl<S: ComputeStorage> MemoryManagement<S> {
 
     /// Bytes asked for by live slices and bytes reserved, over every pool:
     /// the report's sums without building it.
-    pub(crate) fn totals(&self) -> (u64, u64) {
+    pub fn totals(&self) -> (u64, u64) {
         self.pools.iter().fold((0, 0), |(live, reserved), p| {
             let u = p.usage();
             (live + u.bytes_in_use, reserved + u.bytes_reserved)

@@ -1,13 +1,13 @@
 //! A long deterministic trace: 100,000 operations of the benchmark's
-//! mixed-size trace (see `compute_memory::trace`), sampled every 5,000
+//! mixed-size trace (see `compute_testkit::trace`), sampled every 5,000
 //! operations, show that bytes reserved stop growing once the working set
 //! has been reached (no leak), and that the accounting is exact throughout.
 
-use compute_memory::trace::{
-    TRACE_LIVE_CAP, TRACE_PROPS, TRACE_SEED, TRACE_WORKING_SET, run_trace,
-};
 use compute_memory::{BytesStorage, MemoryManagement};
 use compute_runtime::MemoryConfiguration;
+use compute_testkit::trace::{
+    TRACE_LIVE_CAP, TRACE_PROPS, TRACE_SEED, TRACE_WORKING_SET, run_trace,
+};
 
 #[test]
 fn reserved_bytes_stay_bounded_over_100k_operations() {
@@ -60,8 +60,8 @@ fn reserved_bytes_stay_bounded_over_100k_operations() {
 
 #[test]
 fn the_benchmark_figure_is_deterministic_and_within_target() {
-    let a = compute_memory::trace::peak_trace_ratio(TRACE_SEED, 20_000);
-    let b = compute_memory::trace::peak_trace_ratio(TRACE_SEED, 20_000);
+    let a = compute_testkit::trace::peak_trace_ratio(TRACE_SEED, 20_000);
+    let b = compute_testkit::trace::peak_trace_ratio(TRACE_SEED, 20_000);
     assert_eq!(a.to_bits(), b.to_bits());
     assert!((1.0..=1.25).contains(&a), "peak reserved / peak live = {a}");
 }

@@ -21,12 +21,12 @@
 
 use std::sync::OnceLock;
 
-use compute_memory::trace::XorShift64;
 use compute_memory::{BytesStorage, MemoryManagement};
 use compute_runtime::{
     MemoryAllocationMode, MemoryConfiguration, MemoryDeviceProperties, MemoryId, MemoryPoolOptions,
     PoolKind, StorageHandle,
 };
+use compute_testkit::Rng;
 use proptest::prelude::*;
 
 const MIB: u64 = 1 << 20;
@@ -40,7 +40,7 @@ const ALIGN: u64 = 256;
 fn pattern() -> &'static [u8] {
     static PATTERN: OnceLock<Vec<u8>> = OnceLock::new();
     PATTERN.get_or_init(|| {
-        let mut rng = XorShift64::new(0x006d_6f64_656c);
+        let mut rng = Rng::new(0x006d_6f64_656c);
         let len = usize::try_from(MAX_SIZE).unwrap_or(usize::MAX) + 4096;
         let mut v = Vec::with_capacity(len + 8);
         while v.len() < len {

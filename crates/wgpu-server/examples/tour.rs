@@ -7,6 +7,7 @@ use compute_runtime::{
     Bytes, CubeCount, DeviceId, Handle, KernelArguments, LaunchMode, ManagedMemoryHandle, Server,
     ServerError, StreamId,
 };
+use compute_testkit::bytes::{bytes_f32, f32_bytes};
 use wgpu_server::{BindingAccess, WgpuServer, WgslKernel, WgslPassthrough};
 
 const SAXPY: &str = r#"
@@ -22,10 +23,6 @@ fn main(@builtin(global_invocation_id) id: vec3<u32>) {
     }
 }
 "#;
-
-fn f32_bytes(v: &[f32]) -> Bytes {
-    Bytes::from(v.iter().flat_map(|f| f.to_le_bytes()).collect::<Vec<_>>())
-}
 
 fn main() -> Result<(), ServerError> {
     let mut server = WgpuServer::<WgslPassthrough>::try_init(DeviceId(0))?;
@@ -61,8 +58,8 @@ fn main() -> Result<(), ServerError> {
     let hy = alloc(&mut server, u64::from(n) * 4)?;
     server.write(
         vec![
-            (hx.copy_descriptor(), f32_bytes(&x)),
-            (hy.copy_descriptor(), f32_bytes(&y)),
+            (hx.copy_descriptor(), Bytes::from(f32_bytes(&x))),
+            (hy.copy_descriptor(), Bytes::from(f32_bytes(&y))),
         ],
         stream,
     );
@@ -89,10 +86,7 @@ fn main() -> Result<(), ServerError> {
         )
     };
     let out = futures::executor::block_on(server.read(vec![hy.copy_descriptor()], stream))?;
-    let got: Vec<f32> = out[0]
-        .chunks_exact(4)
-        .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-        .collect();
+    let got = bytes_f32(&out[0]);
     // A GPU may contract `alpha * x + y` into one fused multiply-add (NVIDIA
     // does, lavapipe does not): both roundings are exact answers.
     let wrong = got

@@ -1,8 +1,9 @@
 //! The IR backend: the reference kernels compile to WGSL naga accepts, with
 //! the layout the IR declares; the device checks refuse what it cannot run.
 
-use compute_ir::{Kernel, KernelBuilder, Scalar, kernels};
+use compute_ir::{Kernel, KernelBuilder, Scalar};
 use compute_runtime::{CubeKernel, ServerError};
+use compute_testkit::kernels;
 use compute_wgsl::{
     BindingAccess, DeviceCaps, IrCompiler, WgpuCompilationOptions, WgpuCompiler, WgslKernel,
     validate_wgsl,

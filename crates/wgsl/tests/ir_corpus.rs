@@ -1,7 +1,7 @@
 //! naga rejects nothing the IR compiler emits, over the generated corpus.
 
-use compute_ir::random::{Config, FloatOps, program};
 use compute_runtime::CubeKernel;
+use compute_testkit::random_ir::{Config, FloatOps, program};
 use compute_wgsl::{DeviceCaps, IrCompiler, WgpuCompilationOptions, WgpuCompiler};
 use proptest::prelude::*;
 

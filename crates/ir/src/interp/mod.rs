@@ -1,10 +1,11 @@
 //! The CPU reference interpreter: the oracle the GPU is tested against.
 //!
 //! [`run`] executes a launch over host buffers (little-endian bytes, as a
-//! GPU buffer holds them; see [`host`] for conversions). Workgroups run one
-//! after another in x-fastest order. Within a workgroup every invocation
-//! runs in lockstep *between barriers*: invocation 0 runs until it reaches a
-//! barrier or ends, then invocation 1, and so on; when all have stopped at
+//! GPU buffer holds them; the tests convert typed slices with
+//! `compute_testkit::bytes`). Workgroups run one after another in x-fastest
+//! order. Within a workgroup every invocation runs in lockstep *between
+//! barriers*: invocation 0 runs until it reaches a barrier or ends, then
+//! invocation 1, and so on; when all have stopped at
 //! the same barrier they are all released into the next phase. So a write
 //! to shared memory before a barrier is seen by every invocation after it,
 //! exactly as on a GPU, and a program without data races gets the result
@@ -52,7 +53,6 @@
 
 mod exec;
 pub mod f16;
-pub mod host;
 pub mod value;
 
 use exec::{Ctx, Invocation, Memory, Stop};

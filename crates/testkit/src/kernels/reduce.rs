@@ -1,4 +1,4 @@
-use crate::{IrError, Kernel, KernelBuilder, Scalar};
+use compute_ir::{IrError, Kernel, KernelBuilder, Scalar};
 
 /// Per-workgroup sums: `out[w] = sum(a[w * size .. (w + 1) * size])`, with
 /// elements at `i >= n` counting as zero. A tree reduction in shared memory,

@@ -1,13 +1,12 @@
 //! The documented mixed-size allocation trace behind the
-//! `memory.peak_reserved_over_peak_live` benchmark, and the PRNG the tests
-//! share.
+//! `memory.peak_reserved_over_peak_live` benchmark.
 //!
-//! **The trace** ([`run_trace`]): `ops` operations from an
-//! [`XorShift64`] seeded with `seed`, over a working set of about
-//! `working_set` handles. Each operation is a reserve or a free:
+//! **The trace** ([`run_trace`]): `ops` operations from an [`Rng`] made by
+//! [`Rng::new`]`(seed)`, over a working set of about `working_set` handles.
+//! Each operation is a reserve or a free:
 //! - with `L` handles live, it reserves with probability
 //!   `1 - L / (2 * working_set)` (so `L` hovers around `working_set`; the
-//!   draw is `below(2 * working_set) >= L`), and otherwise frees a live
+//!   draw is `below_u64(2 * working_set) >= L`), and otherwise frees a live
 //!   handle chosen uniformly at random;
 //! - a reserve draws its size log-uniformly in
 //!   [`TRACE_MIN_SIZE`, `TRACE_MAX_SIZE`] (256 B .. 64 MiB: `exp` of a
@@ -37,12 +36,13 @@
 //! (frees are uniformly random, not LIFO or phase-structured), and says
 //! nothing about speed.
 
+use compute_memory::{BytesStorage, MemoryManagement};
 use compute_runtime::{
     ComputeStorage, MemoryConfiguration, MemoryDeviceProperties, MemoryId, ServerError,
     StreamMemoryReport,
 };
 
-use crate::{BytesStorage, MemoryManagement};
+use crate::Rng;
 
 /// Operations of the benchmark trace.
 pub const TRACE_OPS: usize = 20_000;
@@ -62,52 +62,6 @@ pub const TRACE_PROPS: MemoryDeviceProperties = MemoryDeviceProperties {
     max_binding_size: 128 << 20,
     alignment: 256,
 };
-
-/// xorshift64* (Vigna): 64 bits of state, fixed seed, no dependency.
-#[derive(Debug, Clone)]
-pub struct XorShift64(u64);
-
-impl XorShift64 {
-    /// A generator from `seed` (a zero seed is replaced, since zero is a
-    /// fixed point of xorshift).
-    pub fn new(seed: u64) -> Self {
-        Self(if seed == 0 {
-            0x9e37_79b9_7f4a_7c15
-        } else {
-            seed
-        })
-    }
-
-    /// The next 64 random bits.
-    pub fn next_u64(&mut self) -> u64 {
-        let mut x = self.0;
-        x ^= x >> 12;
-        x ^= x << 25;
-        x ^= x >> 27;
-        self.0 = x;
-        x.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-
-    /// Uniform in `[0, 1)`.
-    pub fn unit(&mut self) -> f64 {
-        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
-    }
-
-    /// Uniform in `[0, n)` (`n > 0`; 0 for `n == 0`).
-    pub fn below(&mut self, n: u64) -> u64 {
-        if n == 0 {
-            return 0;
-        }
-        ((u128::from(self.next_u64()) * u128::from(n)) >> 64) as u64
-    }
-
-    /// Log-uniform in `[min, max]` (`1 <= min <= max`).
-    pub fn log_uniform(&mut self, min: u64, max: u64) -> u64 {
-        let (lo, hi) = ((min.max(1)) as f64, (max.max(min).max(1)) as f64);
-        let v = (lo.ln() + self.unit() * (hi.ln() - lo.ln())).exp();
-        (v as u64).clamp(min, max)
-    }
-}
 
 /// What a trace did and the numbers it saw.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -140,7 +94,7 @@ pub fn run_trace<S: ComputeStorage>(
     working_set: u64,
     live_cap: u64,
 ) -> Result<TraceOutcome, ServerError> {
-    let mut rng = XorShift64::new(seed);
+    let mut rng = Rng::new(seed);
     let mut live: Vec<(MemoryId, u64)> = Vec::new();
     let mut live_bytes = 0u64;
     let mut out = TraceOutcome {
@@ -151,7 +105,7 @@ pub fn run_trace<S: ComputeStorage>(
         report: StreamMemoryReport::default(),
     };
     for _ in 0..ops {
-        let reserve = rng.below(2 * working_set.max(1)) >= live.len() as u64;
+        let reserve = rng.below_u64(2 * working_set.max(1)) >= live.len() as u64;
         let size = if reserve {
             rng.log_uniform(TRACE_MIN_SIZE, TRACE_MAX_SIZE)
         } else {
@@ -164,7 +118,7 @@ pub fn run_trace<S: ComputeStorage>(
             live_bytes += size;
             out.reserves += 1;
         } else {
-            let i = rng.below(live.len() as u64) as usize;
+            let i = rng.below_u64(live.len() as u64) as usize;
             let (id, size) = live.swap_remove(i);
             memory.release(id);
             live_bytes -= size;

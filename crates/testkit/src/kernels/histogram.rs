@@ -1,4 +1,4 @@
-use crate::{IrError, Kernel, KernelBuilder, Scalar};
+use compute_ir::{IrError, Kernel, KernelBuilder, Scalar};
 
 /// `hist[v % bins] += 1` for every `v` in `values[..n]`, with `atomicAdd`.
 ///

@@ -1,9 +1,7 @@
 //! Memory through the real server: the pooled manager against a model,
 //! reports, cleanup, allocation modes, staging, and bad input.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use compute_runtime::{
     Bytes, ManagedMemoryHandle, MemoryAllocationMode, MemoryConfiguration, MemoryPoolOptions,
     PoolKind, Server, ServerError, StreamId,
@@ -24,7 +22,7 @@ fn pattern(seed: u32, len: usize) -> Vec<u8> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 12, ..ProptestConfig::default() })]
+    #![proptest_config(proptest_config(12))]
 
     /// Random reserve / free / write / read over mixed sizes (256 B .. 8 MiB
     /// here; the CPU-storage model in compute-memory covers up to 64 MiB):
@@ -97,7 +95,7 @@ fn report_lists_pools_in_routing_order_and_cleanup_releases_empty_pages() {
 #[test]
 fn a_slice_freed_by_one_stream_serves_another() {
     let mut s = server();
-    let a = upload(&mut s, u32s(&[1; 1024]), StreamId(1));
+    let a = upload(&mut s, u32_bytes(&[1; 1024]), StreamId(1));
     let reserved = s.memory_report(S0).expect("report").bytes_reserved();
     launch(
         &mut s,
@@ -107,14 +105,14 @@ fn a_slice_freed_by_one_stream_serves_another() {
         StreamId(1),
     );
     drop(a);
-    let b = upload(&mut s, u32s(&[5; 1024]), StreamId(2));
+    let b = upload(&mut s, u32_bytes(&[5; 1024]), StreamId(2));
     assert_eq!(
         s.memory_report(S0).expect("report").bytes_reserved(),
         reserved,
         "reused, not grown"
     );
     assert_eq!(
-        to_u32s(&read(&mut s, &b, StreamId(2)).expect("read")),
+        bytes_u32(&read(&mut s, &b, StreamId(2)).expect("read")),
         vec![5; 1024]
     );
 }
@@ -149,7 +147,7 @@ fn out_of_memory_is_precise_and_cleanup_makes_room_again() {
         max_reserved: Some(2 << 20),
     }];
     let mut s = with_config(MemoryConfiguration::Custom(pools));
-    let bystander = upload(&mut s, u32s(&[3; 256]), S0);
+    let bystander = upload(&mut s, u32_bytes(&[3; 256]), S0);
     let big = alloc(&mut s, 1 << 20, S0);
     let m = ManagedMemoryHandle::new();
     let err = s
@@ -163,7 +161,7 @@ fn out_of_memory_is_precise_and_cleanup_makes_room_again() {
     assert!(matches!(err, ServerError::InvalidArgument { .. }), "{err}");
     // The server keeps serving.
     assert_eq!(
-        to_u32s(&read(&mut s, &bystander, S0).expect("read")),
+        bytes_u32(&read(&mut s, &bystander, S0).expect("read")),
         vec![3; 256]
     );
     drop(big);

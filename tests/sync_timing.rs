@@ -1,6 +1,9 @@
 //! `sync` measures the GPU time it completes when the sync log is on. Its
 //! own test binary: it sets `COMPUTE_LOG` before any thread reads it.
 
+// The GPU tests' helpers; this binary uses a few of them.
+#[path = "gpu/common.rs"]
+#[allow(dead_code, unused_imports)]
 mod common;
 
 use common::*;
@@ -16,7 +19,7 @@ fn sync_reports_the_gpu_time_it_completed() {
         .device()
         .features()
         .contains(wgpu::Features::TIMESTAMP_QUERY_INSIDE_ENCODERS);
-    let h = upload(&mut s, u32s(&[0; 1 << 16]), S0);
+    let h = upload(&mut s, u32_bytes(&[0; 1 << 16]), S0);
     sync(&mut s, S0).expect("sync");
     if s.timing_method() != TimingMethod::Device || !inside_encoders {
         assert_eq!(s.last_sync_gpu_time(), None);
@@ -40,7 +43,7 @@ fn sync_reports_the_gpu_time_it_completed() {
         "GPU {gpu:?} longer than the wall {wall:?} it ran in"
     );
     assert_eq!(
-        to_u32s(&read(&mut s, &h, S0).expect("read")),
+        bytes_u32(&read(&mut s, &h, S0).expect("read")),
         vec![50; 1 << 16]
     );
 }

@@ -1,9 +1,7 @@
 //! Bad input gets a precise error, and nothing else changes: every case
 //! checks that a bystander buffer still reads back intact.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use compute_runtime::{
     BufferBinding, CopyDescriptor, CubeCount, Handle, KernelArguments, LaunchMode,
     ManagedMemoryHandle, Server, ServerError,
@@ -19,7 +17,7 @@ struct Fixture {
 fn fixture() -> Fixture {
     let mut s = server();
     let expected: Vec<u32> = (0..1024).map(|i| i * 3 + 1).collect();
-    let bystander = upload(&mut s, u32s(&expected), S0);
+    let bystander = upload(&mut s, u32_bytes(&expected), S0);
     Fixture {
         s,
         bystander,
@@ -29,7 +27,7 @@ fn fixture() -> Fixture {
 
 impl Fixture {
     fn assert_intact(&mut self) {
-        let got = to_u32s(&read(&mut self.s, &self.bystander, S0).expect("bystander read"));
+        let got = bytes_u32(&read(&mut self.s, &self.bystander, S0).expect("bystander read"));
         assert_eq!(got, self.expected, "bystander corrupted");
         self.s
             .check(vec![self.bystander.binding()], S0)
@@ -50,11 +48,14 @@ fn read_of_an_uninitialized_handle_is_unknown_handle() {
 fn handle_of_another_server_is_unknown_here() {
     let mut f = fixture();
     let mut other = server();
-    let foreign = upload(&mut other, u32s(&[1, 2, 3, 4]), S0);
+    let foreign = upload(&mut other, u32_bytes(&[1, 2, 3, 4]), S0);
     let err = read(&mut f.s, &foreign, S0).expect_err("foreign");
     assert!(matches!(err, ServerError::UnknownHandle { .. }), "{err}");
     // And a write of it is reported by the stream's next flush.
-    f.s.write(vec![(foreign.copy_descriptor(), u32s(&[0; 4]))], S0);
+    f.s.write(
+        vec![(foreign.copy_descriptor(), u32_bytes(&[0; 4]).into())],
+        S0,
+    );
     let err = f.s.flush(S0).expect_err("deferred");
     assert!(
         matches!(err.root_cause(), ServerError::UnknownHandle { .. }),
@@ -67,7 +68,10 @@ fn handle_of_another_server_is_unknown_here() {
 fn write_of_an_uninitialized_handle_is_reported_by_flush_and_sync() {
     let mut f = fixture();
     let stranger = Handle::new(ManagedMemoryHandle::new(), 16);
-    f.s.write(vec![(stranger.copy_descriptor(), u32s(&[7; 4]))], S0);
+    f.s.write(
+        vec![(stranger.copy_descriptor(), u32_bytes(&[7; 4]).into())],
+        S0,
+    );
     let err = sync(&mut f.s, S0).expect_err("reported");
     assert!(
         matches!(err.root_cause(), ServerError::UnknownHandle { .. }),
@@ -80,7 +84,7 @@ fn write_of_an_uninitialized_handle_is_reported_by_flush_and_sync() {
 #[test]
 fn out_of_bounds_descriptors_are_refused() {
     let mut f = fixture();
-    let h = upload(&mut f.s, u32s(&[5; 16]), S0);
+    let h = upload(&mut f.s, u32_bytes(&[5; 16]), S0);
     let past_end = BufferBinding {
         memory: h.memory.clone(),
         offset: 32,
@@ -93,7 +97,10 @@ fn out_of_bounds_descriptors_are_refused() {
         "{err}"
     );
     f.s.write(
-        vec![(CopyDescriptor::contiguous(past_end), u32s(&[9; 16]))],
+        vec![(
+            CopyDescriptor::contiguous(past_end),
+            u32_bytes(&[9; 16]).into(),
+        )],
         S0,
     );
     let err = f.s.flush(S0).expect_err("oob write");
@@ -114,8 +121,8 @@ fn out_of_bounds_descriptors_are_refused() {
 #[test]
 fn size_mismatch_between_descriptor_and_data_is_refused_and_poisons_only_the_target() {
     let mut f = fixture();
-    let h = upload(&mut f.s, u32s(&[5; 16]), S0);
-    f.s.write(vec![(h.copy_descriptor(), u32s(&[1; 8]))], S0);
+    let h = upload(&mut f.s, u32_bytes(&[5; 16]), S0);
+    f.s.write(vec![(h.copy_descriptor(), u32_bytes(&[1; 8]).into())], S0);
     let err = f.s.flush(S0).expect_err("mismatch");
     assert!(
         matches!(
@@ -139,9 +146,9 @@ fn size_mismatch_between_descriptor_and_data_is_refused_and_poisons_only_the_tar
     let err = read_desc(&mut f.s, d, S0).expect_err("shape");
     assert!(matches!(err, ServerError::SizeMismatch { .. }), "{err}");
     // A full overwrite restores trust.
-    f.s.write(vec![(h.copy_descriptor(), u32s(&[2; 16]))], S0);
+    f.s.write(vec![(h.copy_descriptor(), u32_bytes(&[2; 16]).into())], S0);
     assert_eq!(
-        to_u32s(&read(&mut f.s, &h, S0).expect("trusted again")),
+        bytes_u32(&read(&mut f.s, &h, S0).expect("trusted again")),
         vec![2; 16]
     );
     f.assert_intact();
@@ -150,8 +157,8 @@ fn size_mismatch_between_descriptor_and_data_is_refused_and_poisons_only_the_tar
 #[test]
 fn kernel_that_does_not_compile_is_a_compilation_error_that_poisons_its_writes() {
     let mut f = fixture();
-    let input = upload(&mut f.s, u32s(&[1; 64]), S0);
-    let out = upload(&mut f.s, u32s(&[0; 64]), S0);
+    let input = upload(&mut f.s, u32_bytes(&[1; 64]), S0);
+    let out = upload(&mut f.s, u32_bytes(&[0; 64]), S0);
     let broken = WgslKernel::new(
         "broken",
         "@group(0) @binding(0) var<storage, read> x: array<u32>;\n\
@@ -181,7 +188,7 @@ fn kernel_that_does_not_compile_is_a_compilation_error_that_poisons_its_writes()
 #[test]
 fn dispatch_over_the_adapter_limits_is_refused_before_wgpu_sees_it() {
     let mut f = fixture();
-    let h = upload(&mut f.s, u32s(&[0; 64]), S0);
+    let h = upload(&mut f.s, u32_bytes(&[0; 64]), S0);
     let max = f.s.device().limits().max_compute_workgroups_per_dimension;
     launch(
         &mut f.s,
@@ -218,14 +225,17 @@ fn dispatch_over_the_adapter_limits_is_refused_before_wgpu_sees_it() {
     );
     // The batch the refused launches would have joined still runs.
     launch(&mut f.s, inc_kernel(), CubeCount::x(1), &[&h], S0);
-    assert_eq!(to_u32s(&read(&mut f.s, &h, S0).expect("read")), vec![1; 64]);
+    assert_eq!(
+        bytes_u32(&read(&mut f.s, &h, S0).expect("read")),
+        vec![1; 64]
+    );
     f.assert_intact();
 }
 
 #[test]
 fn wrong_argument_count_and_foreign_kernels_are_refused() {
     let mut f = fixture();
-    let h = upload(&mut f.s, u32s(&[0; 64]), S0);
+    let h = upload(&mut f.s, u32_bytes(&[0; 64]), S0);
     launch(&mut f.s, add_kernel(), CubeCount::x(1), &[&h], S0);
     let err = f.s.flush(S0).expect_err("arity");
     assert!(
@@ -267,7 +277,7 @@ fn wrong_argument_count_and_foreign_kernels_are_refused() {
 #[test]
 fn unaligned_partial_writes_are_refused_not_clobbering_neighbours() {
     let mut f = fixture();
-    let h = upload(&mut f.s, Vec::from([1u8; 12]).into(), S0);
+    let h = upload(&mut f.s, Vec::from([1u8; 12]), S0);
     let mid = BufferBinding {
         memory: h.memory.clone(),
         offset: 2,

@@ -1,8 +1,6 @@
 //! `LaunchMode::Queue` and `compile_queued`.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use compute_runtime::{CubeCount, KernelArguments, LaunchMode, Server, ServerError};
 use wgpu_server::{BindingAccess, WgslKernel};
 
@@ -15,7 +13,7 @@ fn queue(s: &mut TestServer, k: WgslKernel, h: &compute_runtime::Handle) {
 #[test]
 fn queued_launches_compile_in_compile_queued_and_run_in_order() {
     let mut s = server();
-    let h = upload(&mut s, u32s(&[0; 256]), S0);
+    let h = upload(&mut s, u32_bytes(&[0; 256]), S0);
     for _ in 0..3 {
         queue(&mut s, inc_kernel(), &h);
     }
@@ -31,24 +29,30 @@ fn queued_launches_compile_in_compile_queued_and_run_in_order() {
     // Once compiled, Queue launches run at once.
     queue(&mut s, inc_kernel(), &h);
     assert_eq!(s.held_launches(), 0);
-    assert_eq!(to_u32s(&read(&mut s, &h, S0).expect("read")), vec![4; 256]);
+    assert_eq!(
+        bytes_u32(&read(&mut s, &h, S0).expect("read")),
+        vec![4; 256]
+    );
 }
 
 #[test]
 fn any_later_call_encodes_held_launches_first() {
     let mut s = server();
-    let h = upload(&mut s, u32s(&[10; 256]), S0);
+    let h = upload(&mut s, u32_bytes(&[10; 256]), S0);
     queue(&mut s, inc_kernel(), &h);
     // A write issued after the queued launch must land after it.
-    s.write(vec![(h.copy_descriptor(), u32s(&[100; 256]))], S0);
+    s.write(
+        vec![(h.copy_descriptor(), u32_bytes(&[100; 256]).into())],
+        S0,
+    );
     assert_eq!(
-        to_u32s(&read(&mut s, &h, S0).expect("read")),
+        bytes_u32(&read(&mut s, &h, S0).expect("read")),
         vec![100; 256]
     );
     queue(&mut s, inc_kernel(), &h);
     // A read on another stream sees the held launch.
     assert_eq!(
-        to_u32s(&read(&mut s, &h, compute_runtime::StreamId(3)).expect("read")),
+        bytes_u32(&read(&mut s, &h, compute_runtime::StreamId(3)).expect("read")),
         vec![101; 256]
     );
 }
@@ -56,7 +60,7 @@ fn any_later_call_encodes_held_launches_first() {
 #[test]
 fn a_queued_kernel_that_does_not_compile_poisons_its_writes() {
     let mut s = server();
-    let h = upload(&mut s, u32s(&[0; 64]), S0);
+    let h = upload(&mut s, u32_bytes(&[0; 64]), S0);
     let broken = WgslKernel::new(
         "broken_queued",
         "@group(0) @binding(0) var<storage, read_write> x: array<u32>;\n\

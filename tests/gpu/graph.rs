@@ -1,16 +1,14 @@
 //! Software graphs: capture records instead of running, replay re-runs the
 //! recording, the state machine refuses misuse, destroy unpins.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use compute_runtime::{CubeCount, GraphId, Server, ServerError, StreamId};
 
 #[test]
 fn capture_records_without_running_and_replay_runs_the_recording() {
     let mut s = server();
-    let a = upload(&mut s, u32s(&[0; 256]), S0);
-    let b = upload(&mut s, u32s(&[0; 256]), S0);
+    let a = upload(&mut s, u32_bytes(&[0; 256]), S0);
+    let b = upload(&mut s, u32_bytes(&[0; 256]), S0);
     s.graph_prepare(S0).expect("prepare");
     // Warm-up: compiles and fills the caches.
     launch(&mut s, inc_kernel(), CubeCount::x(4), &[&a], S0);
@@ -22,7 +20,7 @@ fn capture_records_without_running_and_replay_runs_the_recording() {
     launch(&mut s, add_kernel(), CubeCount::x(4), &[&a, &a, &b], S0);
     let g = s.end_capture(S0).expect("end");
     assert_eq!(
-        to_u32s(&read(&mut s, &a, S0).expect("read")),
+        bytes_u32(&read(&mut s, &a, S0).expect("read")),
         vec![1; 256],
         "not run"
     );
@@ -30,12 +28,18 @@ fn capture_records_without_running_and_replay_runs_the_recording() {
         s.replay(g, S0).expect("replay");
     }
     // Each replay: a += 1; b = 2a.
-    assert_eq!(to_u32s(&read(&mut s, &a, S0).expect("read")), vec![11; 256]);
-    assert_eq!(to_u32s(&read(&mut s, &b, S0).expect("read")), vec![22; 256]);
+    assert_eq!(
+        bytes_u32(&read(&mut s, &a, S0).expect("read")),
+        vec![11; 256]
+    );
+    assert_eq!(
+        bytes_u32(&read(&mut s, &b, S0).expect("read")),
+        vec![22; 256]
+    );
     // Replay on another stream is ordered after the first stream's work.
     s.replay(g, StreamId(4)).expect("replay elsewhere");
     assert_eq!(
-        to_u32s(&read(&mut s, &b, StreamId(5)).expect("read")),
+        bytes_u32(&read(&mut s, &b, StreamId(5)).expect("read")),
         vec![24; 256]
     );
     assert_eq!(s.graph_count(), 1);
@@ -49,7 +53,7 @@ fn capture_records_without_running_and_replay_runs_the_recording() {
 #[test]
 fn the_capture_state_machine_refuses_misuse() {
     let mut s = server();
-    let a = upload(&mut s, u32s(&[0; 64]), S0);
+    let a = upload(&mut s, u32_bytes(&[0; 64]), S0);
     assert!(matches!(
         s.end_capture(S0),
         Err(ServerError::CaptureState { .. })
@@ -77,11 +81,11 @@ fn the_capture_state_machine_refuses_misuse() {
     ));
     // Another stream is not capturing.
     assert_eq!(
-        to_u32s(&read(&mut s, &a, StreamId(2)).expect("other stream")),
+        bytes_u32(&read(&mut s, &a, StreamId(2)).expect("other stream")),
         vec![0; 64]
     );
     // A host write cannot be recorded: refused, and its target poisoned.
-    s.write(vec![(a.copy_descriptor(), u32s(&[9; 64]))], S0);
+    s.write(vec![(a.copy_descriptor(), u32_bytes(&[9; 64]).into())], S0);
     let g = s.end_capture(S0).expect("end");
     let err = s.flush(S0).expect_err("deferred write refusal");
     assert!(
@@ -97,7 +101,7 @@ fn the_capture_state_machine_refuses_misuse() {
 #[test]
 fn a_failed_launch_spoils_the_capture_and_poisons_nothing() {
     let mut s = server();
-    let a = upload(&mut s, u32s(&[3; 64]), S0);
+    let a = upload(&mut s, u32_bytes(&[3; 64]), S0);
     s.begin_capture(S0).expect("begin");
     launch(
         &mut s,
@@ -113,7 +117,7 @@ fn a_failed_launch_spoils_the_capture_and_poisons_nothing() {
         "{err}"
     );
     // Nothing ran and nothing was written: the bytes are still trusted.
-    assert_eq!(to_u32s(&read(&mut s, &a, S0).expect("read")), vec![3; 64]);
+    assert_eq!(bytes_u32(&read(&mut s, &a, S0).expect("read")), vec![3; 64]);
     // The stream is idle again.
     s.begin_capture(S0).expect("capture again");
     s.end_capture(S0).expect("end");
@@ -122,7 +126,7 @@ fn a_failed_launch_spoils_the_capture_and_poisons_nothing() {
 #[test]
 fn graphs_pin_their_buffers_until_destroyed() {
     let mut s = server();
-    let a = upload(&mut s, u32s(&[0; 1 << 16]), S0);
+    let a = upload(&mut s, u32_bytes(&[0; 1 << 16]), S0);
     s.begin_capture(S0).expect("begin");
     launch(&mut s, inc_kernel(), CubeCount::x(1024), &[&a], S0);
     let g = s.end_capture(S0).expect("end");
@@ -143,7 +147,7 @@ fn graphs_pin_their_buffers_until_destroyed() {
 #[test]
 fn a_prepared_capture_allocates_nothing_new() {
     let mut s = server();
-    let input = upload(&mut s, u32s(&[1; 4096]), S0);
+    let input = upload(&mut s, u32_bytes(&[1; 4096]), S0);
     let step = |s: &mut TestServer| {
         // A temporary per step, as a real model would make.
         let tmp = alloc(s, 4 * 4096, S0);
@@ -183,7 +187,7 @@ fn a_prepared_capture_allocates_nothing_new() {
     );
     s.replay(g, S0).expect("replay");
     assert_eq!(
-        to_u32s(&read(&mut s, &tmp, S0).expect("read")),
+        bytes_u32(&read(&mut s, &tmp, S0).expect("read")),
         vec![3; 4096]
     );
 }

@@ -1,17 +1,34 @@
-//! Shared helpers for the integration tests: one server per test on the
-//! default adapter (lavapipe on CI), and a few kernels.
-// Each test binary uses a different subset of these helpers.
-#![allow(dead_code)]
+//! Shared helpers for the GPU tests: one server per test on the default
+//! adapter (lavapipe on CI), transfers, a few kernels; byte packing is
+//! `compute_testkit::bytes`, re-exported here.
 
 use compute_runtime::{
     Bytes, CopyDescriptor, CubeCount, Handle, KernelArguments, LaunchMode, ManagedMemoryHandle,
     Server, ServerError, StreamId,
 };
+use proptest::test_runner::{Config as ProptestConfig, FileFailurePersistence};
 use wgpu_server::{BindingAccess, WgpuServer, WgslKernel, WgslPassthrough};
+
+pub use compute_testkit::bytes::{bytes_f32, bytes_u32, f32_bytes, u32_bytes};
 
 pub type TestServer = WgpuServer<WgslPassthrough>;
 
 pub const S0: StreamId = StreamId(0);
+
+/// Proptest's configuration for these tests: `cases` cases, and failures
+/// persisted beside the test's module (`streams.rs` ->
+/// `streams.proptest-regressions`). Proptest's default would look under
+/// `tests/proptest-regressions/` instead, because this binary's root is a
+/// `main.rs`.
+pub fn proptest_config(cases: u32) -> ProptestConfig {
+    ProptestConfig {
+        cases,
+        failure_persistence: Some(Box::new(FileFailurePersistence::WithSource(
+            "proptest-regressions",
+        ))),
+        ..ProptestConfig::default()
+    }
+}
 
 pub fn server() -> TestServer {
     match TestServer::try_init(compute_runtime::DeviceId(0)) {
@@ -20,57 +37,28 @@ pub fn server() -> TestServer {
     }
 }
 
-pub fn f32s(data: &[f32]) -> Bytes {
-    Bytes::from(
-        data.iter()
-            .flat_map(|v| v.to_le_bytes())
-            .collect::<Vec<u8>>(),
-    )
-}
-
-pub fn to_f32s(bytes: &[u8]) -> Vec<f32> {
-    bytes
-        .chunks_exact(4)
-        .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-        .collect()
-}
-
-pub fn u32s(data: &[u32]) -> Bytes {
-    Bytes::from(
-        data.iter()
-            .flat_map(|v| v.to_le_bytes())
-            .collect::<Vec<u8>>(),
-    )
-}
-
-pub fn to_u32s(bytes: &[u8]) -> Vec<u32> {
-    bytes
-        .chunks_exact(4)
-        .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-        .collect()
-}
-
-pub fn alloc(s: &mut TestServer, size: u64, stream: StreamId) -> Handle {
+pub fn alloc<S: Server>(s: &mut S, size: u64, stream: StreamId) -> Handle {
     let m = ManagedMemoryHandle::new();
     s.initialize_memory(m.clone(), size, stream)
         .expect("initialize_memory");
     Handle::new(m, size)
 }
 
-pub fn upload(s: &mut TestServer, data: Bytes, stream: StreamId) -> Handle {
+pub fn upload<S: Server>(s: &mut S, data: impl Into<Bytes>, stream: StreamId) -> Handle {
+    let data = data.into();
     let h = alloc(s, data.len() as u64, stream);
     s.write(vec![(h.copy_descriptor(), data)], stream);
     h
 }
 
-pub fn read(s: &mut TestServer, h: &Handle, stream: StreamId) -> Result<Bytes, ServerError> {
+pub fn read<S: Server>(s: &mut S, h: &Handle, stream: StreamId) -> Result<Bytes, ServerError> {
     let fut = s.read(vec![h.copy_descriptor()], stream);
     let mut v = futures::executor::block_on(fut)?;
     Ok(v.remove(0))
 }
 
-pub fn read_desc(
-    s: &mut TestServer,
+pub fn read_desc<S: Server>(
+    s: &mut S,
     d: CopyDescriptor,
     stream: StreamId,
 ) -> Result<Bytes, ServerError> {
@@ -79,7 +67,7 @@ pub fn read_desc(
     Ok(v.remove(0))
 }
 
-pub fn sync(s: &mut TestServer, stream: StreamId) -> Result<(), ServerError> {
+pub fn sync<S: Server>(s: &mut S, stream: StreamId) -> Result<(), ServerError> {
     futures::executor::block_on(s.sync(vec![], stream))
 }
 

@@ -1,13 +1,14 @@
 //! The IR backend on the real adapter: the builder's kernels against host
 //! computations, and random programs against the CPU interpreter.
 
-use compute_ir::random::{Config, FloatOps};
-use compute_ir::{Kernel, Lit, Scalar, interp, kernels, random};
-use compute_runtime::{
-    Bytes, CubeCount, DeviceId, Handle, KernelArguments, LaunchMode, ManagedMemoryHandle, Server,
-    StreamId,
-};
+use compute_ir::{Kernel, Lit, Scalar, interp};
+use compute_runtime::{CubeCount, DeviceId, Handle, KernelArguments, LaunchMode, Server, StreamId};
+use compute_testkit::bytes::{bytes_f32, bytes_u32, f32_bytes, f64_bytes, u32_bytes, u64_bytes};
+use compute_testkit::random_ir::{self, Config, FloatOps};
+use compute_testkit::{Rng, kernels};
 use wgpu_server::{IrCompiler, WgpuServer};
+
+use crate::common;
 
 type IrServer = WgpuServer<IrCompiler>;
 const S: StreamId = StreamId(0);
@@ -16,30 +17,15 @@ fn server() -> IrServer {
     IrServer::try_init(DeviceId(0)).expect("adapter")
 }
 
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    /// Non-zero floats in [-4, 4).
-    fn f32(&mut self) -> f32 {
-        let v = (self.next() % 8000) as f32 / 1000.0 - 4.0;
-        if v == 0.0 { 0.5 } else { v }
-    }
+/// Non-zero floats in [-4, 4).
+fn f32_data(r: &mut Rng) -> f32 {
+    4.0 * r.f32_signed()
 }
 
-fn upload(s: &mut IrServer, data: Vec<u8>) -> Handle {
-    let size = data.len().max(4) as u64;
-    let m = ManagedMemoryHandle::new();
-    s.initialize_memory(m.clone(), size, S).expect("alloc");
-    let h = Handle::new(m, size);
-    let mut data = data;
-    data.resize(size as usize, 0);
-    s.write(vec![(h.copy_descriptor(), Bytes::from(data))], S);
-    h
+/// Uploads `data`, padded to one word (the server refuses empty buffers).
+fn upload(s: &mut IrServer, mut data: Vec<u8>) -> Handle {
+    data.resize(data.len().max(4), 0);
+    common::upload(s, data, S)
 }
 
 fn run(s: &mut IrServer, kernel: &Kernel, wg: [u32; 3], bufs: &[Handle], scalars: Vec<u8>) {
@@ -60,25 +46,7 @@ fn run(s: &mut IrServer, kernel: &Kernel, wg: [u32; 3], bufs: &[Handle], scalars
 }
 
 fn read(s: &mut IrServer, h: &Handle) -> Vec<u8> {
-    let mut out = futures::executor::block_on(s.read(vec![h.copy_descriptor()], S)).expect("read");
-    out.remove(0).to_vec()
-}
-
-fn f32s(v: &[f32]) -> Vec<u8> {
-    v.iter().flat_map(|x| x.to_le_bytes()).collect()
-}
-fn to_f32s(b: &[u8]) -> Vec<f32> {
-    b.chunks_exact(4)
-        .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-        .collect()
-}
-fn u32s(v: &[u32]) -> Vec<u8> {
-    v.iter().flat_map(|x| x.to_le_bytes()).collect()
-}
-fn to_u32s(b: &[u8]) -> Vec<u32> {
-    b.chunks_exact(4)
-        .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-        .collect()
+    common::read(s, h, S).expect("read").to_vec()
 }
 
 #[test]
@@ -86,10 +54,10 @@ fn elementwise_add_matches_the_host() {
     let mut s = server();
     let k = kernels::elementwise_add(Scalar::F32, 64).expect("kernel");
     let n = 10_000u32;
-    let mut r = Rng(7);
-    let a: Vec<f32> = (0..n).map(|_| r.f32()).collect();
-    let b: Vec<f32> = (0..n).map(|_| r.f32()).collect();
-    let (ha, hb) = (upload(&mut s, f32s(&a)), upload(&mut s, f32s(&b)));
+    let mut r = Rng::new(7);
+    let a: Vec<f32> = (0..n).map(|_| f32_data(&mut r)).collect();
+    let b: Vec<f32> = (0..n).map(|_| f32_data(&mut r)).collect();
+    let (ha, hb) = (upload(&mut s, f32_bytes(&a)), upload(&mut s, f32_bytes(&b)));
     let hc = upload(&mut s, vec![0; n as usize * 4]);
     let scalars = k.pack_scalars(&[Lit::U32(n)]).expect("scalars");
     run(
@@ -99,7 +67,7 @@ fn elementwise_add_matches_the_host() {
         &[ha, hb, hc.clone()],
         scalars,
     );
-    let c = to_f32s(&read(&mut s, &hc));
+    let c = bytes_f32(&read(&mut s, &hc));
     let expected: Vec<f32> = a.iter().zip(&b).map(|(x, y)| x + y).collect();
     assert_eq!(c, expected);
 }
@@ -110,14 +78,14 @@ fn workgroup_reduction_with_shared_memory_matches_the_host() {
     let size = 256u32;
     let k = kernels::workgroup_sum(Scalar::U32, size).expect("kernel");
     let n = 5000u32;
-    let mut r = Rng(11);
-    let a: Vec<u32> = (0..n).map(|_| (r.next() % 1000 + 1) as u32).collect();
+    let mut r = Rng::new(11);
+    let a: Vec<u32> = (0..n).map(|_| (r.next_u64() % 1000 + 1) as u32).collect();
     let groups = n.div_ceil(size);
-    let ha = upload(&mut s, u32s(&a));
+    let ha = upload(&mut s, u32_bytes(&a));
     let hout = upload(&mut s, vec![0; groups as usize * 4]);
     let scalars = k.pack_scalars(&[Lit::U32(n)]).expect("scalars");
     run(&mut s, &k, [groups, 1, 1], &[ha, hout.clone()], scalars);
-    let got = to_u32s(&read(&mut s, &hout));
+    let got = bytes_u32(&read(&mut s, &hout));
     let expected: Vec<u32> = a.chunks(size as usize).map(|c| c.iter().sum()).collect();
     assert_eq!(got, expected);
 }
@@ -127,9 +95,11 @@ fn atomic_histogram_matches_the_host() {
     let mut s = server();
     let k = kernels::histogram(64).expect("kernel");
     let (n, bins) = (20_000u32, 37u32);
-    let mut r = Rng(13);
-    let values: Vec<u32> = (0..n).map(|_| (r.next() % 100_000 + 1) as u32).collect();
-    let hv = upload(&mut s, u32s(&values));
+    let mut r = Rng::new(13);
+    let values: Vec<u32> = (0..n)
+        .map(|_| (r.next_u64() % 100_000 + 1) as u32)
+        .collect();
+    let hv = upload(&mut s, u32_bytes(&values));
     let hh = upload(&mut s, vec![0; bins as usize * 4]);
     let scalars = k
         .pack_scalars(&[Lit::U32(n), Lit::U32(bins)])
@@ -145,7 +115,7 @@ fn atomic_histogram_matches_the_host() {
     for v in &values {
         expected[(v % bins) as usize] += 1;
     }
-    assert_eq!(to_u32s(&read(&mut s, &hh)), expected);
+    assert_eq!(bytes_u32(&read(&mut s, &hh)), expected);
 }
 
 #[test]
@@ -153,10 +123,10 @@ fn tiled_matmul_matches_the_host() {
     let mut s = server();
     let k = kernels::tiled_matmul().expect("kernel");
     let (m, n, kk) = (67u32, 45u32, 83u32);
-    let mut r = Rng(17);
-    let a: Vec<f32> = (0..m * kk).map(|_| r.f32()).collect();
-    let b: Vec<f32> = (0..kk * n).map(|_| r.f32()).collect();
-    let (ha, hb) = (upload(&mut s, f32s(&a)), upload(&mut s, f32s(&b)));
+    let mut r = Rng::new(17);
+    let a: Vec<f32> = (0..m * kk).map(|_| f32_data(&mut r)).collect();
+    let b: Vec<f32> = (0..kk * n).map(|_| f32_data(&mut r)).collect();
+    let (ha, hb) = (upload(&mut s, f32_bytes(&a)), upload(&mut s, f32_bytes(&b)));
     let hc = upload(&mut s, vec![0; (m * n) as usize * 4]);
     let scalars = k
         .pack_scalars(&[Lit::U32(m), Lit::U32(n), Lit::U32(kk)])
@@ -168,7 +138,7 @@ fn tiled_matmul_matches_the_host() {
         &[ha, hb, hc.clone()],
         scalars,
     );
-    let c = to_f32s(&read(&mut s, &hc));
+    let c = bytes_f32(&read(&mut s, &hc));
     for i in 0..m as usize {
         for j in 0..n as usize {
             let mut acc = 0.0f64;
@@ -186,7 +156,7 @@ fn tiled_matmul_matches_the_host() {
     }
 }
 
-/// The f32 buffers of a random program (`compute_ir::random`: input 2,
+/// The f32 buffers of a random program (`compute_testkit::random_ir`: input 2,
 /// output 5).
 const FLOAT_BUFFERS: [usize; 2] = [2, 5];
 
@@ -230,7 +200,7 @@ fn random_programs_match_the_interpreter() {
     };
     let cases = 48u64;
     for seed in 1..=cases {
-        let p = random::program(seed, &cfg);
+        let p = random_ir::program(seed, &cfg);
         let mut expected = p.buffers.clone();
         interp::run(&p.kernel, p.workgroups, &mut expected, &p.scalars).expect("interpreter");
         let handles: Vec<Handle> = p
@@ -282,7 +252,7 @@ fn wide_integers_and_doubles_match_the_interpreter() {
     let mut s = server();
     let features = s.device().features();
     let n = 256u32;
-    let mut r = Rng(23);
+    let mut r = Rng::new(23);
     if features.contains(wgpu::Features::SHADER_INT64) {
         // c = a * b + (a >> 7) ^ b, wrapping, in u64 and i64.
         for elem in [Scalar::U64, Scalar::I64] {
@@ -299,9 +269,9 @@ fn wide_integers_and_doubles_match_the_interpreter() {
             let v = k.add(p, q);
             k.store(c, i, v);
             let kernel = k.build().expect("kernel");
-            let words: Vec<u64> = (0..2 * n).map(|_| r.next()).collect();
-            let a_bytes = interp::host::u64_bytes(&words[..n as usize]);
-            let b_bytes = interp::host::u64_bytes(&words[n as usize..]);
+            let words: Vec<u64> = (0..2 * n).map(|_| r.next_u64()).collect();
+            let a_bytes = u64_bytes(&words[..n as usize]);
+            let b_bytes = u64_bytes(&words[n as usize..]);
             let (got, expected) = both(
                 &mut s,
                 &kernel,
@@ -328,14 +298,16 @@ fn wide_integers_and_doubles_match_the_interpreter() {
         let q = k.add(x, y);
         k.store(d, i, q);
         let kernel = k.build().expect("kernel");
-        let vals: Vec<f64> = (0..2 * n).map(|_| f64::from(r.f32()) / 3.0).collect();
+        let vals: Vec<f64> = (0..2 * n)
+            .map(|_| f64::from(f32_data(&mut r)) / 3.0)
+            .collect();
         let (got, expected) = both(
             &mut s,
             &kernel,
             [n / 64, 1, 1],
             vec![
-                interp::host::f64_bytes(&vals[..n as usize]),
-                interp::host::f64_bytes(&vals[n as usize..]),
+                f64_bytes(&vals[..n as usize]),
+                f64_bytes(&vals[n as usize..]),
                 vec![0; n as usize * 8],
                 vec![0; n as usize * 8],
             ],
@@ -376,10 +348,10 @@ fn subgroup_operations_match_the_interpreter_at_the_device_subgroup_size() {
     k.store(sizes, i, size);
     let kernel = k.build().expect("kernel");
     let n = 256usize;
-    let mut r = Rng(29);
-    let values: Vec<u32> = (0..n).map(|_| (r.next() % 1000) as u32 + 1).collect();
+    let mut r = Rng::new(29);
+    let values: Vec<u32> = (0..n).map(|_| (r.next_u64() % 1000) as u32 + 1).collect();
     let inputs = vec![
-        u32s(&values),
+        u32_bytes(&values),
         vec![0; n * 4],
         vec![0; n * 4],
         vec![0; n * 4],
@@ -388,7 +360,7 @@ fn subgroup_operations_match_the_interpreter_at_the_device_subgroup_size() {
     // The device's subgroup size, as the kernel itself reports it.
     let probe: Vec<Handle> = inputs.iter().map(|b| upload(&mut s, b.clone())).collect();
     run(&mut s, &kernel, [4, 1, 1], &probe, Vec::new());
-    let size = to_u32s(&read(&mut s, &probe[4]))[0];
+    let size = bytes_u32(&read(&mut s, &probe[4]))[0];
     assert!(
         size.is_power_of_two() && size <= 128,
         "subgroup size {size}"

@@ -1,12 +1,11 @@
 //! Cross-stream ordering against a CPU model, from one thread and from
 //! eight, and what a lost device does to every call.
 
-mod common;
-
 use std::time::Duration;
 
-use common::*;
+use crate::common::*;
 use compute_runtime::{CubeCount, Handle, Server, ServerError, ServerStorage, StreamId};
+use compute_testkit::Rng;
 use proptest::prelude::*;
 use wgpu_server::{BindingAccess, WgslKernel};
 
@@ -59,7 +58,7 @@ fn run_op(s: &mut TestServer, bufs: &[Handle], stream: StreamId, op: Op) -> Opti
     match op {
         Op::Write { dst, value } => {
             s.write(
-                vec![(bufs[dst].copy_descriptor(), u32s(&[value; N]))],
+                vec![(bufs[dst].copy_descriptor(), u32_bytes(&[value; N]).into())],
                 stream,
             );
         }
@@ -72,7 +71,7 @@ fn run_op(s: &mut TestServer, bufs: &[Handle], stream: StreamId, op: Op) -> Opti
             stream,
         ),
         Op::Read { src } => {
-            return Some(to_u32s(&read(s, &bufs[src], stream).expect("read")));
+            return Some(bytes_u32(&read(s, &bufs[src], stream).expect("read")));
         }
     }
     None
@@ -80,7 +79,7 @@ fn run_op(s: &mut TestServer, bufs: &[Handle], stream: StreamId, op: Op) -> Opti
 
 fn check_sequence(s: &mut TestServer, ops: &[(u64, Op)], nbufs: usize) {
     let bufs: Vec<Handle> = (0..nbufs)
-        .map(|i| upload(s, u32s(&[i as u32; N]), StreamId(0)))
+        .map(|i| upload(s, u32_bytes(&[i as u32; N]), StreamId(0)))
         .collect();
     let mut model: Vec<u32> = (0..nbufs as u32).collect();
     for (step, (stream, op)) in ops.iter().enumerate() {
@@ -96,7 +95,7 @@ fn check_sequence(s: &mut TestServer, ops: &[(u64, Op)], nbufs: usize) {
     }
     // Finally every buffer, read from a stream that touched nothing.
     for (i, b) in bufs.iter().enumerate() {
-        let g = to_u32s(&read(s, b, StreamId(99)).expect("final read"));
+        let g = bytes_u32(&read(s, b, StreamId(99)).expect("final read"));
         assert_eq!(g, vec![model[i]; N], "final buffer {i} after {ops:?}");
     }
     sync(s, StreamId(0)).expect("sync");
@@ -144,7 +143,7 @@ fn op_strategy(nbufs: usize) -> impl Strategy<Value = Op> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+    #![proptest_config(proptest_config(24))]
 
     /// Random programs over three streams and four buffers match the model.
     #[test]
@@ -165,7 +164,7 @@ fn eight_threads_each_on_its_own_stream() {
     let shared: Vec<Handle> = (0..2u32)
         .map(|i| {
             client
-                .create(u32s(&[100 + i; N]), StreamId(0))
+                .create(u32_bytes(&[100 + i; N]), StreamId(0))
                 .expect("shared")
         })
         .collect();
@@ -177,17 +176,12 @@ fn eight_threads_each_on_its_own_stream() {
             std::thread::spawn(move || {
                 let stream = StreamId(t + 1);
                 let private: Vec<Handle> = (0..2)
-                    .map(|_| client.create(u32s(&[0; N]), stream).expect("private"))
+                    .map(|_| client.create(u32_bytes(&[0; N]), stream).expect("private"))
                     .collect();
                 // Buffers 0,1 are shared (read only), 2,3 private.
                 let mut model = [100, 101, 0, 0];
-                let mut rng = t.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-                let mut next = || {
-                    rng ^= rng << 13;
-                    rng ^= rng >> 7;
-                    rng ^= rng << 17;
-                    rng
-                };
+                let mut rng = Rng::spread(t);
+                let mut next = || rng.next_u64();
                 for _ in 0..1000 {
                     let dst = 2 + (next() % 2) as usize;
                     let op = match next() % 5 {
@@ -225,9 +219,9 @@ fn eight_threads_each_on_its_own_stream() {
                         }
                     };
                     let got = match op {
-                        Op::Read { src } => {
-                            Some(to_u32s(&client.read_one(&bufs[src], stream).expect("read")))
-                        }
+                        Op::Read { src } => Some(bytes_u32(
+                            &client.read_one(&bufs[src], stream).expect("read"),
+                        )),
                         _ => got,
                     };
                     if let (Some(e), Some(g)) = (expected, got) {
@@ -235,7 +229,7 @@ fn eight_threads_each_on_its_own_stream() {
                     }
                 }
                 for (i, p) in private.iter().enumerate() {
-                    let g = to_u32s(&client.read_one(p, stream).expect("final"));
+                    let g = bytes_u32(&client.read_one(p, stream).expect("final"));
                     assert_eq!(g, vec![model[2 + i]; N], "thread {t} private {i}");
                 }
                 client.sync(stream).expect("thread sync");
@@ -246,7 +240,7 @@ fn eight_threads_each_on_its_own_stream() {
         t.join().expect("thread panicked");
     }
     for (i, h) in shared.iter().enumerate() {
-        let g = to_u32s(&client.read_one(h, StreamId(0)).expect("shared read"));
+        let g = bytes_u32(&client.read_one(h, StreamId(0)).expect("shared read"));
         assert_eq!(g, vec![100 + i as u32; N], "shared {i} changed");
     }
 }
@@ -265,7 +259,7 @@ fn within<R: Send + 'static>(secs: u64, f: impl FnOnce() -> R + Send + 'static) 
 fn device_lost_mid_stream_fails_every_pending_and_later_call() {
     within(60, || {
         let mut s = server();
-        let h = upload(&mut s, u32s(&[1; 4096]), S0);
+        let h = upload(&mut s, u32_bytes(&[1; 4096]), S0);
         for _ in 0..50 {
             launch(&mut s, inc_kernel(), CubeCount::x(64), &[&h], S0);
         }
@@ -281,7 +275,10 @@ fn device_lost_mid_stream_fails_every_pending_and_later_call() {
         launch(&mut s, inc_kernel(), CubeCount::x(1), &[&h], S0);
         let e = s.flush(S0).expect_err("flush after loss");
         assert!(lost(&e), "flush: {e}");
-        s.write(vec![(h.copy_descriptor(), u32s(&[0; 4096]))], S0);
+        s.write(
+            vec![(h.copy_descriptor(), u32_bytes(&[0; 4096]).into())],
+            S0,
+        );
         let e = s.flush(S0).expect_err("write after loss");
         assert!(lost(&e), "write: {e}");
         let m = compute_runtime::ManagedMemoryHandle::new();
@@ -303,8 +300,8 @@ fn device_lost_mid_stream_fails_every_pending_and_later_call() {
 #[test]
 fn neighbouring_slices_on_two_streams_do_not_force_submits() {
     let mut s = server();
-    let a = upload(&mut s, u32s(&[0; 64]), StreamId(1));
-    let b = upload(&mut s, u32s(&[0; 64]), StreamId(2));
+    let a = upload(&mut s, u32_bytes(&[0; 64]), StreamId(1));
+    let b = upload(&mut s, u32_bytes(&[0; 64]), StreamId(2));
     let pa = s.get_resource(a.binding(), StreamId(1)).expect("a").handle;
     let pb = s.get_resource(b.binding(), StreamId(2)).expect("b").handle;
     assert_eq!(
@@ -319,11 +316,11 @@ fn neighbouring_slices_on_two_streams_do_not_force_submits() {
     let forced = s.submit_count() - before;
     assert!(forced <= 2, "{forced} submits for 200 independent launches");
     assert_eq!(
-        to_u32s(&read(&mut s, &a, StreamId(1)).expect("a")),
+        bytes_u32(&read(&mut s, &a, StreamId(1)).expect("a")),
         vec![100; 64]
     );
     assert_eq!(
-        to_u32s(&read(&mut s, &b, StreamId(2)).expect("b")),
+        bytes_u32(&read(&mut s, &b, StreamId(2)).expect("b")),
         vec![100; 64]
     );
 }

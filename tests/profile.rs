@@ -2,6 +2,9 @@
 //! work, nested windows add up, misuse is an error, abandoned windows do not
 //! grow anything, failures invalidate.
 
+// The GPU tests' helpers; this binary uses a few of them.
+#[path = "gpu/common.rs"]
+#[allow(dead_code, unused_imports)]
 mod common;
 
 use std::time::Duration;
@@ -189,7 +192,7 @@ fn abandoned_windows_do_not_grow_the_pool() {
 #[test]
 fn a_failure_inside_a_window_invalidates_it() {
     let mut s = server();
-    let h = upload(&mut s, u32s(&[0; 64]), S0);
+    let h = upload(&mut s, u32_bytes(&[0; 64]), S0);
     let t = s.start_profile(S0).expect("start");
     let other = s.start_profile(StreamId(5)).expect("other stream");
     launch(
@@ -219,8 +222,8 @@ fn timeline_is_a_chrome_trace_with_one_slice_per_launch() {
         assert!(s.start_timeline().is_err(), "no timestamps: unsupported");
         return;
     }
-    let a = upload(&mut s, u32s(&[0; 4096]), StreamId(1));
-    let b = upload(&mut s, u32s(&[0; 4096]), StreamId(2));
+    let a = upload(&mut s, u32_bytes(&[0; 4096]), StreamId(1));
+    let b = upload(&mut s, u32_bytes(&[0; 4096]), StreamId(2));
     s.start_timeline().expect("timeline");
     for _ in 0..5 {
         launch(
@@ -262,7 +265,7 @@ fn timeline_is_a_chrome_trace_with_one_slice_per_launch() {
         StreamId(1),
     );
     assert_eq!(
-        to_u32s(&read(&mut s, &a, StreamId(1)).expect("read")),
+        bytes_u32(&read(&mut s, &a, StreamId(1)).expect("read")),
         vec![6; 4096]
     );
 }

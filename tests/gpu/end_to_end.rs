@@ -1,8 +1,6 @@
 //! End to end on the real adapter: memory, transfers, launches, sync.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use compute_runtime::{CubeCount, Server, ServerStorage, StreamId};
 
 #[test]
@@ -10,7 +8,7 @@ fn write_read_roundtrip_exact_bytes() {
     let mut s = server();
     for len in [1usize, 3, 4, 5, 255, 256, 4096, 100_003] {
         let data: Vec<u8> = (0..len).map(|i| (i * 7 + 3) as u8).collect();
-        let h = upload(&mut s, data.clone().into(), S0);
+        let h = upload(&mut s, data.clone(), S0);
         assert_eq!(
             read(&mut s, &h, S0).expect("read").as_ref(),
             &data[..],
@@ -25,8 +23,8 @@ fn add_kernel_matches_host() {
     let n = 10_000;
     let a: Vec<f32> = (0..n).map(|i| i as f32 * 0.5 + 1.0).collect();
     let b: Vec<f32> = (0..n).map(|i| (i % 17) as f32 - 3.25).collect();
-    let ha = upload(&mut s, f32s(&a), S0);
-    let hb = upload(&mut s, f32s(&b), S0);
+    let ha = upload(&mut s, f32_bytes(&a), S0);
+    let hb = upload(&mut s, f32_bytes(&b), S0);
     let hc = alloc(&mut s, (n * 4) as u64, S0);
     launch(
         &mut s,
@@ -35,7 +33,7 @@ fn add_kernel_matches_host() {
         &[&ha, &hb, &hc],
         S0,
     );
-    let c = to_f32s(&read(&mut s, &hc, S0).expect("read"));
+    let c = bytes_f32(&read(&mut s, &hc, S0).expect("read"));
     let expected: Vec<f32> = a.iter().zip(&b).map(|(x, y)| x + y).collect();
     assert_eq!(c, expected);
     sync(&mut s, S0).expect("sync");
@@ -44,12 +42,12 @@ fn add_kernel_matches_host() {
 #[test]
 fn repeated_launches_reuse_pipeline_and_accumulate() {
     let mut s = server();
-    let h = upload(&mut s, u32s(&[0; 1000]), S0);
+    let h = upload(&mut s, u32_bytes(&[0; 1000]), S0);
     for _ in 0..100 {
         launch(&mut s, inc_kernel(), CubeCount::x(16), &[&h], S0);
     }
     assert_eq!(
-        to_u32s(&read(&mut s, &h, S0).expect("read")),
+        bytes_u32(&read(&mut s, &h, S0).expect("read")),
         vec![100; 1000]
     );
     assert_eq!(s.cached_pipelines(), 1);
@@ -61,11 +59,11 @@ fn streams_are_listed_and_ordered_across_each_other() {
     let mut s = server();
     let a = StreamId(7);
     let b = StreamId(1 << 40);
-    let h = upload(&mut s, u32s(&[5; 64]), a);
+    let h = upload(&mut s, u32_bytes(&[5; 64]), a);
     launch(&mut s, inc_kernel(), CubeCount::x(1), &[&h], a);
     // Stream b reads what stream a wrote, with a's launch still pending.
     launch(&mut s, inc_kernel(), CubeCount::x(1), &[&h], b);
-    assert_eq!(to_u32s(&read(&mut s, &h, b).expect("read")), vec![7; 64]);
+    assert_eq!(bytes_u32(&read(&mut s, &h, b).expect("read")), vec![7; 64]);
     let ids = s.stream_ids();
     assert!(ids.contains(&a) && ids.contains(&b), "{ids:?}");
 }
@@ -73,9 +71,13 @@ fn streams_are_listed_and_ordered_across_each_other() {
 #[test]
 fn freed_memory_is_reused_without_corrupting_pending_work() {
     let mut s = server();
-    let keep = upload(&mut s, u32s(&[1; 256]), S0);
+    let keep = upload(&mut s, u32_bytes(&[1; 256]), S0);
     for round in 0..20u32 {
-        let tmp = upload(&mut s, u32s(&[round; 256]), StreamId(u64::from(round % 3)));
+        let tmp = upload(
+            &mut s,
+            u32_bytes(&[round; 256]),
+            StreamId(u64::from(round % 3)),
+        );
         launch(
             &mut s,
             inc_kernel(),
@@ -87,7 +89,7 @@ fn freed_memory_is_reused_without_corrupting_pending_work() {
     }
     launch(&mut s, inc_kernel(), CubeCount::x(4), &[&keep], S0);
     assert_eq!(
-        to_u32s(&read(&mut s, &keep, S0).expect("read")),
+        bytes_u32(&read(&mut s, &keep, S0).expect("read")),
         vec![2; 256]
     );
 }
@@ -95,7 +97,7 @@ fn freed_memory_is_reused_without_corrupting_pending_work() {
 #[test]
 fn get_resource_returns_the_buffer_range() {
     let mut s = server();
-    let h = upload(&mut s, u32s(&[9; 16]), S0);
+    let h = upload(&mut s, u32_bytes(&[9; 16]), S0);
     let r = s.get_resource(h.binding(), S0).expect("resource");
     assert_eq!(r.resource.size, 64);
     assert!(r.resource.buffer.size() >= r.resource.offset + 64);
@@ -121,9 +123,9 @@ fn client_from_any_thread() {
             let c = client.clone();
             std::thread::spawn(move || {
                 let stream = StreamId(u64::from(t));
-                let h = c.create(u32s(&[t; 128]), stream).expect("create");
+                let h = c.create(u32_bytes(&[t; 128]), stream).expect("create");
                 let out = c.read_one(&h, stream).expect("read");
-                assert_eq!(to_u32s(&out), vec![t; 128]);
+                assert_eq!(bytes_u32(&out), vec![t; 128]);
             })
         })
         .collect();
@@ -136,7 +138,7 @@ fn client_from_any_thread() {
 fn a_kernel_can_choose_unchecked_accesses_for_itself() {
     use wgpu_server::BoundsChecks;
     let mut s = server();
-    let h = upload(&mut s, u32s(&[1; 256]), S0);
+    let h = upload(&mut s, u32_bytes(&[1; 256]), S0);
     let checked = inc_kernel();
     let unchecked = inc_kernel().with_bounds_checks(BoundsChecks::Unchecked);
     assert_ne!(
@@ -146,6 +148,9 @@ fn a_kernel_can_choose_unchecked_accesses_for_itself() {
     );
     launch(&mut s, checked, CubeCount::x(4), &[&h], S0);
     launch(&mut s, unchecked, CubeCount::x(4), &[&h], S0);
-    assert_eq!(to_u32s(&read(&mut s, &h, S0).expect("read")), vec![3; 256]);
+    assert_eq!(
+        bytes_u32(&read(&mut s, &h, S0).expect("read")),
+        vec![3; 256]
+    );
     assert_eq!(s.cached_pipelines(), 2);
 }

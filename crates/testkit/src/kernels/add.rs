@@ -1,4 +1,4 @@
-use crate::{IrError, Kernel, KernelBuilder, Scalar};
+use compute_ir::{IrError, Kernel, KernelBuilder, Scalar};
 
 /// `c[i] = a[i] + b[i]` for `i < n`.
 ///

@@ -1,4 +1,4 @@
-use crate::{IrError, Kernel, KernelBuilder, Scalar, Val};
+use compute_ir::{IrError, Kernel, KernelBuilder, Scalar, Val};
 
 /// The tile edge of [`tiled_matmul`]: workgroups are `16 x 16`.
 pub const MATMUL_TILE: u32 = 16;
