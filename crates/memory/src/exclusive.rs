@@ -17,7 +17,7 @@
 //! sizes in exclusive pages, a 9/8 window ended with peak reserved at ~2.6x
 //! peak live (freed pages of slightly wrong sizes pile up), the 2x window at
 //! ~1.5x; that is also why the default configuration keeps those sizes in
-//! sliced pages (see [`crate::management::default_pools`]).
+//! sliced pages (see [`crate::default_pools`]).
 //!
 //! **Doesn't:** give kept pages back on its own (only `cleanup` does,
 //! because the caller tracks pages by id and must hear which ones went),

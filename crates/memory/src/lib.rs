@@ -22,6 +22,7 @@
 //! [`StreamMemoryReport`]: compute_runtime::StreamMemoryReport
 
 mod cpu;
+mod defaults;
 pub mod exclusive;
 pub mod management;
 pub mod persistent;
@@ -29,4 +30,5 @@ mod pool;
 pub mod sliced;
 
 pub use cpu::{BytesStorage, CpuResource};
-pub use management::{MemoryManagement, default_pools};
+pub use defaults::{DEFAULT_LARGE_PAGE, MIN_DEFAULT_LARGE_PAGE, default_pools};
+pub use management::MemoryManagement;

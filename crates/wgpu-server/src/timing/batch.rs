@@ -12,18 +12,17 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-/// A stream's two-query set and its resolve buffer.
-#[derive(Debug)]
-pub(crate) struct BatchStamps {
-    pub query_set: wgpu::QuerySet,
-    resolve: wgpu::Buffer,
-}
+use crate::timing::stamps::{self, PAIR_BYTES, StampPair};
+
+/// A stream's two stamps: one when its encoder is created, one before it
+/// is finished.
+pub(crate) type BatchStamps = StampPair;
 
 /// The device-wide accumulator.
 #[derive(Debug)]
 pub(crate) struct BatchTiming {
     device: wgpu::Device,
-    period_ns: f64,
+    period_ns: f32,
     completed_ns: Arc<AtomicU64>,
 }
 
@@ -31,26 +30,14 @@ impl BatchTiming {
     pub fn new(device: wgpu::Device, period_ns: f32) -> Self {
         Self {
             device,
-            period_ns: f64::from(period_ns),
+            period_ns,
             completed_ns: Arc::new(AtomicU64::new(0)),
         }
     }
 
     /// Stamps for a new stream.
     pub fn stamps(&self) -> BatchStamps {
-        BatchStamps {
-            query_set: self.device.create_query_set(&wgpu::QuerySetDescriptor {
-                label: Some("batch stamps"),
-                ty: wgpu::QueryType::Timestamp,
-                count: 2,
-            }),
-            resolve: self.device.create_buffer(&wgpu::BufferDescriptor {
-                label: Some("batch stamps resolve"),
-                size: 16,
-                usage: wgpu::BufferUsages::QUERY_RESOLVE | wgpu::BufferUsages::COPY_SRC,
-                mapped_at_creation: false,
-            }),
-        }
+        StampPair::new(&self.device, "batch stamps")
     }
 
     /// Ends a batch's bracket in `encoder`; returns the buffer to map once
@@ -61,14 +48,8 @@ impl BatchTiming {
         stamps: &BatchStamps,
     ) -> wgpu::Buffer {
         encoder.write_timestamp(&stamps.query_set, 1);
-        encoder.resolve_query_set(&stamps.query_set, 0..2, &stamps.resolve, 0);
-        let readback = self.device.create_buffer(&wgpu::BufferDescriptor {
-            label: Some("batch stamps readback"),
-            size: 16,
-            usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
-            mapped_at_creation: false,
-        });
-        encoder.copy_buffer_to_buffer(&stamps.resolve, 0, &readback, 0, 16);
+        let readback = stamps::readback(&self.device, PAIR_BYTES, "batch stamps readback");
+        stamps.copy_to(encoder, &readback, 0);
         readback
     }
 
@@ -81,15 +62,10 @@ impl BatchTiming {
             if r.is_err() {
                 return;
             }
-            if let Ok(view) = buffer.slice(..).get_mapped_range() {
-                let stamp = |i: usize| {
-                    view.get(i * 8..i * 8 + 8)
-                        .and_then(|b| b.try_into().ok())
-                        .map(u64::from_le_bytes)
-                        .unwrap_or(0)
-                };
-                let ns = (stamp(1).saturating_sub(stamp(0)) as f64 * period) as u64;
-                completed.fetch_add(ns, Ordering::Relaxed);
+            if let Ok(view) = buffer.slice(..).get_mapped_range()
+                && let Some(d) = stamps::duration(&view, period)
+            {
+                completed.fetch_add(d.as_nanos() as u64, Ordering::Relaxed);
             }
         });
     }

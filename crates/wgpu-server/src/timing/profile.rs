@@ -11,7 +11,8 @@ use compute_wgsl::WgpuCompiler;
 use futures::channel::oneshot;
 
 use crate::WgpuServer;
-use crate::timing::windows::{Measure, Slot, duration};
+use crate::timing::stamps::{self, PAIR_BYTES};
+use crate::timing::windows::{Measure, Slot};
 
 /// Submits `stream` (and pending host writes) and waits for the queue.
 fn drain<C: WgpuCompiler>(s: &mut WgpuServer<C>, stream: StreamId) -> Result<(), ServerError> {
@@ -152,17 +153,10 @@ fn resolve<C: WgpuCompiler>(
     slot: Slot,
 ) -> Result<ProfileDuration, ProfileError> {
     let device = s.gpu.device.clone();
-    let readback = device.create_buffer(&wgpu::BufferDescriptor {
-        label: Some("profile readback"),
-        size: 16,
-        usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
-        mapped_at_creation: false,
-    });
+    let readback = stamps::readback(&device, PAIR_BYTES, "profile readback");
     {
         let (_, ws) = s.streams.encoder(stream);
-        let encoder = ws.encoder_for_copy(&device);
-        encoder.resolve_query_set(&slot.query_set, 0..2, &slot.resolve, 0);
-        encoder.copy_buffer_to_buffer(&slot.resolve, 0, &readback, 0, 16);
+        slot.copy_to(ws.encoder_for_copy(&device), &readback, 0);
     }
     s.timing.profiler.give_back(slot);
     s.streams.task_done(stream);
@@ -197,7 +191,9 @@ fn resolve<C: WgpuCompiler>(
                 .map_err(|e| ServerError::Mapping {
                     reason: e.to_string(),
                 })?;
-            duration(&view, period)
+            stamps::duration(&view, period).ok_or(ProfileError::Server(ServerError::Mapping {
+                reason: "timestamp readback too short".into(),
+            }))
         }),
     ))
 }

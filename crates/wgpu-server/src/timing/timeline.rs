@@ -14,6 +14,7 @@ use compute_wgsl::WgpuCompiler;
 use futures::channel::oneshot;
 
 use crate::WgpuServer;
+use crate::timing::stamps::{self, PAIR_BYTES};
 
 /// One launch on the timeline.
 #[derive(Clone, Debug, PartialEq)]
@@ -123,28 +124,19 @@ pub(crate) fn finish<C: WgpuCompiler>(
     }
     s.streams.submit_all();
     s.streams.backend_mut().flush_host_writes();
-    const STRIDE: u64 = wgpu::QUERY_RESOLVE_BUFFER_ALIGNMENT;
-    let size = STRIDE * entries.len() as u64;
     let device = s.gpu.device.clone();
-    let resolve = device.create_buffer(&wgpu::BufferDescriptor {
-        label: Some("timeline resolve"),
-        size,
-        usage: wgpu::BufferUsages::QUERY_RESOLVE | wgpu::BufferUsages::COPY_SRC,
-        mapped_at_creation: false,
-    });
-    let readback = device.create_buffer(&wgpu::BufferDescriptor {
-        label: Some("timeline readback"),
-        size,
-        usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
-        mapped_at_creation: false,
-    });
+    let readback = stamps::readback(
+        &device,
+        PAIR_BYTES * entries.len() as u64,
+        "timeline readback",
+    );
     let mut encoder = device.create_command_encoder(&wgpu::CommandEncoderDescriptor {
         label: Some("timeline"),
     });
     for (i, e) in entries.iter().enumerate() {
-        encoder.resolve_query_set(&e.slot.query_set, 0..2, &resolve, STRIDE * i as u64);
+        e.slot
+            .copy_to(&mut encoder, &readback, PAIR_BYTES * i as u64);
     }
-    encoder.copy_buffer_to_buffer(&resolve, 0, &readback, 0, size);
     let index = s.gpu.queue.submit(Some(encoder.finish()));
     let meta: Vec<(StreamId, String, String)> = entries
         .into_iter()
@@ -158,7 +150,7 @@ pub(crate) fn finish<C: WgpuCompiler>(
         let _ = tx.send(r);
     });
     let done = s.gpu.poller.wait(Some(index));
-    let period = f64::from(s.gpu.queue.get_timestamp_period());
+    let period = s.gpu.queue.get_timestamp_period();
     let faults = std::sync::Arc::clone(&s.gpu.faults);
     Box::pin(async move {
         match done.await {
@@ -177,17 +169,8 @@ pub(crate) fn finish<C: WgpuCompiler>(
             .map_err(|e| ServerError::Mapping {
                 reason: e.to_string(),
             })?;
-        let stamp = |at: usize| -> u64 {
-            view.get(at..at + 8)
-                .and_then(|b| b.try_into().ok())
-                .map(u64::from_le_bytes)
-                .unwrap_or(0)
-        };
         let raw: Vec<(u64, u64)> = (0..meta.len())
-            .map(|i| {
-                let at = STRIDE as usize * i;
-                (stamp(at), stamp(at + 8))
-            })
+            .map(|i| stamps::pair_at(&view, PAIR_BYTES as usize * i).unwrap_or((0, 0)))
             .collect();
         let origin = raw.iter().map(|r| r.0).min().unwrap_or(0);
         let events = meta
@@ -197,8 +180,8 @@ pub(crate) fn finish<C: WgpuCompiler>(
                 stream,
                 kernel,
                 workgroups,
-                start_ns: t0.saturating_sub(origin) as f64 * period,
-                duration_ns: t1.saturating_sub(t0) as f64 * period,
+                start_ns: stamps::ticks_to_ns(origin, t0, period),
+                duration_ns: stamps::ticks_to_ns(t0, t1, period),
             })
             .collect();
         Ok(Timeline { events })

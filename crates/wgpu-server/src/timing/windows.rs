@@ -18,17 +18,15 @@
 //! never grow the pool. A failure on the stream while a window is open (the
 //! write scope's `on_failure`) marks it, and `end_profile` reports why.
 
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use compute_runtime::{ProfileError, ServerError, StreamId, TimingMethod};
 use hashbrown::HashMap;
 
-/// Two timestamp queries and the buffer they resolve into.
-#[derive(Debug)]
-pub(crate) struct Slot {
-    pub query_set: wgpu::QuerySet,
-    pub resolve: wgpu::Buffer,
-}
+use crate::timing::stamps::StampPair;
+
+/// A window's two stamps.
+pub(crate) type Slot = StampPair;
 
 #[derive(Debug)]
 pub(crate) enum Measure {
@@ -97,19 +95,7 @@ impl Profiler {
             return s;
         }
         self.slots_created += 1;
-        Slot {
-            query_set: device.create_query_set(&wgpu::QuerySetDescriptor {
-                label: Some("profile window"),
-                ty: wgpu::QueryType::Timestamp,
-                count: 2,
-            }),
-            resolve: device.create_buffer(&wgpu::BufferDescriptor {
-                label: Some("profile resolve"),
-                size: 16,
-                usage: wgpu::BufferUsages::QUERY_RESOLVE | wgpu::BufferUsages::COPY_SRC,
-                mapped_at_creation: false,
-            }),
-        }
+        StampPair::new(device, "profile window")
     }
 
     pub fn give_back(&mut self, slot: Slot) {
@@ -200,40 +186,5 @@ impl Profiler {
                     }
                 )
         })
-    }
-}
-
-/// Converts two resolved timestamps to a duration.
-pub(crate) fn duration(bytes: &[u8], period_ns: f32) -> Result<Duration, ProfileError> {
-    let stamp = |i: usize| -> Option<u64> {
-        let b: [u8; 8] = bytes.get(i * 8..i * 8 + 8)?.try_into().ok()?;
-        Some(u64::from_le_bytes(b))
-    };
-    let (Some(start), Some(end)) = (stamp(0), stamp(1)) else {
-        return Err(ProfileError::Server(ServerError::Mapping {
-            reason: "timestamp readback too short".into(),
-        }));
-    };
-    let ticks = end.saturating_sub(start);
-    Ok(Duration::from_nanos(
-        (ticks as f64 * f64::from(period_ns)) as u64,
-    ))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn durations_scale_by_the_period_and_never_go_negative() {
-        let mut b = Vec::new();
-        b.extend_from_slice(&100u64.to_le_bytes());
-        b.extend_from_slice(&350u64.to_le_bytes());
-        assert_eq!(duration(&b, 2.0).ok(), Some(Duration::from_nanos(500)));
-        let mut r = Vec::new();
-        r.extend_from_slice(&350u64.to_le_bytes());
-        r.extend_from_slice(&100u64.to_le_bytes());
-        assert_eq!(duration(&r, 1.0).ok(), Some(Duration::ZERO));
-        assert!(duration(&b[..8], 1.0).is_err());
     }
 }
