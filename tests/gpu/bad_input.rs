@@ -3,7 +3,7 @@
 
 use crate::common::*;
 use compute_runtime::{
-    BufferBinding, CopyDescriptor, CubeCount, Handle, KernelArguments, LaunchMode,
+    BufferBinding, Bytes, CopyDescriptor, CubeCount, Handle, KernelArguments, LaunchMode,
     ManagedMemoryHandle, Server, ServerError,
 };
 use wgpu_server::{BindingAccess, WgslKernel};
@@ -223,7 +223,10 @@ fn dispatch_over_the_adapter_limits_is_refused_before_wgpu_sees_it() {
         matches!(err.root_cause(), ServerError::LimitExceeded { .. }),
         "{err}"
     );
-    // The batch the refused launches would have joined still runs.
+    // The batch the refused launches would have joined still runs. (A
+    // launch never trusts its output again, so `h` is rewritten whole
+    // first; an `inc` of untrusted bytes would itself be refused.)
+    f.s.write(vec![(h.copy_descriptor(), Bytes::from(vec![0u8; 256]))], S0);
     launch(&mut f.s, inc_kernel(), CubeCount::x(1), &[&h], S0);
     assert_eq!(
         bytes_u32(&read(&mut f.s, &h, S0).expect("read")),

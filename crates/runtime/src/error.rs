@@ -100,6 +100,50 @@ pub enum ServerError {
         /// wgpu's message.
         message: String,
     },
+    /// A kernel's declared interface disagrees with its module (binding
+    /// count, a binding's access, the scalar block, the workgroup size), or
+    /// the module departs from the server's binding model.
+    #[error("kernel `{kernel}`: the declared layout disagrees with the module: {reason}")]
+    LayoutMismatch {
+        /// The kernel's name.
+        kernel: String,
+        /// Which binding or property disagrees, with both sides.
+        reason: String,
+    },
+    /// The queue refused a batch of work, so none of it ran; what it wrote
+    /// is poisoned with this error. The checks before encoding exist so
+    /// that this does not happen; seeing it means one was missing.
+    #[error("the queue refused a batch: {reason}")]
+    BatchRejected {
+        /// wgpu's message.
+        reason: String,
+    },
+    /// A binding (or the scalar block) is smaller than the kernel's module
+    /// needs: WebGPU's minimum binding size, checked before encoding.
+    #[error(
+        "kernel `{kernel}`: binding {binding} has {size} bytes, the module needs at least {min}"
+    )]
+    BindingTooSmall {
+        /// The kernel's name.
+        kernel: String,
+        /// `@binding` index (the scalar block is the binding after the
+        /// buffers).
+        binding: u32,
+        /// Bytes bound.
+        size: u64,
+        /// The minimum binding size of the module's declaration.
+        min: u64,
+    },
+    /// Work that would have read untrusted bytes was refused, so what it
+    /// writes is untrusted too (poison follows data). `input` is the
+    /// untrusted slice it reads; `cause` is why that slice is untrusted.
+    #[error("input {input} is untrusted: {cause}")]
+    UntrustedInput {
+        /// The untrusted slice the work reads.
+        input: MemoryId,
+        /// The error that poisoned it.
+        cause: Arc<ServerError>,
+    },
     /// The bytes asked about were written by work that failed; `cause` is the
     /// failure. They stay untrusted until a successful full overwrite.
     #[error("memory {memory} is untrusted: {cause}")]
@@ -110,13 +154,17 @@ pub enum ServerError {
         cause: Arc<ServerError>,
     },
     /// Work on the stream failed earlier and the failure had not been reported
-    /// yet (a `write` or `launch`, which return nothing).
-    #[error("earlier work on {stream} failed: {cause}")]
+    /// yet (a `write` or `launch`, which return nothing, or a batch the queue
+    /// refused).
+    #[error("earlier work on {stream} failed: {cause}{}", later_note(*later))]
     Deferred {
         /// The stream the work ran on.
         stream: StreamId,
         /// The first failure not reported yet.
         cause: Arc<ServerError>,
+        /// Failures on the stream after it, not reported on their own (each
+        /// poisoned its own writes).
+        later: u32,
     },
     /// A fault only the device could report (an uncaptured error), known after
     /// a drain.
@@ -175,6 +223,14 @@ pub enum ServerError {
     },
 }
 
+fn later_note(later: u32) -> String {
+    match later {
+        0 => String::new(),
+        1 => " (and 1 later failure)".into(),
+        n => format!(" (and {n} later failures)"),
+    }
+}
+
 impl ServerError {
     /// Shorthand for [`ServerError::Unsupported`].
     pub const fn unsupported(what: &'static str, reason: &'static str) -> Self {
@@ -192,13 +248,14 @@ impl ServerError {
         }
     }
 
-    /// The innermost error: the cause of an [`Untrusted`](Self::Untrusted) or
-    /// [`Deferred`](Self::Deferred) report, else `self`.
+    /// The innermost error: the cause of an [`Untrusted`](Self::Untrusted),
+    /// [`UntrustedInput`](Self::UntrustedInput) or [`Deferred`](Self::Deferred)
+    /// report, else `self`.
     pub fn root_cause(&self) -> &ServerError {
         match self {
-            ServerError::Untrusted { cause, .. } | ServerError::Deferred { cause, .. } => {
-                cause.root_cause()
-            }
+            ServerError::Untrusted { cause, .. }
+            | ServerError::Deferred { cause, .. }
+            | ServerError::UntrustedInput { cause, .. } => cause.root_cause(),
             other => other,
         }
     }
@@ -243,8 +300,10 @@ mod tests {
                 memory: MemoryId(3),
                 cause: Arc::new(inner.clone()),
             }),
+            later: 2,
         };
         assert_eq!(wrapped.root_cause(), &inner);
+        assert!(wrapped.to_string().ends_with("(and 2 later failures)"));
         assert!(!wrapped.is_device_lost());
     }
 }

@@ -23,6 +23,8 @@ mod scheduler;
 mod scope;
 mod trust;
 
-pub use scheduler::{Access, SchedulerMultiStream, SchedulerStreamBackend};
-pub use scope::{WriteScoped, write_scope};
+pub use scheduler::{
+    Access, BatchFailure, MAX_IDLE_STREAMS, SchedulerMultiStream, SchedulerStreamBackend,
+};
+pub use scope::{WriteScoped, settle_batch_failures, write_scope};
 pub use trust::TrustRegistry;

@@ -44,8 +44,19 @@ pub trait SchedulerStreamBackend {
     fn create_stream(&mut self, id: StreamId) -> Self::Stream;
 
     /// Hands the stream's pending work to the queue. Called only when the
-    /// stream has pending tasks.
-    fn submit(&mut self, id: StreamId, stream: &mut Self::Stream);
+    /// stream has pending tasks. A batch the queue refused is a
+    /// [`BatchFailure`]: none of it ran, so what it wrote is poisoned and
+    /// the error is reported to the stream.
+    fn submit(&mut self, id: StreamId, stream: &mut Self::Stream) -> Result<(), BatchFailure>;
+}
+
+/// A submitted batch that did not run.
+#[derive(Debug)]
+pub struct BatchFailure {
+    /// Why (the queue's own error, as a [`ServerError`]).
+    pub error: ServerError,
+    /// Every slice the batch's work writes.
+    pub writes: Vec<MemoryId>,
 }
 
 /// How an operation uses a page.
@@ -66,6 +77,8 @@ struct StreamState<S> {
     tasks: usize,
     /// First failure on this stream not reported yet.
     deferred: Option<Arc<ServerError>>,
+    /// Failures after it, not reported yet.
+    later: u32,
 }
 
 /// A use of a byte range of a page by one stream's batch.
@@ -99,7 +112,15 @@ pub struct SchedulerMultiStream<B: SchedulerStreamBackend> {
     tasks_max: usize,
     trust: TrustRegistry,
     submits: u64,
+    /// Batch numbers are unique across streams and never reused, so a use
+    /// recorded by a stream that was retired never matches a new batch.
+    next_batch: u64,
+    /// Failed batches not yet told to the server (`take_failures`).
+    failures: Vec<(StreamId, Arc<ServerError>)>,
 }
+
+/// Idle streams beyond this many are retired (their state freed).
+pub const MAX_IDLE_STREAMS: usize = 64;
 
 impl<B: SchedulerStreamBackend> SchedulerMultiStream<B> {
     /// A scheduler that submits a stream once `tasks_max` tasks are pending
@@ -112,6 +133,8 @@ impl<B: SchedulerStreamBackend> SchedulerMultiStream<B> {
             tasks_max: tasks_max.max(1),
             trust: TrustRegistry::default(),
             submits: 0,
+            next_batch: 0,
+            failures: Vec::new(),
         }
     }
 
@@ -166,27 +189,36 @@ impl<B: SchedulerStreamBackend> SchedulerMultiStream<B> {
         }
     }
 
-    fn fresh(backend: &mut B, id: StreamId) -> StreamState<B::Stream> {
-        StreamState {
-            inner: backend.create_stream(id),
-            batch: 0,
-            tasks: 0,
-            deferred: None,
-        }
-    }
-
     fn ensure(&mut self, id: StreamId) {
         let _ = self.encoder(id);
     }
 
     /// The backend and the stream's pending work, to encode into.
     pub fn encoder(&mut self, id: StreamId) -> (&mut B, &mut B::Stream) {
+        if self.streams.len() >= MAX_IDLE_STREAMS && !self.streams.contains_key(&id) {
+            self.retire_idle();
+        }
         let backend = &mut self.backend;
-        let state = self
-            .streams
-            .entry(id)
-            .or_insert_with(|| Self::fresh(backend, id));
+        let next_batch = &mut self.next_batch;
+        let state = self.streams.entry(id).or_insert_with(|| {
+            *next_batch += 1;
+            StreamState {
+                inner: backend.create_stream(id),
+                batch: *next_batch,
+                tasks: 0,
+                deferred: None,
+                later: 0,
+            }
+        });
         (&mut self.backend, &mut state.inner)
+    }
+
+    /// Frees the state of streams with nothing pending and nothing to
+    /// report: a program that uses a fresh stream id per task does not grow
+    /// the map. A retired stream comes back fresh when used again.
+    fn retire_idle(&mut self) {
+        self.streams
+            .retain(|_, s| s.tasks > 0 || s.deferred.is_some());
     }
 
     /// Streams seen so far, in id order.
@@ -291,10 +323,25 @@ impl<B: SchedulerStreamBackend> SchedulerMultiStream<B> {
         if state.tasks == 0 {
             return;
         }
-        self.backend.submit(stream, &mut state.inner);
+        let result = self.backend.submit(stream, &mut state.inner);
         state.tasks = 0;
-        state.batch += 1;
+        self.next_batch += 1;
+        state.batch = self.next_batch;
         self.submits += 1;
+        if let Err(failure) = result {
+            let cause = Arc::new(failure.error);
+            for m in &failure.writes {
+                self.trust.poison(*m, &cause);
+            }
+            self.defer_error(stream, &cause);
+            self.failures.push((stream, cause));
+        }
+    }
+
+    /// Batches that failed to submit since the last call, with their stream,
+    /// for the server's `on_failure`.
+    pub fn take_failures(&mut self) -> Vec<(StreamId, Arc<ServerError>)> {
+        std::mem::take(&mut self.failures)
     }
 
     /// Submits every stream's pending work.
@@ -310,24 +357,40 @@ impl<B: SchedulerStreamBackend> SchedulerMultiStream<B> {
     }
 
     /// Records a failure on `stream` for its next `flush` or `sync`. The
-    /// first unreported failure is kept.
+    /// first unreported failure is kept as the cause; later ones are
+    /// counted, so none goes unmentioned.
     pub fn defer_error(&mut self, stream: StreamId, error: &Arc<ServerError>) {
         self.ensure(stream);
         if let Some(s) = self.streams.get_mut(&stream) {
-            s.deferred.get_or_insert_with(|| Arc::clone(error));
+            match &s.deferred {
+                None => s.deferred = Some(Arc::clone(error)),
+                Some(_) => s.later = s.later.saturating_add(1),
+            }
+        }
+    }
+
+    /// Records `error` on every stream seen so far (a fault that cannot be
+    /// attributed to one).
+    pub fn defer_error_everywhere(&mut self, error: &Arc<ServerError>) {
+        for id in self.stream_ids() {
+            self.defer_error(id, error);
         }
     }
 
     /// Takes the unreported failure of `stream`, as a
     /// [`ServerError::Deferred`].
     pub fn take_deferred(&mut self, stream: StreamId) -> Result<(), ServerError> {
-        match self
-            .streams
-            .get_mut(&stream)
-            .and_then(|s| s.deferred.take())
-        {
+        let Some(state) = self.streams.get_mut(&stream) else {
+            return Ok(());
+        };
+        let later = std::mem::take(&mut state.later);
+        match state.deferred.take() {
             None => Ok(()),
-            Some(cause) => Err(ServerError::Deferred { stream, cause }),
+            Some(cause) => Err(ServerError::Deferred {
+                stream,
+                cause,
+                later,
+            }),
         }
     }
 }
@@ -343,8 +406,9 @@ mod tests {
     impl SchedulerStreamBackend for Log {
         type Stream = ();
         fn create_stream(&mut self, _id: StreamId) {}
-        fn submit(&mut self, id: StreamId, _stream: &mut ()) {
+        fn submit(&mut self, id: StreamId, _stream: &mut ()) -> Result<(), BatchFailure> {
             self.0.push(id);
+            Ok(())
         }
     }
 

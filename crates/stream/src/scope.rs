@@ -7,7 +7,12 @@
 //!   error is deferred to the stream's next `flush`/`sync`, and
 //!   [`WriteScoped::on_failure`] is told (so a profile window in flight is
 //!   invalidated);
-//! - body succeeded: slices the body overwrote *whole* are trusted again.
+//! - body succeeded: slices the body overwrote *whole* (as `is_full` says;
+//!   a launch never knows it did) are trusted again.
+//!
+//! Either way, batches that failed to submit inside the body (the scheduler
+//! poisoned what they wrote and deferred their error) are told to
+//! [`WriteScoped::on_failure`] too, with their own stream.
 //!
 //! Putting this in one function, not at each call site, is the point: an
 //! operation cannot forget to poison on one of its error paths.
@@ -88,7 +93,21 @@ where
             server.on_failure(stream, error);
         }
     }
+    settle_batch_failures(server);
     result
+}
+
+/// Tells [`WriteScoped::on_failure`] about every batch that failed to
+/// submit since the last call (the scheduler already poisoned what each
+/// wrote and deferred its error to its stream).
+pub fn settle_batch_failures<S, B>(server: &mut S)
+where
+    S: WriteScoped<Streams = SchedulerMultiStream<B>>,
+    B: SchedulerStreamBackend,
+{
+    for (stream, error) in server.write_streams().take_failures() {
+        server.on_failure(stream, &error);
+    }
 }
 
 #[cfg(test)]
@@ -100,7 +119,9 @@ mod tests {
     impl SchedulerStreamBackend for NoBackend {
         type Stream = ();
         fn create_stream(&mut self, _: StreamId) {}
-        fn submit(&mut self, _: StreamId, _: &mut ()) {}
+        fn submit(&mut self, _: StreamId, _: &mut ()) -> Result<(), crate::BatchFailure> {
+            Ok(())
+        }
     }
 
     struct Fake {

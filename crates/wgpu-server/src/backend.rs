@@ -7,8 +7,10 @@
 //! next launch opens a new one. Submitting ends the pass, finishes the
 //! encoder and hands it to the queue.
 
-use compute_runtime::StreamId;
-use compute_stream::SchedulerStreamBackend;
+use compute_runtime::{MemoryId, ServerError, StreamId};
+use compute_stream::{BatchFailure, SchedulerStreamBackend};
+
+use crate::device::faults::scoped;
 
 use crate::timing::batch::{BatchStamps, BatchTiming};
 
@@ -25,6 +27,9 @@ pub struct WgpuStream {
     pub(crate) last_submission: Option<wgpu::SubmissionIndex>,
     /// Batch timestamps, when batch timing is on.
     stamps: Option<BatchStamps>,
+    /// Every slice the pending batch's work writes: poisoned if the queue
+    /// refuses the batch.
+    writes: Vec<MemoryId>,
 }
 
 impl WgpuStream {
@@ -119,6 +124,11 @@ impl WgpuStream {
         pass
     }
 
+    /// Records that the pending batch writes `memory`.
+    pub(crate) fn wrote(&mut self, memory: &[MemoryId]) {
+        self.writes.extend_from_slice(memory);
+    }
+
     pub(crate) fn end_pass(&mut self) {
         self.pass = None;
         self.pass_pipeline = None;
@@ -126,36 +136,72 @@ impl WgpuStream {
     }
 }
 
+/// Host-write bytes queued without a submit before the backend submits an
+/// empty batch: `queue.write_buffer` stages every byte until the next
+/// submit, so a loop of writes with no flush would grow without bound.
+pub const HOST_WRITE_FLUSH_BYTES: u64 = 256 << 20;
+
+/// Host writes queued without a submit before the backend submits.
+pub const HOST_WRITE_FLUSH_COUNT: u32 = 1024;
+
 /// The wgpu side of the scheduler: the device's one queue.
 #[derive(Debug)]
 pub struct ScheduledWgpuBackend {
+    device: wgpu::Device,
     pub(crate) queue: wgpu::Queue,
     /// The latest submission on any stream.
     pub(crate) last_submission: Option<wgpu::SubmissionIndex>,
     /// `queue.write_buffer` calls not yet followed by a submit: they only
     /// reach the GPU with the next submission.
     pub(crate) host_writes_pending: bool,
+    /// Bytes and calls of those writes, toward the flush thresholds.
+    host_write_bytes: u64,
+    host_write_calls: u32,
     /// Batch timing for the `sync` log line, when on.
     pub(crate) timing: Option<BatchTiming>,
 }
 
 impl ScheduledWgpuBackend {
-    /// The backend of `queue`.
-    pub fn new(queue: wgpu::Queue) -> Self {
+    /// The backend of `device`'s `queue`.
+    pub fn new(device: wgpu::Device, queue: wgpu::Queue) -> Self {
         Self {
+            device,
             queue,
             last_submission: None,
             host_writes_pending: false,
+            host_write_bytes: 0,
+            host_write_calls: 0,
             timing: None,
         }
+    }
+
+    /// Counts a `queue.write_buffer` of `bytes`; past the thresholds it
+    /// submits an empty batch so wgpu's staging is handed to the GPU and
+    /// recycled instead of growing.
+    pub(crate) fn host_write(&mut self, bytes: u64) {
+        self.host_writes_pending = true;
+        self.host_write_bytes = self.host_write_bytes.saturating_add(bytes);
+        self.host_write_calls = self.host_write_calls.saturating_add(1);
+        if self.host_write_bytes >= HOST_WRITE_FLUSH_BYTES
+            || self.host_write_calls >= HOST_WRITE_FLUSH_COUNT
+        {
+            self.flush_host_writes();
+        }
+    }
+
+    fn submitted(&mut self, index: wgpu::SubmissionIndex) {
+        self.last_submission = Some(index);
+        self.host_writes_pending = false;
+        self.host_write_bytes = 0;
+        self.host_write_calls = 0;
     }
 
     /// Submits an empty batch when host writes are pending, so a drain
     /// covers them; returns the submission to wait on.
     pub(crate) fn flush_host_writes(&mut self) -> Option<wgpu::SubmissionIndex> {
         if self.host_writes_pending {
-            self.last_submission = Some(self.queue.submit(std::iter::empty()));
-            self.host_writes_pending = false;
+            let index = self.queue.submit(std::iter::empty());
+            self.submitted(index);
         }
         self.last_submission.clone()
     }
@@ -171,20 +217,38 @@ impl SchedulerStreamBackend for ScheduledWgpuBackend {
         }
     }
 
-    fn submit(&mut self, _id: StreamId, stream: &mut WgpuStream) {
+    /// Finishes and submits the stream's encoder inside error scopes: a
+    /// batch the queue refuses (which no check before encoding should let
+    /// happen) is a [`BatchFailure`] naming what it wrote, never an
+    /// uncaptured error that a later `sync` of any stream would report.
+    fn submit(&mut self, _id: StreamId, stream: &mut WgpuStream) -> Result<(), BatchFailure> {
         stream.end_pass();
-        if let Some(mut encoder) = stream.encoder.take() {
-            let readback = match (&self.timing, &stream.stamps) {
-                (Some(t), Some(s)) => Some(t.end_batch(&mut encoder, s)),
-                _ => None,
-            };
-            let index = self.queue.submit(Some(encoder.finish()));
-            if let (Some(t), Some(r)) = (&self.timing, readback) {
-                t.after_submit(r);
+        let writes = std::mem::take(&mut stream.writes);
+        let Some(mut encoder) = stream.encoder.take() else {
+            return Ok(());
+        };
+        let readback = match (&self.timing, &stream.stamps) {
+            (Some(t), Some(s)) => Some(t.end_batch(&mut encoder, s)),
+            _ => None,
+        };
+        let queue = &self.queue;
+        let submitted = scoped(&self.device, || queue.submit(Some(encoder.finish())));
+        let index = match submitted {
+            Ok(index) => index,
+            Err(error) => {
+                return Err(BatchFailure {
+                    error: ServerError::BatchRejected {
+                        reason: error.to_string(),
+                    },
+                    writes,
+                });
             }
-            stream.last_submission = Some(index.clone());
-            self.last_submission = Some(index);
-            self.host_writes_pending = false;
+        };
+        if let (Some(t), Some(r)) = (&self.timing, readback) {
+            t.after_submit(r);
         }
+        stream.last_submission = Some(index.clone());
+        self.submitted(index);
+        Ok(())
     }
 }

@@ -16,6 +16,7 @@ use compute_runtime::{BufferBinding, GraphId, MemoryAllocationMode, ServerError,
 use compute_wgsl::WgpuCompiler;
 use hashbrown::HashMap;
 
+use crate::launch::dispatch::dispatch;
 use crate::launch::path::ResolvedLaunch;
 use crate::{DeviceCaptures, WgpuServer};
 
@@ -160,10 +161,10 @@ pub(crate) fn replay<C: WgpuCompiler>(
     s.scoped(stream_id, &writes, |s| {
         registry
             .with(graph, |g| {
-                for launch in &g.launches {
-                    crate::launch::path::dispatch(s, stream_id, launch);
-                }
+                g.launches
+                    .iter()
+                    .try_for_each(|launch| dispatch(s, stream_id, launch))
             })
-            .ok_or(ServerError::UnknownGraph { graph })
+            .ok_or(ServerError::UnknownGraph { graph })?
     })
 }

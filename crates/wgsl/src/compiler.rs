@@ -20,8 +20,10 @@ pub enum BoundsChecks {
 pub struct WgpuCompilationOptions {
     /// Runtime bounds checks.
     pub bounds_checks: BoundsChecks,
-    /// Validate every compiled kernel with naga before wgpu sees it (wgpu
-    /// validates too; naga's diagnostics point at the source).
+    /// Have the backend run an extra naga validation of what it generates
+    /// (the server parses and checks every kernel with naga anyway, and
+    /// wgpu validates the module again; this catches a backend bug with the
+    /// backend's own name on it).
     pub validate: bool,
 }
 
@@ -76,14 +78,15 @@ impl KernelLayout {
 
 /// A kernel ready for `create_shader_module`.
 ///
-/// Contract: `source` declares every storage binding `read_write` (see
-/// [`crate::writable_storage`] for why); `layout` still says which bindings
-/// the kernel writes.
+/// Contract: `layout` says what the source declares (checked by the server
+/// with [`crate::check_layout`] before a pipeline exists); the server then
+/// binds every storage buffer `read_write` ([`crate::make_storage_writable`]
+/// says why), and the write set follows `layout`.
 #[derive(Clone, Debug)]
 pub struct CompiledKernel {
     /// Name for labels and errors.
     pub name: String,
-    /// WGSL source, every storage binding `read_write`.
+    /// WGSL source.
     pub source: String,
     /// Entry point.
     pub entry_point: String,

@@ -35,5 +35,5 @@ pub use compiler::{
 };
 pub use ir::IrCompiler;
 pub use passthrough::{WgslKernel, WgslPassthrough};
-pub use reflect::{ModuleInterface, StorageInterface, module_interface};
-pub use validate::{validate_wgsl, writable_storage};
+pub use reflect::{ModuleInterface, StorageInterface, check_layout, module_interface};
+pub use validate::{make_storage_writable, validate_wgsl};

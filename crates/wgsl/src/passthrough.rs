@@ -2,10 +2,14 @@
 //! interface; the backend validates and forwards it.
 //!
 //! What it buys: any WGSL a user already has runs on the server with the
-//! same caching, write-set and trust semantics as generated kernels. What it
-//! does not: the declared layout is trusted to match the source's bindings
-//! (a mismatch is a wgpu validation error at pipeline creation, reported as
-//! a compilation failure, not silently misbound).
+//! same caching, write-set and trust semantics as generated kernels. The
+//! declared layout is not believed: before a pipeline exists the server
+//! reads the module's interface with naga and refuses a declaration that
+//! disagrees ([`ServerError::LayoutMismatch`]), since the write set, and so
+//! ordering and trust, follow the declaration. What it does not: check that
+//! the source is what the caller meant; a kernel that writes out of its
+//! bounds is clamped by wgpu's checks (or is the caller's contract with
+//! `Unchecked`).
 
 use std::any::Any;
 use std::sync::Arc;
@@ -14,7 +18,7 @@ use compute_runtime::{CubeKernel, KernelId, ServerError};
 
 use crate::{
     BindingAccess, BoundsChecks, CompiledKernel, DeviceCaps, KernelLayout, WgpuCompilationOptions,
-    WgpuCompiler, validate_wgsl, writable_storage,
+    WgpuCompiler,
 };
 
 /// A kernel given as WGSL source.
@@ -130,27 +134,15 @@ impl WgpuCompiler for WgslPassthrough {
     fn compile(
         &mut self,
         kernel: &dyn CubeKernel,
-        options: &WgpuCompilationOptions,
+        _options: &WgpuCompilationOptions,
         _caps: &DeviceCaps,
     ) -> Result<CompiledKernel, ServerError> {
+        // The server parses the source with naga and checks the declared
+        // layout against it before any pipeline exists.
         let k = Self::downcast(kernel)?;
-        let source = writable_storage(&k.name, &k.source)?;
-        if options.validate {
-            let module = validate_wgsl(&k.name, &source)?;
-            if !module
-                .entry_points
-                .iter()
-                .any(|e| e.name == *k.entry_point && e.stage == naga::ShaderStage::Compute)
-            {
-                return Err(ServerError::Compilation {
-                    kernel: k.name.to_string(),
-                    diagnostic: format!("no compute entry point named `{}`", k.entry_point),
-                });
-            }
-        }
         Ok(CompiledKernel {
             name: k.name.to_string(),
-            source,
+            source: k.source.to_string(),
             entry_point: k.entry_point.to_string(),
             layout: k.layout.clone(),
             bounds_checks: k.bounds_checks,

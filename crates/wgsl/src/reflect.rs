@@ -20,7 +20,7 @@
 //! never writes still counts as written (an over-approximation, safe for
 //! ordering and trust).
 
-use crate::BindingAccess;
+use crate::{BindingAccess, KernelLayout};
 
 /// One storage binding as the module declares it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -135,6 +135,48 @@ pub fn module_interface(
     })
 }
 
+/// Checks a declared `layout` against the module's `interface`: binding
+/// count, each binding's access, the scalar block, the workgroup size. The
+/// error names the first disagreement with both sides.
+pub fn check_layout(layout: &KernelLayout, interface: &ModuleInterface) -> Result<(), String> {
+    if layout.bindings.len() != interface.storage.len() {
+        return Err(format!(
+            "{} storage binding(s) declared, the module has {}",
+            layout.bindings.len(),
+            interface.storage.len()
+        ));
+    }
+    for (i, (declared, module)) in layout.bindings.iter().zip(&interface.storage).enumerate() {
+        if *declared != module.access {
+            let spell = |a: &BindingAccess| match a {
+                BindingAccess::ReadOnly => "read-only",
+                BindingAccess::ReadWrite => "read_write",
+            };
+            return Err(format!(
+                "binding {i} is declared {} but the module declares it {}",
+                spell(declared),
+                spell(&module.access)
+            ));
+        }
+    }
+    match (layout.scalars, interface.uniform_size) {
+        (true, None) => {
+            return Err("a scalar block is declared but the module has no uniform".into());
+        }
+        (false, Some(_)) => {
+            return Err("the module has a uniform block but no scalars are declared".into());
+        }
+        _ => {}
+    }
+    if layout.workgroup_size != interface.workgroup_size {
+        return Err(format!(
+            "workgroup size {:?} declared, the module's is {:?}",
+            layout.workgroup_size, interface.workgroup_size
+        ));
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -168,6 +210,41 @@ mod tests {
         );
         assert_eq!(i.uniform_size, Some(16));
         assert_eq!(i.workgroup_size, [8, 4, 1]);
+    }
+
+    #[test]
+    fn a_declaration_that_disagrees_is_named() {
+        let m = parse(
+            "@group(0) @binding(0) var<storage, read_write> a: array<f32>;\n\
+             @compute @workgroup_size(64) fn main() { a[0] = 1.0; }",
+        );
+        let i = module_interface(&m, "main").expect("interface");
+        let mut layout = KernelLayout {
+            bindings: vec![BindingAccess::ReadWrite],
+            scalars: false,
+            workgroup_size: [64, 1, 1],
+        };
+        assert_eq!(check_layout(&layout, &i), Ok(()));
+        layout.bindings[0] = BindingAccess::ReadOnly;
+        let e = check_layout(&layout, &i).expect_err("access");
+        assert!(e.contains("binding 0 is declared read-only"), "{e}");
+        layout.bindings[0] = BindingAccess::ReadWrite;
+        layout.workgroup_size = [32, 1, 1];
+        assert!(
+            check_layout(&layout, &i)
+                .expect_err("size")
+                .contains("[32, 1, 1]")
+        );
+        layout.workgroup_size = [64, 1, 1];
+        layout.scalars = true;
+        assert!(check_layout(&layout, &i).is_err());
+        layout.scalars = false;
+        layout.bindings.push(BindingAccess::ReadOnly);
+        assert!(
+            check_layout(&layout, &i)
+                .expect_err("count")
+                .contains("2 storage")
+        );
     }
 
     #[test]

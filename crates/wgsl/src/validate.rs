@@ -6,18 +6,11 @@ use compute_runtime::ServerError;
 /// Parses and validates `source`, returning naga's diagnostic on failure as a
 /// [`ServerError::Compilation`] for `kernel`.
 pub fn validate_wgsl(kernel: &str, source: &str) -> Result<naga::Module, ServerError> {
-    validate_with_info(kernel, source).map(|(m, _)| m)
-}
-
-fn validate_with_info(
-    kernel: &str,
-    source: &str,
-) -> Result<(naga::Module, naga::valid::ModuleInfo), ServerError> {
     let module = naga::front::wgsl::parse_str(source).map_err(|e| ServerError::Compilation {
         kernel: kernel.to_string(),
         diagnostic: e.emit_to_string(source),
     })?;
-    let info = naga::valid::Validator::new(
+    naga::valid::Validator::new(
         naga::valid::ValidationFlags::all(),
         naga::valid::Capabilities::all(),
     )
@@ -26,20 +19,20 @@ fn validate_with_info(
         kernel: kernel.to_string(),
         diagnostic: e.emit_to_string(source),
     })?;
-    Ok((module, info))
+    Ok(module)
 }
 
-/// Rewrites `source` so every `var<storage, read>` is `read_write`.
+/// Makes every `var<storage, read>` of `module` `read_write`; whether
+/// anything changed.
 ///
 /// Why: wgpu tracks buffer usage per buffer, not per range, and a dispatch
 /// may not use one buffer as both read-only and read-write storage. Slices of
 /// one page are one buffer, so a kernel reading slice A and writing slice B
 /// of the same page would be invalid. Binding every storage buffer
 /// read-write removes the conflict; which bindings the kernel *writes* (its
-/// write set) still comes from its declared layout. Returns the source
-/// unchanged when nothing is read-only.
-pub fn writable_storage(kernel: &str, source: &str) -> Result<String, ServerError> {
-    let (mut module, _) = validate_with_info(kernel, source)?;
+/// write set) still comes from its declared layout, checked against the
+/// module before this rewrite (see [`crate::check_layout`]).
+pub fn make_storage_writable(module: &mut naga::Module) -> bool {
     let mut changed = false;
     for (_, var) in module.global_variables.iter_mut() {
         if let naga::AddressSpace::Storage { access } = &mut var.space
@@ -49,24 +42,7 @@ pub fn writable_storage(kernel: &str, source: &str) -> Result<String, ServerErro
             changed = true;
         }
     }
-    if !changed {
-        return Ok(source.to_string());
-    }
-    let info = naga::valid::Validator::new(
-        naga::valid::ValidationFlags::all(),
-        naga::valid::Capabilities::all(),
-    )
-    .validate(&module)
-    .map_err(|e| ServerError::Compilation {
-        kernel: kernel.to_string(),
-        diagnostic: format!("after making storage writable: {e}"),
-    })?;
-    naga::back::wgsl::write_string(&module, &info, naga::back::wgsl::WriterFlags::empty()).map_err(
-        |e| ServerError::Compilation {
-            kernel: kernel.to_string(),
-            diagnostic: format!("writing WGSL: {e}"),
-        },
-    )
+    changed
 }
 
 #[cfg(test)]
@@ -78,9 +54,15 @@ mod tests {
         let src = "@group(0) @binding(0) var<storage, read> a: array<f32>;\n\
                    @group(0) @binding(1) var<storage, read_write> b: array<f32>;\n\
                    @compute @workgroup_size(1) fn main() { b[0] = a[0]; }";
-        let out = writable_storage("k", src).expect("rewrite");
-        assert!(!out.contains("storage, read>"), "{out}");
-        let m = validate_wgsl("k", &out).expect("valid");
+        let mut m = validate_wgsl("k", src).expect("valid");
+        assert!(make_storage_writable(&mut m));
+        assert!(!make_storage_writable(&mut m), "nothing left to change");
+        naga::valid::Validator::new(
+            naga::valid::ValidationFlags::all(),
+            naga::valid::Capabilities::all(),
+        )
+        .validate(&m)
+        .expect("still valid");
         let writable = m
             .global_variables
             .iter()

@@ -10,7 +10,7 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
-use compute_runtime::ServerError;
+use compute_runtime::{ServerError, StreamId};
 
 /// Faults recorded by the device's callbacks.
 #[derive(Debug, Default)]
@@ -19,6 +19,8 @@ pub struct DeviceFaults {
     is_lost: AtomicBool,
     lost: Mutex<Option<String>>,
     uncaptured: Mutex<Vec<String>>,
+    /// Faults a `sync` reported to its own stream, still owed to the others.
+    owed: Mutex<Vec<(StreamId, ServerError)>>,
 }
 
 impl DeviceFaults {
@@ -59,7 +61,24 @@ impl DeviceFaults {
         self.is_lost.store(true, Ordering::Release);
     }
 
-    /// The first uncaptured error since the last call, if any.
+    /// Uncaptured errors, taken by a `sync` of `stream` that reports them;
+    /// the other streams are owed them ([`DeviceFaults::take_owed`]), so a
+    /// fault no scope could attribute reaches every stream once.
+    pub fn take_uncaptured_for(&self, stream: StreamId) -> Result<(), ServerError> {
+        let result = self.take_uncaptured();
+        if let Err(e) = &result {
+            let mut owed = self.owed.lock().unwrap_or_else(|e| e.into_inner());
+            owed.push((stream, e.clone()));
+        }
+        result
+    }
+
+    /// Faults reported to one stream and owed to the others.
+    pub fn take_owed(&self) -> Vec<(StreamId, ServerError)> {
+        std::mem::take(&mut *self.owed.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    /// The uncaptured errors since the last call, if any, as one fault.
     pub fn take_uncaptured(&self) -> Result<(), ServerError> {
         let mut errors = self.uncaptured.lock().unwrap_or_else(|e| e.into_inner());
         if errors.is_empty() {

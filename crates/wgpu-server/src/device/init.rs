@@ -160,7 +160,7 @@ fn assemble<C: WgpuCompiler + Default>(
     utilities.timing_method = timing;
     utilities.memory = w.memory_properties;
     let logger = Arc::clone(&utilities.logger);
-    let mut scheduled = ScheduledWgpuBackend::new(queue.clone());
+    let mut scheduled = ScheduledWgpuBackend::new(device.clone(), queue.clone());
     if timing == TimingMethod::Device
         && caps
             .features

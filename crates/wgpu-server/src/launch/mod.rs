@@ -1,17 +1,21 @@
 //! The launch path: from a `launch` call to a dispatch in a stream's
 //! encoder.
 //!
-//! - `path`: layout -> write set -> checks -> pipeline -> bind group ->
-//!   dispatch; [`path::ResolvedLaunch`] is what a launch resolves to and
-//!   what a graph records;
+//! - `path`: layout -> write set -> (in the write scope) resolve -> dispatch;
+//! - `resolve`: every check and lookup, once; [`path::ResolvedLaunch`] is
+//!   what a launch resolves to and what a graph records;
+//! - `dispatch`: ordering, the trust of the inputs, encoding: what a launch
+//!   and a replay both do;
 //! - `pipeline`: compiled pipelines by kernel id and options;
 //! - `bind`: bind groups by resolved ranges and scalars;
 //! - `queued`: `LaunchMode::Queue` launches held until `compile_queued`.
 
 pub(crate) mod bind;
+pub(crate) mod dispatch;
 pub mod path;
 pub(crate) mod pipeline;
 pub(crate) mod queued;
+pub(crate) mod resolve;
 
 use compute_wgsl::{WgpuCompilationOptions, WgpuCompiler};
 

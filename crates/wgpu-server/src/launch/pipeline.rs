@@ -1,18 +1,24 @@
 //! The pipeline cache: compiled kernels by kernel id and compile options.
 //!
 //! A hit is one hash lookup and an `Arc` clone. A miss compiles through the
-//! backend, creates the shader module (checked or trusted, per the options)
-//! with an explicit bind group layout derived from the kernel's
-//! [`KernelLayout`], and creates the pipeline, all inside error scopes so a
-//! kernel wgpu rejects is a [`ServerError::Compilation`] carrying wgpu's (that
-//! is, naga's) message. Failed compilations are not cached: a kernel fixed
+//! backend, parses the result with naga once, checks the backend's layout
+//! against the module ([`ServerError::LayoutMismatch`] when they disagree)
+//! and reads its minimum binding sizes, then creates the shader module from
+//! the naga IR (wgpu does not parse it again; checked or trusted, per the
+//! options) with an explicit bind group layout derived from the kernel's
+//! [`KernelLayout`], and the pipeline, all inside error scopes so a kernel
+//! wgpu rejects is a [`ServerError::Compilation`] carrying wgpu's (that is,
+//! naga's) message. Failed compilations are not cached: a kernel fixed
 //! and relaunched under the same id compiles again.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use compute_runtime::{CubeKernel, KernelId, LogCategory, LogLevel, ServerError, ServerLogger};
-use compute_wgsl::{BoundsChecks, DeviceCaps, KernelLayout, WgpuCompilationOptions, WgpuCompiler};
+use compute_wgsl::{
+    BoundsChecks, CompiledKernel, DeviceCaps, KernelLayout, WgpuCompilationOptions, WgpuCompiler,
+    check_layout, make_storage_writable, module_interface, validate_wgsl,
+};
 use hashbrown::HashMap;
 
 use crate::device::faults::scoped;
@@ -28,6 +34,8 @@ pub struct CachedPipeline {
     pub bind_group_layout: wgpu::BindGroupLayout,
     /// The kernel's interface, so a hit needs no call into the compiler.
     pub layout: KernelLayout,
+    /// The smallest bindings the module accepts.
+    pub sizes: BindingSizes,
     /// The kernel's name.
     pub name: String,
 }
@@ -77,9 +85,10 @@ impl PipelineCache {
             },
             other => other,
         };
+        let (module, sizes) = checked_module(&compiled)?;
         let layout = compiled.layout.clone();
         let (pipeline, bind_group_layout) = scoped(device, || {
-            let bgl = bind_group_layout(device, &layout);
+            let bgl = bind_group_layout(device, &layout, &sizes);
             let pipeline_layout = device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
                 label: Some(&compiled.name),
                 bind_group_layouts: &[Some(&bgl)],
@@ -87,7 +96,7 @@ impl PipelineCache {
             });
             let source = wgpu::ShaderModuleDescriptor {
                 label: Some(&compiled.name),
-                source: wgpu::ShaderSource::Wgsl(compiled.source.as_str().into()),
+                source: wgpu::ShaderSource::Naga(std::borrow::Cow::Owned(module)),
             };
             let module = match compiled.bounds_checks.unwrap_or(options.bounds_checks) {
                 BoundsChecks::Checked => device.create_shader_module(source),
@@ -118,6 +127,7 @@ impl PipelineCache {
             pipeline,
             bind_group_layout,
             layout: compiled.layout,
+            sizes,
             name: compiled.name,
         });
         logger.log(LogCategory::Compile, LogLevel::Basic, || {
@@ -133,7 +143,40 @@ impl PipelineCache {
     }
 }
 
-fn bind_group_layout(device: &wgpu::Device, layout: &KernelLayout) -> wgpu::BindGroupLayout {
+/// The smallest bindings a module accepts: WebGPU's minimum binding sizes,
+/// which wgpu would otherwise check only at dispatch, inside an encoder.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct BindingSizes {
+    /// Per storage binding, in order.
+    pub storage: Vec<u64>,
+    /// The uniform block's size (0 without one).
+    pub uniform: u64,
+}
+
+/// Parses the compiled source with naga, checks the backend's layout
+/// against the module (a layout is never believed), and makes every storage
+/// binding writable (see `compute_wgsl::make_storage_writable`).
+fn checked_module(compiled: &CompiledKernel) -> Result<(naga::Module, BindingSizes), ServerError> {
+    let mut module = validate_wgsl(&compiled.name, &compiled.source)?;
+    let mismatch = |reason: String| ServerError::LayoutMismatch {
+        kernel: compiled.name.clone(),
+        reason,
+    };
+    let interface = module_interface(&module, &compiled.entry_point).map_err(mismatch)?;
+    check_layout(&compiled.layout, &interface).map_err(mismatch)?;
+    make_storage_writable(&mut module);
+    let sizes = BindingSizes {
+        storage: interface.storage.iter().map(|b| b.min_size).collect(),
+        uniform: interface.uniform_size.unwrap_or(0),
+    };
+    Ok((module, sizes))
+}
+
+fn bind_group_layout(
+    device: &wgpu::Device,
+    layout: &KernelLayout,
+    sizes: &BindingSizes,
+) -> wgpu::BindGroupLayout {
     let mut entries: Vec<wgpu::BindGroupLayoutEntry> = layout
         .bindings
         .iter()
@@ -147,7 +190,11 @@ fn bind_group_layout(device: &wgpu::Device, layout: &KernelLayout) -> wgpu::Bind
             ty: wgpu::BindingType::Buffer {
                 ty: wgpu::BufferBindingType::Storage { read_only: false },
                 has_dynamic_offset: false,
-                min_binding_size: None,
+                min_binding_size: sizes
+                    .storage
+                    .get(i)
+                    .copied()
+                    .and_then(wgpu::BufferSize::new),
             },
             count: None,
         })
@@ -159,7 +206,7 @@ fn bind_group_layout(device: &wgpu::Device, layout: &KernelLayout) -> wgpu::Bind
             ty: wgpu::BindingType::Buffer {
                 ty: wgpu::BufferBindingType::Uniform,
                 has_dynamic_offset: false,
-                min_binding_size: None,
+                min_binding_size: wgpu::BufferSize::new(sizes.uniform),
             },
             count: None,
         });

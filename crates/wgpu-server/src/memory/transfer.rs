@@ -92,7 +92,6 @@ pub(crate) fn write<C: WgpuCompiler>(
             memory: descriptor.binding.memory_id(),
         })?;
     server.streams.prepare_host_write(&[target]);
-    server.streams.backend_mut().host_writes_pending = true;
     let queue = &server.gpu.queue;
     scoped(&server.gpu.device, || {
         if size % ALIGN == 0 {
@@ -104,7 +103,11 @@ pub(crate) fn write<C: WgpuCompiler>(
             padded.resize(size.next_multiple_of(ALIGN) as usize, 0);
             queue.write_buffer(&buffer, target.offset, &padded);
         }
-    })
+    })?;
+    // Counted toward the flush thresholds: staged bytes reach the GPU (and
+    // wgpu recycles them) only with a submit.
+    server.streams.backend_mut().host_write(size);
+    Ok(())
 }
 
 struct PendingRead {

@@ -12,6 +12,8 @@ use compute_runtime::{
 };
 use compute_wgsl::WgpuCompiler;
 
+use compute_stream::settle_batch_failures;
+
 use crate::WgpuServer;
 use crate::memory::transfer;
 
@@ -21,13 +23,18 @@ impl<C: WgpuCompiler> Server for WgpuServer<C> {
         handles: Vec<BufferBinding>,
         stream_id: StreamId,
     ) -> DynFut<Result<(), ServerError>> {
-        if let Err(e) = self.enter().and_then(|()| {
-            self.capture_state(stream_id)
-                .allow_host_wait(stream_id, "sync")
-        }) {
+        if let Err(e) = self
+            .enter()
+            .and_then(|()| {
+                self.capture_state(stream_id)
+                    .allow_host_wait(stream_id, "sync")
+            })
+            .and_then(|()| handles.iter().try_for_each(|h| self.resolve(h).map(|_| ())))
+        {
             return Box::pin(async move { Err(e) });
         }
         self.streams.submit(stream_id);
+        settle_batch_failures(self);
         let deferred = self.streams.take_deferred(stream_id);
         let poisoned: Result<(), ServerError> = handles
             .iter()
@@ -66,9 +73,12 @@ impl<C: WgpuCompiler> Server for WgpuServer<C> {
                 ),
                 None => format!("sync {stream_id}: drained in {:?}", started.elapsed()),
             });
+            // Every error reaches someone: the stream's own failures first;
+            // a fault that arrived during the wait is reported here when
+            // nothing else is, and owed to the other streams either way.
             faults.lost()?;
-            faults.take_uncaptured()?;
             deferred?;
+            faults.take_uncaptured_for(stream_id)?;
             poisoned
         })
     }
@@ -152,7 +162,7 @@ impl<C: WgpuCompiler> Server for WgpuServer<C> {
             // Each write is its own scope: one bad descriptor poisons its
             // own destination only.
             let target = descriptor.binding.clone();
-            let written = self.scoped(stream_id, std::slice::from_ref(&target), |s| {
+            let written = self.scoped_overwrite(stream_id, std::slice::from_ref(&target), |s| {
                 if s.is_capturing(stream_id) {
                     return Err(ServerError::CaptureState {
                         stream: stream_id,
@@ -218,6 +228,7 @@ impl<C: WgpuCompiler> Server for WgpuServer<C> {
         self.enter()?;
         self.streams.submit(stream_id);
         self.streams.backend_mut().flush_host_writes();
+        settle_batch_failures(self);
         self.streams.take_deferred(stream_id)
     }
 

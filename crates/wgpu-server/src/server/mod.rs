@@ -22,10 +22,10 @@ use std::sync::Arc;
 use compute_graph::{CaptureState, StreamCapture};
 use compute_runtime::{
     BufferBinding, ComputeStorage, CubeKernel, DeviceId, DeviceService, DeviceServiceStage, DynFut,
-    LogCategory, LogLevel, ManagedResource, ServerError, ServerLogger, ServerStorage,
+    LogCategory, LogLevel, ManagedResource, MemoryId, ServerError, ServerLogger, ServerStorage,
     ServerUtilities, ServerUtilitiesHandle, StorageHandle, StreamId, TimingMethod,
 };
-use compute_stream::{SchedulerMultiStream, WriteScoped, write_scope};
+use compute_stream::{SchedulerMultiStream, WriteScoped, settle_batch_failures, write_scope};
 use compute_wgsl::WgpuCompiler;
 
 use crate::backend::ScheduledWgpuBackend;
@@ -137,9 +137,23 @@ impl<C: WgpuCompiler> WgpuServer<C> {
     }
 
     /// Checks the device and frees dropped handles: the preamble of every
-    /// call.
+    /// call. Uncaptured errors (a fault no error scope could pin on one
+    /// operation) are reported to every stream's next `flush` / `sync`;
+    /// batches that failed to submit are told to `on_failure`.
     pub(crate) fn enter(&mut self) -> Result<(), ServerError> {
         self.gpu.faults.lost()?;
+        if let Err(fault) = self.gpu.faults.take_uncaptured() {
+            self.streams.defer_error_everywhere(&Arc::new(fault));
+        }
+        for (reported, fault) in self.gpu.faults.take_owed() {
+            let fault = Arc::new(fault);
+            for other in self.streams.stream_ids() {
+                if other != reported {
+                    self.streams.defer_error(other, &fault);
+                }
+            }
+        }
+        settle_batch_failures(self);
         self.drain_releases();
         // Held (queued) launches come before anything issued after them.
         if !self.kernels.held.is_empty() {
@@ -179,14 +193,45 @@ impl<C: WgpuCompiler> WgpuServer<C> {
             && self.memory.manager.size_of(binding.memory_id()) == Some(binding.size)
     }
 
-    /// Runs a buffer-writing operation in a write scope.
+    /// Runs work that writes `writes` on the device (a launch, a replay) in
+    /// a write scope. Success trusts nothing again: nothing says the work
+    /// wrote every byte of a slice.
     pub(crate) fn scoped<R>(
         &mut self,
         stream: StreamId,
         writes: &[BufferBinding],
         body: impl FnOnce(&mut Self) -> Result<R, ServerError>,
     ) -> Result<R, ServerError> {
+        write_scope(self, stream, writes, |_, _| false, body)
+    }
+
+    /// Runs a host write of `writes` in a write scope: success trusts a
+    /// slice again when the write covered all of it.
+    pub(crate) fn scoped_overwrite<R>(
+        &mut self,
+        stream: StreamId,
+        writes: &[BufferBinding],
+        body: impl FnOnce(&mut Self) -> Result<R, ServerError>,
+    ) -> Result<R, ServerError> {
         write_scope(self, stream, writes, |s, b| s.covers(b), body)
+    }
+
+    /// `Ok` when every slice in `reads` is trusted; else the refusal of
+    /// work that would read untrusted bytes, naming the first such input and
+    /// why it is untrusted.
+    pub(crate) fn check_inputs(&self, reads: &[MemoryId]) -> Result<(), ServerError> {
+        if self.streams.trust().is_empty() {
+            return Ok(());
+        }
+        for input in reads {
+            if let Err(ServerError::Untrusted { cause, .. }) = self.streams.check(*input) {
+                return Err(ServerError::UntrustedInput {
+                    input: *input,
+                    cause,
+                });
+            }
+        }
+        Ok(())
     }
 
     pub(crate) fn capture_state(&self, stream: StreamId) -> CaptureState {

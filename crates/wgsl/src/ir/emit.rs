@@ -18,7 +18,9 @@
 
 use std::fmt::Write as _;
 
-use compute_ir::ir::{ArrayRef, Barrier, BinOp, Builtin, KernelDef, Op, Stmt, UnOp, ValueId};
+use compute_ir::ir::{
+    Access, ArrayRef, Barrier, BinOp, Builtin, KernelDef, Op, Stmt, UnOp, ValueId,
+};
 use compute_ir::{Kernel, Lit, Scalar, Type};
 
 use super::literal;
@@ -26,8 +28,8 @@ use super::literal;
 /// The entry point every IR kernel is emitted with.
 pub const ENTRY_POINT: &str = "main";
 
-/// The WGSL source of `kernel`: every storage buffer `read_write` (the
-/// server's contract), scalars in one uniform struct after the buffers.
+/// The WGSL source of `kernel`: storage buffers `read` or `read_write` as
+/// the IR declares them, scalars in one uniform struct after the buffers.
 pub fn emit_wgsl(kernel: &Kernel) -> String {
     let def = kernel.def();
     let mut e = Emitter {
@@ -51,9 +53,15 @@ pub fn emit_wgsl(kernel: &Kernel) -> String {
         } else {
             b.elem.wgsl().to_string()
         };
+        // Atomic buffers are always declared `ReadWrite` by the IR.
+        let access = if b.access == Access::ReadWrite {
+            "read_write"
+        } else {
+            "read"
+        };
         let _ = writeln!(
             head,
-            "@group(0) @binding({i}) var<storage, read_write> b{i}: array<{elem}>;"
+            "@group(0) @binding({i}) var<storage, {access}> b{i}: array<{elem}>;"
         );
     }
     if !def.scalars.is_empty() {

@@ -3,8 +3,9 @@
 //! `layout` reads the kernel's interface without generating code; `compile`
 //! checks the kernel against the device (workgroup size, shared memory,
 //! binding count, features), emits WGSL ([`emit_wgsl`]) and, when the
-//! options ask for it, validates it with naga. Every storage buffer is
-//! emitted `read_write`, so the output already meets the server's contract.
+//! options ask for it, validates it with naga. Storage buffers are emitted
+//! with the access the IR declares, so the server's check of the layout
+//! against the module holds by construction.
 //!
 //! Feature-gated IR, refused with [`ServerError::Unsupported`] (`what` in
 //! quotes) on a device without the wgpu feature:

@@ -1,0 +1,75 @@
+//! Dispatch: what a launch and a replayed launch both do once resolved.
+//!
+//! Order the launch's byte ranges against other streams (which may submit
+//! them, and a submission that fails poisons what its batch wrote), then
+//! refuse the launch if any slice it reads is untrusted (poison follows
+//! data: its writes are poisoned by the caller's scope with
+//! [`ServerError::UntrustedInput`] naming that input and its cause), then
+//! encode: the indirect count's copy when it has one, the pass, the
+//! dispatch. The slices it writes join its batch's record, so a batch that
+//! fails to submit poisons exactly them.
+
+use compute_runtime::{LogCategory, LogLevel, ServerError, StreamId};
+use compute_wgsl::WgpuCompiler;
+
+use crate::WgpuServer;
+use crate::launch::resolve::{INDIRECT_BYTES, ResolvedCount, ResolvedLaunch};
+
+/// Orders `launch` against other streams and encodes it on `stream`.
+pub(crate) fn dispatch<C: WgpuCompiler>(
+    s: &mut WgpuServer<C>,
+    stream: StreamId,
+    launch: &ResolvedLaunch,
+) -> Result<(), ServerError> {
+    s.streams.prepare(stream, &launch.pages);
+    s.check_inputs(&launch.reads)?;
+    let device = s.gpu.device.clone();
+    // An at-launch profile window (or a timeline) stamps this launch.
+    let timed = s
+        .timing
+        .profiler
+        .stamp_launch(&device, stream, launch.name(), || launch.count.to_string());
+    let (_, ws) = s.streams.encoder(stream);
+    if let ResolvedCount::Copied {
+        src,
+        src_offset,
+        scratch,
+        scratch_offset,
+        ..
+    } = &launch.count
+    {
+        ws.encoder_for_copy(&device).copy_buffer_to_buffer(
+            src,
+            *src_offset,
+            scratch,
+            *scratch_offset,
+            INDIRECT_BYTES,
+        );
+    }
+    let pass = ws.launch_pass(
+        &device,
+        timed.as_ref(),
+        (&launch.pipeline.pipeline, launch.pipeline.id),
+        (&launch.bind_group, launch.bind_id),
+    );
+    match &launch.count {
+        ResolvedCount::Static(x, y, z) => pass.dispatch_workgroups(*x, *y, *z),
+        ResolvedCount::Indirect { buffer, offset } => {
+            pass.dispatch_workgroups_indirect(buffer, *offset)
+        }
+        ResolvedCount::Copied {
+            scratch,
+            scratch_offset,
+            ..
+        } => pass.dispatch_workgroups_indirect(scratch, *scratch_offset),
+    }
+    if timed.is_some() {
+        ws.end_pass();
+    }
+    ws.wrote(&launch.writes);
+    s.streams.task_done(stream);
+    s.logger.log(LogCategory::Launch, LogLevel::Full, || {
+        format!("launch `{}` {} on {stream}", launch.name(), launch.count)
+    });
+    Ok(())
+}
