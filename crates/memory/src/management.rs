@@ -333,11 +333,14 @@ impl<S: ComputeStorage> MemoryManagement<S> {
                 reason: "cannot reserve zero bytes".into(),
             });
         }
-        if size > self.props.max_buffer_size {
+        // Whole 4-byte words: a page of an odd size would have a tail no
+        // copy can move.
+        let max = self.props.max_buffer_size - self.props.max_buffer_size % 4;
+        if size > max {
             return Err(ServerError::LimitExceeded {
                 limit: "max_buffer_size",
                 requested: size,
-                max: self.props.max_buffer_size,
+                max,
             });
         }
         let pool = match mode {

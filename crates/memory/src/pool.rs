@@ -79,13 +79,17 @@ pub(crate) fn round_down(size: u64, align: u64) -> u64 {
 
 /// Bytes of a page that serves one request of `size` bytes by itself
 /// (exclusive and persistent pools): `size` rounded up to `align`, unless
-/// that would pass `max_buffer_size`, in which case `size` itself (pages
-/// start at offset 0, so their start is aligned either way).
+/// that would pass `max_buffer_size`, in which case `size` rounded up to 4
+/// (pages start at offset 0, so their start is aligned either way). Never an
+/// odd size: copies move whole 4-byte words, so the tail of an odd page
+/// could not be read back. The manager refuses requests over
+/// `max_buffer_size` rounded down to 4, so the round-up always fits.
 pub(crate) fn whole_page_bytes(size: u64, align: u64, max_buffer_size: u64) -> u64 {
-    match round_up(size, align) {
-        Some(r) if r <= max_buffer_size => r,
-        _ => size,
-    }
+    let fits = |r: &u64| *r <= max_buffer_size;
+    round_up(size, align)
+        .filter(fits)
+        .or_else(|| round_up(size, 4).filter(fits))
+        .unwrap_or(size)
 }
 
 /// The error for a reservation that would take a pool over its
@@ -176,5 +180,18 @@ mod tests {
             (u.peak_pages, u.peak_bytes_reserved, u.peak_bytes_in_use),
             (1, 1024, 100)
         );
+    }
+}
+
+#[cfg(test)]
+mod page_size_tests {
+    use super::whole_page_bytes;
+
+    #[test]
+    fn whole_pages_are_never_odd() {
+        assert_eq!(whole_page_bytes(1000, 256, 1 << 20), 1024);
+        // Rounding to the alignment would pass the maximum: words instead.
+        assert_eq!(whole_page_bytes(1001, 256, 1004), 1004);
+        assert_eq!(whole_page_bytes(1003, 256, 1003), 1003, "the manager refuses this");
     }
 }
