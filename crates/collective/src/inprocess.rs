@@ -104,17 +104,37 @@ impl InProcessTransport {
         }
     }
 
-    /// One data round of group call `seq`: deposit `input`, get this rank's
-    /// output of `finish`.
+    /// The descriptor round of `id`: this rank's slot, and every
+    /// participant's descriptor in slot order.
+    fn descriptors(
+        &self,
+        id: CallId,
+        mine: Descriptor,
+        deadline: Instant,
+    ) -> Result<(usize, Arc<Vec<Descriptor>>), ServerError> {
+        let what = describe(mine.call.name(), id);
+        self.hub.meet(
+            rendezvous::descs,
+            id,
+            Phase::Exchange,
+            self.rank,
+            mine,
+            deadline,
+            &what,
+            Ok,
+        )
+    }
+
+    /// The data round of `id` (`name` is the call's): deposit `input`, get
+    /// this rank's output of `finish`.
     fn data(
         &self,
-        seq: u64,
+        id: CallId,
         name: &str,
         input: Bytes,
         deadline: Instant,
         finish: impl FnOnce(Vec<Bytes>) -> Result<Vec<Bytes>, ServerError>,
     ) -> Result<Bytes, ServerError> {
-        let id = CallId::Group { seq };
         let what = describe(name, id);
         let (slot, outputs) = self.hub.meet(
             rendezvous::data,
@@ -127,6 +147,21 @@ impl InProcessTransport {
             finish,
         )?;
         output(&outputs, slot, &what)
+    }
+
+    /// The data round of message `link`: the sender (slot 0) deposits its
+    /// bytes, the receiver (slot 1) gets them.
+    fn message(
+        &self,
+        link: Link,
+        name: &str,
+        input: Bytes,
+        deadline: Instant,
+    ) -> Result<Bytes, ServerError> {
+        self.data(CallId::P2p(link), name, input, deadline, |mut parts| {
+            parts.reverse();
+            Ok(parts)
+        })
     }
 
     fn reduced(
@@ -185,18 +220,7 @@ impl Transport for InProcessTransport {
         mine: Descriptor,
         deadline: Instant,
     ) -> Result<Vec<Descriptor>, ServerError> {
-        let id = CallId::Group { seq };
-        let what = describe(mine.call.name(), id);
-        let (_, all) = self.hub.meet(
-            rendezvous::descs,
-            id,
-            Phase::Exchange,
-            self.rank,
-            mine,
-            deadline,
-            &what,
-            Ok,
-        )?;
+        let (_, all) = self.descriptors(CallId::Group { seq }, mine, deadline)?;
         Ok(all.as_ref().clone())
     }
 
@@ -206,22 +230,14 @@ impl Transport for InProcessTransport {
         mine: Descriptor,
         deadline: Instant,
     ) -> Result<Descriptor, ServerError> {
-        let id = CallId::P2p(link);
-        let what = describe(mine.call.name(), id);
-        let (slot, both) = self.hub.meet(
-            rendezvous::descs,
-            id,
-            Phase::Exchange,
-            self.rank,
-            mine,
-            deadline,
-            &what,
-            Ok,
-        )?;
+        let (slot, both) = self.descriptors(CallId::P2p(link), mine, deadline)?;
         both.get(1 - slot)
             .cloned()
             .ok_or_else(|| ServerError::CollectiveState {
-                reason: format!("{what}: the peer's descriptor is missing"),
+                reason: format!(
+                    "{}: the peer's descriptor is missing",
+                    describe("send", CallId::P2p(link))
+                ),
             })
     }
 
@@ -233,18 +249,30 @@ impl Transport for InProcessTransport {
         deadline: Instant,
     ) -> Result<Bytes, ServerError> {
         let what = describe("all_reduce", CallId::Group { seq });
-        self.data(seq, "all_reduce", input, deadline, |inputs| {
-            let out = self.reduced(reduction, &inputs, &what)?;
-            Ok(vec![out; inputs.len()])
-        })
+        self.data(
+            CallId::Group { seq },
+            "all_reduce",
+            input,
+            deadline,
+            |inputs| {
+                let out = self.reduced(reduction, &inputs, &what)?;
+                Ok(vec![out; inputs.len()])
+            },
+        )
     }
 
     fn all_gather(&self, seq: u64, input: Bytes, deadline: Instant) -> Result<Bytes, ServerError> {
-        self.data(seq, "all_gather", input, deadline, |inputs| {
-            let mut out = BytesMut::with_capacity(inputs.iter().map(Bytes::len).sum());
-            inputs.iter().for_each(|b| out.extend_from_slice(b));
-            Ok(vec![out.freeze(); inputs.len()])
-        })
+        self.data(
+            CallId::Group { seq },
+            "all_gather",
+            input,
+            deadline,
+            |inputs| {
+                let mut out = BytesMut::with_capacity(inputs.iter().map(Bytes::len).sum());
+                inputs.iter().for_each(|b| out.extend_from_slice(b));
+                Ok(vec![out.freeze(); inputs.len()])
+            },
+        )
     }
 
     fn reduce_scatter(
@@ -255,16 +283,25 @@ impl Transport for InProcessTransport {
         deadline: Instant,
     ) -> Result<Bytes, ServerError> {
         let what = describe("reduce_scatter", CallId::Group { seq });
-        self.data(seq, "reduce_scatter", input, deadline, |inputs| {
-            let n = inputs.len();
-            let full = self.reduced(reduction, &inputs, &what)?;
-            if !full.len().is_multiple_of(n.max(1)) {
-                return Err(ServerError::CollectiveMismatch {
-                    reason: format!("{what}: {} bytes do not split into {n} chunks", full.len()),
-                });
-            }
-            Ok((0..n).map(|r| chunk(&full, r, n)).collect())
-        })
+        self.data(
+            CallId::Group { seq },
+            "reduce_scatter",
+            input,
+            deadline,
+            |inputs| {
+                let n = inputs.len();
+                let full = self.reduced(reduction, &inputs, &what)?;
+                if !full.len().is_multiple_of(n.max(1)) {
+                    return Err(ServerError::CollectiveMismatch {
+                        reason: format!(
+                            "{what}: {} bytes do not split into {n} chunks",
+                            full.len()
+                        ),
+                    });
+                }
+                Ok((0..n).map(|r| chunk(&full, r, n)).collect())
+            },
+        )
     }
 
     fn broadcast(
@@ -275,77 +312,55 @@ impl Transport for InProcessTransport {
         len: usize,
         deadline: Instant,
     ) -> Result<Bytes, ServerError> {
-        self.data(seq, "broadcast", input, deadline, |inputs| {
-            match inputs.get(root) {
+        self.data(
+            CallId::Group { seq },
+            "broadcast",
+            input,
+            deadline,
+            |inputs| match inputs.get(root) {
                 Some(src) if src.len() == len => Ok(vec![src.clone(); inputs.len()]),
                 other => Err(ServerError::SizeMismatch {
                     expected: len as u64,
                     actual: other.map_or(0, Bytes::len) as u64,
                 }),
-            }
-        })
+            },
+        )
     }
 
     fn all_to_all(&self, seq: u64, input: Bytes, deadline: Instant) -> Result<Bytes, ServerError> {
         let what = describe("all_to_all", CallId::Group { seq });
-        self.data(seq, "all_to_all", input, deadline, |inputs| {
-            let n = inputs.len();
-            let len = same_len(&inputs, &what)?;
-            if !len.is_multiple_of(n.max(1)) {
-                return Err(ServerError::CollectiveMismatch {
-                    reason: format!("{what}: {len} bytes do not split into {n} chunks"),
-                });
-            }
-            Ok((0..n)
-                .map(|r| {
-                    let mut out = BytesMut::with_capacity(len);
-                    inputs
-                        .iter()
-                        .for_each(|src| out.extend_from_slice(&chunk(src, r, n)));
-                    out.freeze()
-                })
-                .collect())
-        })
+        self.data(
+            CallId::Group { seq },
+            "all_to_all",
+            input,
+            deadline,
+            |inputs| {
+                let n = inputs.len();
+                let len = same_len(&inputs, &what)?;
+                if !len.is_multiple_of(n.max(1)) {
+                    return Err(ServerError::CollectiveMismatch {
+                        reason: format!("{what}: {len} bytes do not split into {n} chunks"),
+                    });
+                }
+                Ok((0..n)
+                    .map(|r| {
+                        let mut out = BytesMut::with_capacity(len);
+                        inputs
+                            .iter()
+                            .for_each(|src| out.extend_from_slice(&chunk(src, r, n)));
+                        out.freeze()
+                    })
+                    .collect())
+            },
+        )
     }
 
     fn send(&self, link: Link, input: Bytes, deadline: Instant) -> Result<(), ServerError> {
-        let id = CallId::P2p(link);
-        let what = describe("send", id);
-        self.hub.meet(
-            rendezvous::data,
-            id,
-            Phase::Data,
-            self.rank,
-            input,
-            deadline,
-            &what,
-            |mut parts| {
-                // Slot 0 sends, slot 1 receives: the receiver's output is the
-                // sender's bytes.
-                parts.reverse();
-                Ok(parts)
-            },
-        )?;
-        Ok(())
+        self.message(link, "send", input, deadline).map(|_| ())
     }
 
     fn recv(&self, link: Link, len: usize, deadline: Instant) -> Result<Bytes, ServerError> {
-        let id = CallId::P2p(link);
-        let what = describe("recv", id);
-        let (slot, parts) = self.hub.meet(
-            rendezvous::data,
-            id,
-            Phase::Data,
-            self.rank,
-            Bytes::new(),
-            deadline,
-            &what,
-            |mut parts| {
-                parts.reverse();
-                Ok(parts)
-            },
-        )?;
-        let bytes = output(&parts, slot, &what)?;
+        let bytes = self.message(link, "recv", Bytes::new(), deadline)?;
         if bytes.len() != len {
             return Err(ServerError::SizeMismatch {
                 expected: len as u64,

@@ -62,9 +62,7 @@ mod rendezvous;
 mod result;
 mod transport;
 
-pub use call::{
-    CallId, CollectiveCall, Descriptor, Link, Verdict, agree, agree_pair, describe, invalid_call,
-};
+pub use call::{CallId, CollectiveCall, Descriptor, Link, Verdict, agree, agree_pair, describe};
 pub use communicator::{CommConfig, Communicator};
 pub use inprocess::InProcessTransport;
 pub use reduce::Parallelism;
