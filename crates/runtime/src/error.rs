@@ -215,10 +215,57 @@ pub enum ServerError {
         /// What the state machine refused.
         reason: String,
     },
-    /// Ranks of a collective disagree (sizes, dtypes, rank sets).
+    /// Ranks of a collective disagree (call kind, sizes, dtypes, operation,
+    /// root, rank sets), or one rank posted a call that cannot be valid on
+    /// any rank (a size that does not divide by the rank count, say). Every
+    /// rank of the call gets it.
     #[error("collective mismatch: {reason}")]
     CollectiveMismatch {
-        /// What disagreed.
+        /// What disagreed, naming the ranks and their calls.
+        reason: String,
+    },
+    /// A collective did not complete in time: some rank never posted its
+    /// call, or never provided its input. The call is aborted on every rank
+    /// that reaches it later.
+    #[error(
+        "collective timeout: rank {rank} waited {waited_ms} ms on {call}; still missing: ranks {missing:?}"
+    )]
+    CollectiveTimeout {
+        /// The rank that gave up.
+        rank: usize,
+        /// The call, in words (`all_reduce #3`, `send #0 from rank 1 to rank 2`).
+        call: String,
+        /// How long it waited, in milliseconds.
+        waited_ms: u64,
+        /// The ranks whose part had not arrived, as far as `rank` knows (it
+        /// may name `rank` itself when its own input never came).
+        missing: Vec<usize>,
+    },
+    /// The result depends on a rank's input that was untrusted or failed, so
+    /// it is poisoned too. `cause` is that rank's error.
+    #[error("collective input of rank {rank} failed: {cause}")]
+    CollectiveInput {
+        /// The rank whose input failed (the lowest one, if several did).
+        rank: usize,
+        /// Why that rank's input failed.
+        cause: Arc<ServerError>,
+    },
+    /// A collective call in the wrong state: before `comm_init`, a device not
+    /// in the communicator's rank list, a rank that joined twice, a peer that
+    /// is not a rank.
+    #[error("collective state: {reason}")]
+    CollectiveState {
+        /// What the state refused.
+        reason: String,
+    },
+    /// A collective was aborted before it completed (another rank timed out
+    /// waiting on it, or a rank left the communicator); every rank that
+    /// reaches it afterwards gets this at once.
+    #[error("collective {call} aborted: {reason}")]
+    CollectiveAborted {
+        /// The call, in words.
+        call: String,
+        /// Why it was aborted.
         reason: String,
     },
 }
@@ -237,7 +284,9 @@ impl ServerError {
         ServerError::Unsupported { what, reason }
     }
 
-    /// Whether the device is gone (no later call can succeed).
+    /// Whether the device is gone (no later call can succeed). A
+    /// [`CollectiveInput`](Self::CollectiveInput) is not: the device it names
+    /// is another rank's.
     pub fn is_device_lost(&self) -> bool {
         match self {
             ServerError::DeviceLost { .. } => true,
@@ -249,13 +298,16 @@ impl ServerError {
     }
 
     /// The innermost error: the cause of an [`Untrusted`](Self::Untrusted),
-    /// [`UntrustedInput`](Self::UntrustedInput) or [`Deferred`](Self::Deferred)
-    /// report, else `self`.
+    /// [`UntrustedInput`](Self::UntrustedInput), [`Deferred`](Self::Deferred)
+    /// or [`CollectiveInput`](Self::CollectiveInput) report, else `self`. (For
+    /// `CollectiveInput` the root cause happened on the rank it names, which
+    /// may be another device.)
     pub fn root_cause(&self) -> &ServerError {
         match self {
             ServerError::Untrusted { cause, .. }
             | ServerError::Deferred { cause, .. }
-            | ServerError::UntrustedInput { cause, .. } => cause.root_cause(),
+            | ServerError::UntrustedInput { cause, .. }
+            | ServerError::CollectiveInput { cause, .. } => cause.root_cause(),
             other => other,
         }
     }
@@ -305,5 +357,32 @@ mod tests {
         assert_eq!(wrapped.root_cause(), &inner);
         assert!(wrapped.to_string().ends_with("(and 2 later failures)"));
         assert!(!wrapped.is_device_lost());
+    }
+
+    #[test]
+    fn collective_input_names_a_peer() {
+        let lost = ServerError::DeviceLost {
+            reason: "gone".into(),
+        };
+        let poisoned = ServerError::Untrusted {
+            memory: MemoryId(7),
+            cause: Arc::new(ServerError::CollectiveInput {
+                rank: 2,
+                cause: Arc::new(lost.clone()),
+            }),
+        };
+        assert_eq!(poisoned.root_cause(), &lost);
+        // The lost device is rank 2's, not this one.
+        assert!(!poisoned.is_device_lost());
+        let timeout = ServerError::CollectiveTimeout {
+            rank: 0,
+            call: "all_reduce #3".into(),
+            waited_ms: 50,
+            missing: vec![2],
+        };
+        assert_eq!(
+            timeout.to_string(),
+            "collective timeout: rank 0 waited 50 ms on all_reduce #3; still missing: ranks [2]"
+        );
     }
 }

@@ -33,7 +33,7 @@ mod storage;
 mod utilities;
 
 pub use bytes::Bytes;
-pub use collective::{ComputeWait, Reduction};
+pub use collective::{ComputeWait, DType, ReduceOp, Reduction};
 pub use error::{ProfileError, ServerError};
 pub use handle::{BufferBinding, CopyDescriptor, Handle, ManagedMemoryHandle, ReleaseQueue};
 pub use id::{DeviceId, GraphId, KernelId, MemoryId, StorageId, StreamId};

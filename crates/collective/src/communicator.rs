@@ -1,0 +1,221 @@
+//! [`Communicator`]: one rank's handle on a group of ranks, and its
+//! [`CommConfig`].
+//!
+//! A communicator numbers the rank's calls (group calls in one sequence,
+//! point-to-point messages per peer and direction), checks what it can
+//! locally, and queues each call for the rank's engine thread; `post` never
+//! blocks and never waits for another rank.
+//!
+//! **Buys:** a server owns one `Communicator` per device list and drives it
+//! from its own thread through `&mut self`, like the rest of the server; the
+//! transport behind it is a trait object, so in-process and (later) MPI
+//! communicators are the same type. **Doesn't buy:** sharing one rank's
+//! communicator between threads (the sequence numbers are the rank's order
+//! of calls; two threads posting would make that order a race).
+
+use std::sync::{Arc, mpsc};
+use std::time::Duration;
+
+use compute_runtime::{DeviceId, ServerError};
+
+use crate::call::{CallId, CollectiveCall, Link, invalid_call};
+use crate::engine::{self, Job};
+use crate::inprocess::InProcessTransport;
+use crate::reduce::Parallelism;
+use crate::result::{Cell, Contribution, PendingResult};
+use crate::transport::Transport;
+
+/// How a communicator behaves.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct CommConfig {
+    /// How long the engine waits at each step of a call (for the rank's
+    /// input, for the other ranks at the exchange, for the data) before the
+    /// call fails with [`ServerError::CollectiveTimeout`] and is aborted.
+    pub timeout: Duration,
+    /// When host reductions split across threads.
+    pub parallelism: Parallelism,
+}
+
+impl CommConfig {
+    /// The environment variable that sets the default timeout, in
+    /// milliseconds.
+    pub const TIMEOUT_ENV: &'static str = "COMPUTE_COLLECTIVE_TIMEOUT_MS";
+
+    /// The timeout when the environment does not set one: 60 s.
+    pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
+
+    /// The default configuration, with the timeout read from
+    /// [`Self::TIMEOUT_ENV`] when it holds a number of milliseconds.
+    pub fn from_env() -> Self {
+        let timeout = std::env::var(Self::TIMEOUT_ENV)
+            .ok()
+            .and_then(|ms| ms.trim().parse::<u64>().ok())
+            .map_or(Self::DEFAULT_TIMEOUT, Duration::from_millis);
+        CommConfig {
+            timeout,
+            parallelism: Parallelism::default(),
+        }
+    }
+
+    /// This configuration with `timeout`.
+    pub fn with_timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
+        self
+    }
+
+    /// This configuration with `parallelism`.
+    pub fn with_parallelism(mut self, parallelism: Parallelism) -> Self {
+        self.parallelism = parallelism;
+        self
+    }
+}
+
+impl Default for CommConfig {
+    /// [`CommConfig::from_env`].
+    fn default() -> Self {
+        Self::from_env()
+    }
+}
+
+/// One rank's handle on a communicator. Dropping it lets the rank's queued
+/// calls finish, then the rank leaves (calls of other ranks that wait for
+/// it fail with [`ServerError::CollectiveAborted`]).
+#[derive(Debug)]
+pub struct Communicator {
+    transport: Arc<dyn Transport>,
+    config: CommConfig,
+    device_ids: Vec<DeviceId>,
+    jobs: mpsc::Sender<Job>,
+    next_group: u64,
+    next_send: Vec<u64>,
+    next_recv: Vec<u64>,
+}
+
+impl Communicator {
+    /// Joins the in-process communicator over `device_ids` as `me`'s rank
+    /// (ranks are the list's order). Never blocks: the ranks may join from
+    /// one thread in turn. See [`InProcessTransport::join`] for the errors.
+    pub fn join_in_process(
+        device_ids: &[DeviceId],
+        me: DeviceId,
+        config: CommConfig,
+    ) -> Result<Self, ServerError> {
+        let transport = InProcessTransport::join(device_ids, me, config.parallelism)?;
+        Self::with_transport(Arc::new(transport), device_ids.to_vec(), config)
+    }
+
+    /// A communicator over any transport; `device_ids` names its ranks (one
+    /// per rank, in rank order).
+    pub fn with_transport(
+        transport: Arc<dyn Transport>,
+        device_ids: Vec<DeviceId>,
+        config: CommConfig,
+    ) -> Result<Self, ServerError> {
+        let ranks = transport.size();
+        if device_ids.len() != ranks || transport.rank() >= ranks {
+            return Err(ServerError::CollectiveState {
+                reason: format!(
+                    "rank {} of {ranks} cannot be named by {} devices",
+                    transport.rank(),
+                    device_ids.len()
+                ),
+            });
+        }
+        let jobs = engine::spawn(Arc::clone(&transport), config.timeout)?;
+        Ok(Communicator {
+            transport,
+            config,
+            device_ids,
+            jobs,
+            next_group: 0,
+            next_send: vec![0; ranks],
+            next_recv: vec![0; ranks],
+        })
+    }
+
+    /// This rank.
+    pub fn rank(&self) -> usize {
+        self.transport.rank()
+    }
+
+    /// How many ranks the communicator has.
+    pub fn size(&self) -> usize {
+        self.transport.size()
+    }
+
+    /// The devices of the ranks, in rank order.
+    pub fn device_ids(&self) -> &[DeviceId] {
+        &self.device_ids
+    }
+
+    /// The rank of `device`, if it is one.
+    pub fn rank_of(&self, device: DeviceId) -> Option<usize> {
+        self.device_ids.iter().position(|d| *d == device)
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &CommConfig {
+        &self.config
+    }
+
+    /// Posts this rank's next call: returns where its input goes and where
+    /// its outcome comes from. Never blocks.
+    ///
+    /// Group calls pair by sequence: the k-th group call of every rank with
+    /// the k-th of every other. Messages pair per (sender, receiver), in
+    /// order. A group call that cannot be valid (see
+    /// [`CollectiveCall::problem`]) still takes its place in the sequence, so
+    /// the other ranks fail with the same [`ServerError::CollectiveMismatch`]
+    /// this returns, instead of waiting. A message to or from a rank that
+    /// does not exist, or to this rank itself, is refused with
+    /// [`ServerError::InvalidArgument`] and takes no place.
+    pub fn post(
+        &mut self,
+        call: CollectiveCall,
+    ) -> Result<(Contribution, PendingResult), ServerError> {
+        let (rank, ranks) = (self.rank(), self.size());
+        let problem = call.problem(rank, ranks);
+        let id = match call {
+            CollectiveCall::Send { peer, .. } | CollectiveCall::Recv { peer, .. } => {
+                if let Some(reason) = problem {
+                    return Err(ServerError::InvalidArgument {
+                        reason: format!("{call} on rank {rank}: {reason}"),
+                    });
+                }
+                let (counter, from, to) = match call {
+                    CollectiveCall::Send { .. } => (&mut self.next_send, rank, peer),
+                    _ => (&mut self.next_recv, peer, rank),
+                };
+                let seq = counter.get(peer).copied().unwrap_or(0);
+                if let Some(next) = counter.get_mut(peer) {
+                    *next += 1;
+                }
+                CallId::P2p(Link { from, to, seq })
+            }
+            _ => {
+                let seq = self.next_group;
+                self.next_group += 1;
+                CallId::Group { seq }
+            }
+        };
+        let cell = Cell::new();
+        let job = Job {
+            id,
+            call,
+            invalid: problem.clone(),
+            cell: Arc::clone(&cell),
+        };
+        self.jobs
+            .send(job)
+            .map_err(|_| ServerError::CollectiveState {
+                reason: format!("the engine of rank {rank} has stopped"),
+            })?;
+        if let Some(reason) = problem {
+            return Err(invalid_call(id, rank, &call, &reason));
+        }
+        let contribution = Contribution::new(Arc::clone(&cell), call.input_len(ranks));
+        let pending = PendingResult::new(cell, Arc::clone(&self.transport), id, call);
+        Ok((contribution, pending))
+    }
+}

@@ -1,0 +1,384 @@
+//! The in-process transport: the ranks of one process meet in a shared
+//! [`Hub`] of rounds; a process-global registry pairs the servers that name
+//! the same device list.
+//!
+//! Data rounds compute every rank's output once, on the engine thread of the
+//! last rank to arrive (a reduction splits across scoped threads when it is
+//! large): an all-reduce result, an all-gather concatenation and a broadcast
+//! are one shared `Bytes` handed to every rank (no copy per rank); a
+//! reduce-scatter hands out slices of one reduction; an all-to-all builds
+//! one buffer per rank.
+//!
+//! **Buys:** joining never blocks (one thread may join rank 0, then rank 1,
+//! ...); host bytes move by reference count, not copy, where the result is
+//! the same for every rank. **Doesn't buy:** overlap of one rank's calls
+//! (each rank's calls run in order, as on a stream), or reaching another
+//! process.
+
+use std::sync::{Arc, LazyLock, Mutex, Weak};
+use std::time::Instant;
+
+use bytes::{Bytes, BytesMut};
+use compute_runtime::{DeviceId, Reduction, ServerError};
+use hashbrown::HashMap;
+
+use crate::call::{CallId, Descriptor, Link, describe};
+use crate::reduce::{Parallelism, reduce};
+use crate::rendezvous::{self, Hub, Join, Phase};
+use crate::transport::Transport;
+
+type Registry = Mutex<HashMap<Vec<DeviceId>, Weak<Hub>>>;
+
+/// The hubs of the communicators of this process, by device list.
+static REGISTRY: LazyLock<Registry> = LazyLock::new(|| Mutex::new(HashMap::new()));
+
+/// One rank's endpoint of an in-process communicator.
+#[derive(Debug)]
+pub struct InProcessTransport {
+    hub: Arc<Hub>,
+    rank: usize,
+    parallelism: Parallelism,
+}
+
+impl InProcessTransport {
+    /// Joins the communicator over `device_ids` as the rank of `me` (its
+    /// position in the list). Never blocks. Fails with
+    /// [`ServerError::CollectiveState`] when the list is empty or names a
+    /// device twice, when `me` is not in it, or when `me` already joined the
+    /// communicator over this list and has not left it. After any rank has
+    /// left a communicator, joining the same list starts a new one (every
+    /// rank re-joins).
+    pub fn join(
+        device_ids: &[DeviceId],
+        me: DeviceId,
+        parallelism: Parallelism,
+    ) -> Result<Self, ServerError> {
+        let state = |reason: String| ServerError::CollectiveState { reason };
+        if device_ids.is_empty() {
+            return Err(state("a communicator needs at least one device".into()));
+        }
+        for (i, id) in device_ids.iter().enumerate() {
+            if device_ids[..i].contains(id) {
+                return Err(state(format!(
+                    "{id} appears twice in the rank list {device_ids:?}"
+                )));
+            }
+        }
+        let rank = device_ids
+            .iter()
+            .position(|id| *id == me)
+            .ok_or_else(|| state(format!("{me} is not in the rank list {device_ids:?}")))?;
+        let mut registry = REGISTRY.lock().unwrap_or_else(|e| e.into_inner());
+        registry.retain(|_, hub| hub.strong_count() > 0);
+        if let Some(hub) = registry.get(device_ids).and_then(Weak::upgrade) {
+            match hub.join(rank) {
+                Join::Joined => return Ok(Self::new(hub, rank, parallelism)),
+                Join::AlreadyJoined => {
+                    return Err(state(format!(
+                        "{me} (rank {rank}) already joined the communicator over {device_ids:?} \
+                         and has not left it"
+                    )));
+                }
+                Join::Over => {}
+            }
+        }
+        let hub = Arc::new(Hub::new(device_ids.len()));
+        // A fresh hub: the join cannot be refused.
+        let _ = hub.join(rank);
+        registry.insert(device_ids.to_vec(), Arc::downgrade(&hub));
+        Ok(Self::new(hub, rank, parallelism))
+    }
+
+    /// Rendezvous rounds the communicator's hub holds now: calls in flight,
+    /// and tombstones of aborted calls some rank has not moved past yet.
+    /// Zero once every posted call has completed everywhere.
+    pub fn rounds_held(&self) -> usize {
+        self.hub.rounds_held()
+    }
+
+    fn new(hub: Arc<Hub>, rank: usize, parallelism: Parallelism) -> Self {
+        InProcessTransport {
+            hub,
+            rank,
+            parallelism,
+        }
+    }
+
+    /// The descriptor round of `id`: this rank's slot, and every
+    /// participant's descriptor in slot order.
+    fn descriptors(
+        &self,
+        id: CallId,
+        mine: Descriptor,
+        deadline: Instant,
+    ) -> Result<(usize, Arc<Vec<Descriptor>>), ServerError> {
+        let what = describe(mine.call.name(), id);
+        self.hub.meet(
+            rendezvous::descs,
+            id,
+            Phase::Exchange,
+            self.rank,
+            mine,
+            deadline,
+            &what,
+            Ok,
+        )
+    }
+
+    /// The data round of `id` (`name` is the call's): deposit `input`, get
+    /// this rank's output of `finish`.
+    fn data(
+        &self,
+        id: CallId,
+        name: &str,
+        input: Bytes,
+        deadline: Instant,
+        finish: impl FnOnce(Vec<Bytes>) -> Result<Vec<Bytes>, ServerError>,
+    ) -> Result<Bytes, ServerError> {
+        let what = describe(name, id);
+        let (slot, outputs) = self.hub.meet(
+            rendezvous::data,
+            id,
+            Phase::Data,
+            self.rank,
+            input,
+            deadline,
+            &what,
+            finish,
+        )?;
+        output(&outputs, slot, &what)
+    }
+
+    /// The data round of message `link`: the sender (slot 0) deposits its
+    /// bytes, the receiver (slot 1) gets them.
+    fn message(
+        &self,
+        link: Link,
+        name: &str,
+        input: Bytes,
+        deadline: Instant,
+    ) -> Result<Bytes, ServerError> {
+        self.data(CallId::P2p(link), name, input, deadline, |mut parts| {
+            parts.reverse();
+            Ok(parts)
+        })
+    }
+
+    fn reduced(
+        &self,
+        reduction: Reduction,
+        inputs: &[Bytes],
+        what: &str,
+    ) -> Result<Bytes, ServerError> {
+        let len = same_len(inputs, what)?;
+        let refs: Vec<&[u8]> = inputs.iter().map(|b| b.as_ref()).collect();
+        let mut out = vec![0u8; len];
+        reduce(reduction, &refs, &mut out, self.parallelism)?;
+        Ok(Bytes::from(out))
+    }
+}
+
+fn output(outputs: &[Bytes], slot: usize, what: &str) -> Result<Bytes, ServerError> {
+    outputs
+        .get(slot)
+        .cloned()
+        .ok_or_else(|| ServerError::CollectiveState {
+            reason: format!("{what}: no output for slot {slot}"),
+        })
+}
+
+/// The common length of `inputs` (the exchange agreed on it; checked again
+/// so a broken invariant is an error, not a panic).
+fn same_len(inputs: &[Bytes], what: &str) -> Result<usize, ServerError> {
+    let len = inputs.first().map_or(0, Bytes::len);
+    match inputs.iter().find(|b| b.len() != len) {
+        Some(other) => Err(ServerError::CollectiveMismatch {
+            reason: format!("{what}: inputs of {len} and {} bytes", other.len()),
+        }),
+        None => Ok(len),
+    }
+}
+
+/// Chunk `index` of `len / parts` bytes of `bytes`.
+fn chunk(bytes: &Bytes, index: usize, parts: usize) -> Bytes {
+    let size = bytes.len() / parts.max(1);
+    bytes.slice(index * size..(index + 1) * size)
+}
+
+impl Transport for InProcessTransport {
+    fn rank(&self) -> usize {
+        self.rank
+    }
+
+    fn size(&self) -> usize {
+        self.hub.ranks()
+    }
+
+    fn exchange(
+        &self,
+        seq: u64,
+        mine: Descriptor,
+        deadline: Instant,
+    ) -> Result<Vec<Descriptor>, ServerError> {
+        let (_, all) = self.descriptors(CallId::Group { seq }, mine, deadline)?;
+        Ok(all.as_ref().clone())
+    }
+
+    fn exchange_pair(
+        &self,
+        link: Link,
+        mine: Descriptor,
+        deadline: Instant,
+    ) -> Result<Descriptor, ServerError> {
+        let (slot, both) = self.descriptors(CallId::P2p(link), mine, deadline)?;
+        both.get(1 - slot)
+            .cloned()
+            .ok_or_else(|| ServerError::CollectiveState {
+                reason: format!(
+                    "{}: the peer's descriptor is missing",
+                    describe("send", CallId::P2p(link))
+                ),
+            })
+    }
+
+    fn all_reduce(
+        &self,
+        seq: u64,
+        reduction: Reduction,
+        input: Bytes,
+        deadline: Instant,
+    ) -> Result<Bytes, ServerError> {
+        let what = describe("all_reduce", CallId::Group { seq });
+        self.data(
+            CallId::Group { seq },
+            "all_reduce",
+            input,
+            deadline,
+            |inputs| {
+                let out = self.reduced(reduction, &inputs, &what)?;
+                Ok(vec![out; inputs.len()])
+            },
+        )
+    }
+
+    fn all_gather(&self, seq: u64, input: Bytes, deadline: Instant) -> Result<Bytes, ServerError> {
+        self.data(
+            CallId::Group { seq },
+            "all_gather",
+            input,
+            deadline,
+            |inputs| {
+                let mut out = BytesMut::with_capacity(inputs.iter().map(Bytes::len).sum());
+                inputs.iter().for_each(|b| out.extend_from_slice(b));
+                Ok(vec![out.freeze(); inputs.len()])
+            },
+        )
+    }
+
+    fn reduce_scatter(
+        &self,
+        seq: u64,
+        reduction: Reduction,
+        input: Bytes,
+        deadline: Instant,
+    ) -> Result<Bytes, ServerError> {
+        let what = describe("reduce_scatter", CallId::Group { seq });
+        self.data(
+            CallId::Group { seq },
+            "reduce_scatter",
+            input,
+            deadline,
+            |inputs| {
+                let n = inputs.len();
+                let full = self.reduced(reduction, &inputs, &what)?;
+                if !full.len().is_multiple_of(n.max(1)) {
+                    return Err(ServerError::CollectiveMismatch {
+                        reason: format!(
+                            "{what}: {} bytes do not split into {n} chunks",
+                            full.len()
+                        ),
+                    });
+                }
+                Ok((0..n).map(|r| chunk(&full, r, n)).collect())
+            },
+        )
+    }
+
+    fn broadcast(
+        &self,
+        seq: u64,
+        root: usize,
+        input: Bytes,
+        len: usize,
+        deadline: Instant,
+    ) -> Result<Bytes, ServerError> {
+        self.data(
+            CallId::Group { seq },
+            "broadcast",
+            input,
+            deadline,
+            |inputs| match inputs.get(root) {
+                Some(src) if src.len() == len => Ok(vec![src.clone(); inputs.len()]),
+                other => Err(ServerError::SizeMismatch {
+                    expected: len as u64,
+                    actual: other.map_or(0, Bytes::len) as u64,
+                }),
+            },
+        )
+    }
+
+    fn all_to_all(&self, seq: u64, input: Bytes, deadline: Instant) -> Result<Bytes, ServerError> {
+        let what = describe("all_to_all", CallId::Group { seq });
+        self.data(
+            CallId::Group { seq },
+            "all_to_all",
+            input,
+            deadline,
+            |inputs| {
+                let n = inputs.len();
+                let len = same_len(&inputs, &what)?;
+                if !len.is_multiple_of(n.max(1)) {
+                    return Err(ServerError::CollectiveMismatch {
+                        reason: format!("{what}: {len} bytes do not split into {n} chunks"),
+                    });
+                }
+                Ok((0..n)
+                    .map(|r| {
+                        let mut out = BytesMut::with_capacity(len);
+                        inputs
+                            .iter()
+                            .for_each(|src| out.extend_from_slice(&chunk(src, r, n)));
+                        out.freeze()
+                    })
+                    .collect())
+            },
+        )
+    }
+
+    fn send(&self, link: Link, input: Bytes, deadline: Instant) -> Result<(), ServerError> {
+        self.message(link, "send", input, deadline).map(|_| ())
+    }
+
+    fn recv(&self, link: Link, len: usize, deadline: Instant) -> Result<Bytes, ServerError> {
+        let bytes = self.message(link, "recv", Bytes::new(), deadline)?;
+        if bytes.len() != len {
+            return Err(ServerError::SizeMismatch {
+                expected: len as u64,
+                actual: bytes.len() as u64,
+            });
+        }
+        Ok(bytes)
+    }
+
+    fn abort(&self, call: CallId, error: ServerError) {
+        self.hub.abort(call, error);
+    }
+
+    fn missing(&self, call: CallId) -> Vec<usize> {
+        self.hub.missing(call)
+    }
+
+    fn leave(&self) {
+        self.hub.leave(self.rank);
+    }
+}

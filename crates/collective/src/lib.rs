@@ -1,0 +1,73 @@
+//! # compute-collective
+//!
+//! The host side of collectives for the compute server: communicators, the
+//! rendezvous that pairs the ranks' calls, host reductions, and the
+//! transports that move host bytes between ranks. No wgpu, no naga.
+//!
+//! **Owns:** matching (the k-th group call of every rank pairs with the k-th
+//! of every other; messages pair per sender and receiver, in order),
+//! validation (every rank exchanges a small [`Descriptor`] of its call before
+//! any data moves, and every rank draws the same [`Verdict`] from them, so a
+//! disagreement is the same [`ServerError::CollectiveMismatch`] on every rank,
+//! never a hang), poison propagation (a rank's failed input poisons exactly
+//! the results that depend on it, with [`ServerError::CollectiveInput`]),
+//! timeouts and aborts ([`ServerError::CollectiveTimeout`],
+//! [`ServerError::CollectiveAborted`]), the host reductions ([`reduce`]: every
+//! [`DType`](compute_runtime::DType) x [`ReduceOp`](compute_runtime::ReduceOp),
+//! in rank order, reproducible), and the [`Transport`] seam with its
+//! in-process implementation.
+//!
+//! **Leaves to the server:** device staging (copying `src` into mapped
+//! staging, and the outcome's bytes back into `dst`), stream ordering (when a
+//! collective's input is ready, what later work waits for, `sync_collective`),
+//! and the trust registry (whether `src` is trusted, which it tells
+//! [`Contribution::provide`] with an `Err`; marking `dst` untrusted with an
+//! [`Outcome::poisoned`] error or a failed call's error).
+//!
+//! ## Flow of one call
+//!
+//! ```text
+//! server thread      post(call) ─────────────► (Contribution, PendingResult)
+//! GPU map callback   contribution.provide(Ok(src bytes) | Err(cause))
+//! engine thread      wait input → exchange descriptors → verdict
+//!                    → transport data op (last arrival reduces) → complete
+//! server             pending.on_ready(wake) / try_take / wait / .await
+//! ```
+//!
+//! Each rank has one engine thread, owned by its [`Communicator`]; it runs
+//! the rank's calls in post order and is the only thread that calls the
+//! rank's [`Transport`]. Neither `post` nor `provide` does collective work or
+//! waits for another rank, so one thread may drive every rank in turn, and a
+//! GPU callback may provide. Every wait of the engine is bounded by
+//! [`CommConfig::timeout`], so every posted call completes.
+//!
+//! ## The transport seam
+//!
+//! A [`Transport`] is one rank's endpoint: blocking methods that map one to
+//! one onto MPI (`Allgather` of descriptors, `Allreduce`, `Allgather`,
+//! `Reduce_scatter_block`, `Bcast`, `Alltoall`, `Send`/`Recv`), called on the
+//! engine thread. [`InProcessTransport`] implements it with a shared-memory
+//! rendezvous among the ranks of one process; an MPI transport (one rank per
+//! process) implements the same trait and is handed to
+//! [`Communicator::with_transport`]. Everything above the seam (numbering,
+//! validation, poison, results) is shared by both.
+
+mod call;
+mod communicator;
+mod engine;
+pub mod half;
+mod inprocess;
+pub mod reduce;
+mod rendezvous;
+mod result;
+mod transport;
+
+pub use call::{CallId, CollectiveCall, Descriptor, Link, Verdict, agree, agree_pair, describe};
+pub use communicator::{CommConfig, Communicator};
+pub use inprocess::InProcessTransport;
+pub use reduce::Parallelism;
+pub use result::{Contribution, Outcome, PendingResult};
+pub use transport::Transport;
+
+/// Re-exported so users name one error type.
+pub use compute_runtime::ServerError;

@@ -1,0 +1,435 @@
+//! The shared-memory rendezvous of the in-process transport: a [`Hub`] of
+//! rounds where the ranks of one call meet.
+//!
+//! A round is one phase (descriptor exchange, or data) of one call
+//! ([`CallId`]). Each participant deposits its part; the *last* to arrive
+//! computes the outputs from all deposits, outside the lock, and every
+//! participant takes its own. A round is removed as soon as every
+//! participant has taken its output, so completed calls hold no memory.
+//!
+//! A round that cannot complete is *aborted*: by a participant whose
+//! deadline passed, by [`Hub::abort`] (a rank's `wait` that timed out), or
+//! because a missing participant has left. Its deposits are dropped and a
+//! small tombstone stays, so a late arrival fails at once instead of
+//! waiting; the tombstone is collected once every participant has returned
+//! from it or moved past it (entered a later round of the same sequence).
+//!
+//! **Buys:** no thread of its own, no spinning (one condition variable);
+//! the reduction runs on the last arrival's engine thread while the others
+//! sleep; calls of different sequences (group, and each ordered pair of
+//! ranks) never wait for one another. **Doesn't buy:** cancelling a round
+//! whose every part has arrived (its work is bounded and completes), or
+//! collecting the tombstone of a call that some alive rank never posts.
+
+use std::fmt;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use compute_runtime::ServerError;
+use hashbrown::HashMap;
+
+use crate::call::{CallId, Descriptor};
+
+/// Which phase of a call a round is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) enum Phase {
+    /// The descriptor exchange.
+    Exchange,
+    /// The data movement.
+    Data,
+}
+
+type Key = (CallId, Phase);
+
+pub(crate) struct Round<T> {
+    deposits: Vec<Option<T>>,
+    arrived: usize,
+    result: Option<Result<Arc<Vec<T>>, ServerError>>,
+    aborted: Option<ServerError>,
+    returned: Vec<bool>,
+}
+
+impl<T> Round<T> {
+    fn new(slots: usize) -> Self {
+        Round {
+            deposits: (0..slots).map(|_| None).collect(),
+            arrived: 0,
+            result: None,
+            aborted: None,
+            returned: vec![false; slots],
+        }
+    }
+
+    fn complete(&self) -> bool {
+        self.arrived == self.deposits.len()
+    }
+
+    fn abort(&mut self, error: ServerError) {
+        if !self.complete() && self.aborted.is_none() {
+            self.aborted = Some(error);
+            self.deposits.iter_mut().for_each(|d| *d = None);
+        }
+    }
+
+    fn missing(&self, participants: &[usize]) -> Vec<usize> {
+        participants
+            .iter()
+            .zip(&self.deposits)
+            .filter(|(_, d)| d.is_none())
+            .map(|(r, _)| *r)
+            .collect()
+    }
+}
+
+/// Where each rank is in each sequence of calls: the group sequence, and the
+/// sequence of messages of each ordered pair, per role.
+#[derive(Debug, Default)]
+struct Progress {
+    group: HashMap<usize, u64>,
+    pairs: HashMap<(usize, usize, usize), u64>,
+}
+
+impl Progress {
+    fn enter(&mut self, call: CallId, rank: usize) {
+        let (entry, seq) = match call {
+            CallId::Group { seq } => (self.group.entry(rank).or_insert(0), seq),
+            CallId::P2p(l) => {
+                let role = usize::from(rank == l.to);
+                (self.pairs.entry((l.from, l.to, role)).or_insert(0), l.seq)
+            }
+        };
+        *entry = (*entry).max(seq);
+    }
+
+    /// Whether participant `slot` (rank `rank`) of `call` has entered a
+    /// later call of the same sequence.
+    fn past(&self, call: CallId, slot: usize, rank: usize) -> bool {
+        match call {
+            CallId::Group { seq } => self.group.get(&rank).is_some_and(|p| *p > seq),
+            CallId::P2p(l) => self
+                .pairs
+                .get(&(l.from, l.to, slot))
+                .is_some_and(|p| *p > l.seq),
+        }
+    }
+}
+
+pub(crate) struct State {
+    descs: HashMap<Key, Round<Descriptor>>,
+    data: HashMap<Key, Round<Bytes>>,
+    joined: Vec<bool>,
+    departed: Vec<bool>,
+    progress: Progress,
+}
+
+/// Selects one of the hub's two maps of rounds.
+pub(crate) type Pick<T> = fn(&mut State) -> &mut HashMap<Key, Round<T>>;
+
+/// The descriptor rounds.
+pub(crate) fn descs(state: &mut State) -> &mut HashMap<Key, Round<Descriptor>> {
+    &mut state.descs
+}
+
+/// The data rounds.
+pub(crate) fn data(state: &mut State) -> &mut HashMap<Key, Round<Bytes>> {
+    &mut state.data
+}
+
+/// Whether a rank may join a hub.
+pub(crate) enum Join {
+    /// It joined.
+    Joined,
+    /// It had joined and has not left: it cannot join twice.
+    AlreadyJoined,
+    /// A rank has left this hub: its calls are over, a new hub is needed.
+    Over,
+}
+
+/// The rounds of one in-process communicator.
+pub(crate) struct Hub {
+    ranks: usize,
+    state: Mutex<State>,
+    changed: Condvar,
+}
+
+impl fmt::Debug for Hub {
+    /// The shape only: rounds hold the ranks' bytes, which are not for logs.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Hub")
+            .field("ranks", &self.ranks)
+            .field("rounds_held", &self.rounds_held())
+            .finish()
+    }
+}
+
+impl Hub {
+    pub(crate) fn new(ranks: usize) -> Self {
+        Hub {
+            ranks,
+            state: Mutex::new(State {
+                descs: HashMap::new(),
+                data: HashMap::new(),
+                joined: vec![false; ranks],
+                departed: vec![false; ranks],
+                progress: Progress::default(),
+            }),
+            changed: Condvar::new(),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub(crate) fn ranks(&self) -> usize {
+        self.ranks
+    }
+
+    /// Rounds held now (in flight, or tombstones not collected yet).
+    pub(crate) fn rounds_held(&self) -> usize {
+        let state = self.lock();
+        state.descs.len() + state.data.len()
+    }
+
+    pub(crate) fn join(&self, rank: usize) -> Join {
+        let mut state = self.lock();
+        match (state.joined.get(rank), state.departed.get(rank)) {
+            (Some(true), Some(false)) => Join::AlreadyJoined,
+            _ if state.departed.iter().any(|d| *d) => Join::Over,
+            (Some(false), _) => {
+                state.joined[rank] = true;
+                Join::Joined
+            }
+            _ => Join::Over,
+        }
+    }
+
+    pub(crate) fn leave(&self, rank: usize) {
+        let mut state = self.lock();
+        if let Some(departed) = state.departed.get_mut(rank) {
+            *departed = true;
+        }
+        drop(state);
+        self.changed.notify_all();
+    }
+
+    /// Aborts both phases of `call` (see [`Round::abort`]).
+    pub(crate) fn abort(&self, call: CallId, error: ServerError) {
+        let slots = call.participants(self.ranks).len();
+        let mut state = self.lock();
+        let exchange = (call, Phase::Exchange);
+        let round = state
+            .descs
+            .entry(exchange)
+            .or_insert_with(|| Round::new(slots));
+        round.abort(error.clone());
+        let data = (call, Phase::Data);
+        let round = state.data.entry(data).or_insert_with(|| Round::new(slots));
+        round.abort(error);
+        drop(state);
+        self.changed.notify_all();
+    }
+
+    /// The ranks whose part of `call`'s current phase has not arrived.
+    pub(crate) fn missing(&self, call: CallId) -> Vec<usize> {
+        let participants = call.participants(self.ranks);
+        let state = self.lock();
+        if let Some(round) = state.data.get(&(call, Phase::Data)) {
+            return round.missing(&participants);
+        }
+        match state.descs.get(&(call, Phase::Exchange)) {
+            Some(round) => round.missing(&participants),
+            None => participants,
+        }
+    }
+
+    /// Meets the other participants of round (`call`, `phase`): deposits
+    /// `mine` and returns every participant's output once the last arrival
+    /// has computed them with `finish` (deposits in slot order in, outputs in
+    /// slot order out). `what` names the call in errors.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn meet<T: Send>(
+        &self,
+        pick: Pick<T>,
+        call: CallId,
+        phase: Phase,
+        rank: usize,
+        mine: T,
+        deadline: Instant,
+        what: &str,
+        finish: impl FnOnce(Vec<T>) -> Result<Vec<T>, ServerError>,
+    ) -> Result<(usize, Arc<Vec<T>>), ServerError> {
+        let participants = call.participants(self.ranks);
+        let slot = participants
+            .iter()
+            .position(|r| *r == rank)
+            .ok_or_else(|| ServerError::CollectiveState {
+                reason: format!("{what}: rank {rank} does not take part in it"),
+            })?;
+        let key = (call, phase);
+        let mut state = self.lock();
+        state.progress.enter(call, rank);
+        collect(&mut state);
+        let round = pick(&mut state)
+            .entry(key)
+            .or_insert_with(|| Round::new(participants.len()));
+        if let Some(error) = &round.aborted {
+            let error = error.clone();
+            round.returned[slot] = true;
+            return Err(error);
+        }
+        if round.deposits[slot].is_some() || round.returned[slot] || round.complete() {
+            return Err(ServerError::CollectiveState {
+                reason: format!("{what}: rank {rank} took part twice"),
+            });
+        }
+        round.deposits[slot] = Some(mine);
+        round.arrived += 1;
+        if round.complete() {
+            let deposits: Vec<T> = round.deposits.iter_mut().filter_map(Option::take).collect();
+            drop(state);
+            // A panic here would leave the others waiting on a round that
+            // never gets its result: turn it into the round's error.
+            let result = catch_unwind(AssertUnwindSafe(|| finish(deposits)))
+                .unwrap_or_else(|_| {
+                    Err(ServerError::CollectiveState {
+                        reason: format!("{what}: computing the result panicked"),
+                    })
+                })
+                .map(Arc::new);
+            let mut state = self.lock();
+            if let Some(round) = pick(&mut state).get_mut(&key) {
+                round.result = Some(result.clone());
+            }
+            drop(state);
+            self.changed.notify_all();
+            return self
+                .take(pick, key, slot)
+                .unwrap_or(result)
+                .map(|out| (slot, out));
+        }
+        let start = Instant::now();
+        loop {
+            let now = Instant::now();
+            let Some(round) = pick(&mut state).get_mut(&key) else {
+                return Err(ServerError::CollectiveState {
+                    reason: format!("{what}: the round vanished while rank {rank} waited"),
+                });
+            };
+            if round.result.is_some() || round.aborted.is_some() {
+                drop(state);
+                return self
+                    .take(pick, key, slot)
+                    .unwrap_or_else(|| {
+                        Err(ServerError::CollectiveState {
+                            reason: format!("{what}: the round vanished"),
+                        })
+                    })
+                    .map(|out| (slot, out));
+            }
+            let wait = if round.complete() {
+                // Every part is in; the last arrival is computing: bounded.
+                Duration::from_millis(100)
+            } else {
+                let missing = round.missing(&participants);
+                let departed = &state.departed;
+                if let Some(gone) = missing.iter().find(|r| departed.get(**r) == Some(&true)) {
+                    let error = ServerError::CollectiveAborted {
+                        call: what.to_string(),
+                        reason: format!("rank {gone} left the communicator"),
+                    };
+                    self.abort_round(&mut state, pick, key, slot, error.clone());
+                    return Err(error);
+                }
+                if now >= deadline {
+                    let waited_ms = u64::try_from(start.elapsed().as_millis()).unwrap_or(u64::MAX);
+                    let reason = format!(
+                        "rank {rank} timed out after {waited_ms} ms waiting for ranks {missing:?}"
+                    );
+                    let aborted = ServerError::CollectiveAborted {
+                        call: what.to_string(),
+                        reason,
+                    };
+                    self.abort_round(&mut state, pick, key, slot, aborted);
+                    return Err(ServerError::CollectiveTimeout {
+                        rank,
+                        call: what.to_string(),
+                        waited_ms,
+                        missing,
+                    });
+                }
+                deadline - now
+            };
+            state = self
+                .changed
+                .wait_timeout(state, wait)
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
+        }
+    }
+
+    fn abort_round<T>(
+        &self,
+        state: &mut State,
+        pick: Pick<T>,
+        key: Key,
+        slot: usize,
+        error: ServerError,
+    ) {
+        if let Some(round) = pick(state).get_mut(&key) {
+            round.abort(error);
+            round.returned[slot] = true;
+        }
+        self.changed.notify_all();
+    }
+
+    /// Takes slot `slot`'s view of a finished round, removing the round once
+    /// every participant has taken it.
+    fn take<T>(
+        &self,
+        pick: Pick<T>,
+        key: Key,
+        slot: usize,
+    ) -> Option<Result<Arc<Vec<T>>, ServerError>> {
+        let mut state = self.lock();
+        let rounds = pick(&mut state);
+        let round = rounds.get_mut(&key)?;
+        let out = match (&round.result, &round.aborted) {
+            (Some(result), _) => result.clone(),
+            (None, Some(error)) => Err(error.clone()),
+            (None, None) => return None,
+        };
+        round.returned[slot] = true;
+        if round.result.is_some() && round.returned.iter().all(|r| *r) {
+            rounds.remove(&key);
+        }
+        Some(out)
+    }
+}
+
+/// Drops the tombstones of aborted rounds every participant has returned
+/// from, moved past, or left.
+fn collect(state: &mut State) {
+    let State {
+        descs,
+        data,
+        departed,
+        progress,
+        ..
+    } = state;
+    let ranks = departed.len();
+    let done = |call: CallId, returned: &[bool]| {
+        call.participants(ranks)
+            .iter()
+            .enumerate()
+            .all(|(slot, rank)| {
+                returned.get(slot) == Some(&true)
+                    || departed.get(*rank) == Some(&true)
+                    || progress.past(call, slot, *rank)
+            })
+    };
+    descs.retain(|(call, _), r| r.aborted.is_none() || !done(*call, &r.returned));
+    data.retain(|(call, _), r| r.aborted.is_none() || !done(*call, &r.returned));
+}

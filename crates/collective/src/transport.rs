@@ -1,0 +1,123 @@
+//! The seam between the engine (which orders a rank's calls, waits for their
+//! inputs, and decides from the exchanged descriptors whether data moves)
+//! and the transport (which moves host bytes between ranks).
+//!
+//! A [`Transport`] is one rank's endpoint. Its methods block, and are called
+//! from that rank's engine thread only, one call at a time, in the order the
+//! rank posted its calls; every method but `exchange*` is only called after
+//! an exchange whose verdict was [`Verdict::Run`](crate::Verdict::Run) on
+//! every rank. The methods map one to one onto MPI, so an MPI transport (one
+//! rank per process, the `mpi` crate, behind a feature) is a thin layer:
+//!
+//! | method            | MPI                                                   |
+//! |-------------------|-------------------------------------------------------|
+//! | `exchange`        | `MPI_Allgather` of the encoded descriptors            |
+//! | `exchange_pair`   | `MPI_Sendrecv` of the descriptors with the peer        |
+//! | `all_reduce`      | `MPI_Allreduce`, user op over [`crate::reduce::combine`] |
+//! | `all_gather`      | `MPI_Allgather`                                       |
+//! | `reduce_scatter`  | `MPI_Reduce_scatter_block`                            |
+//! | `broadcast`       | `MPI_Bcast`                                           |
+//! | `all_to_all`      | `MPI_Alltoall`                                        |
+//! | `send` / `recv`   | `MPI_Send` / `MPI_Recv`, tag from [`Link::seq`]       |
+//!
+//! An MPI transport must keep the crate's arithmetic: a non-commutative user
+//! op (so MPI applies it in rank order), `Mean` as a sum finished by
+//! [`crate::reduce::finish`], integer means on widened elements, and the
+//! descriptors' input errors carried as text. It polls (`MPI_Test`) rather
+//! than blocking so it can honour `deadline` and [`Transport::abort`]; its
+//! `abort` is local (peers in other processes time out by their own
+//! deadline), and `missing` may answer an empty list when it cannot know.
+//!
+//! **Buys:** ordering, validation, poison and results live above the seam,
+//! once, so every transport behaves the same on mismatches and failures; a
+//! transport only moves bytes and meets its peers. **Doesn't buy:** overlap
+//! inside one rank (one call at a time on the engine thread), or device
+//! buffers (host bytes only: the server stages).
+
+use std::fmt;
+use std::time::Instant;
+
+use bytes::Bytes;
+use compute_runtime::{Reduction, ServerError};
+
+use crate::call::{CallId, Descriptor, Link};
+
+/// One rank's endpoint of a communicator: see the module doc.
+pub trait Transport: Send + Sync + fmt::Debug + 'static {
+    /// This endpoint's rank.
+    fn rank(&self) -> usize;
+
+    /// How many ranks the communicator has.
+    fn size(&self) -> usize;
+
+    /// Every rank's descriptor of group call `seq`, in rank order, once
+    /// every rank has given its own.
+    fn exchange(
+        &self,
+        seq: u64,
+        mine: Descriptor,
+        deadline: Instant,
+    ) -> Result<Vec<Descriptor>, ServerError>;
+
+    /// The peer's descriptor of message `link` (this rank is its sender or
+    /// its receiver), once both have given theirs.
+    fn exchange_pair(
+        &self,
+        link: Link,
+        mine: Descriptor,
+        deadline: Instant,
+    ) -> Result<Descriptor, ServerError>;
+
+    /// The element-wise reduction of every rank's `input`.
+    fn all_reduce(
+        &self,
+        seq: u64,
+        reduction: Reduction,
+        input: Bytes,
+        deadline: Instant,
+    ) -> Result<Bytes, ServerError>;
+
+    /// Every rank's `input`, concatenated in rank order.
+    fn all_gather(&self, seq: u64, input: Bytes, deadline: Instant) -> Result<Bytes, ServerError>;
+
+    /// This rank's chunk of the element-wise reduction of every rank's
+    /// `input` (which holds one chunk per rank).
+    fn reduce_scatter(
+        &self,
+        seq: u64,
+        reduction: Reduction,
+        input: Bytes,
+        deadline: Instant,
+    ) -> Result<Bytes, ServerError>;
+
+    /// Rank `root`'s `input` (`len` bytes); other ranks' `input` is empty.
+    fn broadcast(
+        &self,
+        seq: u64,
+        root: usize,
+        input: Bytes,
+        len: usize,
+        deadline: Instant,
+    ) -> Result<Bytes, ServerError>;
+
+    /// Chunk `rank` of every rank's `input`, concatenated in rank order.
+    fn all_to_all(&self, seq: u64, input: Bytes, deadline: Instant) -> Result<Bytes, ServerError>;
+
+    /// Sends `input` on `link` (this rank is its sender).
+    fn send(&self, link: Link, input: Bytes, deadline: Instant) -> Result<(), ServerError>;
+
+    /// Receives the `len` bytes of `link` (this rank is its receiver).
+    fn recv(&self, link: Link, len: usize, deadline: Instant) -> Result<Bytes, ServerError>;
+
+    /// Aborts `call`, from any thread: ranks blocked in it, and ranks that
+    /// reach it later, fail with `error`. A no-op once every rank's part has
+    /// arrived (the work then completes).
+    fn abort(&self, call: CallId, error: ServerError);
+
+    /// The ranks whose part of `call` has not arrived, as far as this
+    /// endpoint knows (for timeout reports); callable from any thread.
+    fn missing(&self, call: CallId) -> Vec<usize>;
+
+    /// This rank's engine has stopped: it will take part in nothing more.
+    fn leave(&self);
+}
