@@ -192,6 +192,10 @@ mod page_size_tests {
         assert_eq!(whole_page_bytes(1000, 256, 1 << 20), 1024);
         // Rounding to the alignment would pass the maximum: words instead.
         assert_eq!(whole_page_bytes(1001, 256, 1004), 1004);
-        assert_eq!(whole_page_bytes(1003, 256, 1003), 1003, "the manager refuses this");
+        assert_eq!(
+            whole_page_bytes(1003, 256, 1003),
+            1003,
+            "the manager refuses this"
+        );
     }
 }
