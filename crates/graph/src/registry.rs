@@ -5,14 +5,18 @@
 //! the graph type `G`: the server stores its own graph type and gets it back
 //! as such, with no type erasure or downcast.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use compute_runtime::GraphId;
 use hashbrown::HashMap;
 
+/// Graph ids are unique in the process, so an id from another registry is
+/// unknown here instead of naming one of this registry's graphs.
+static NEXT_GRAPH: AtomicU64 = AtomicU64::new(1);
+
 #[derive(Debug)]
 struct Inner<G> {
-    next: u64,
     graphs: HashMap<GraphId, G>,
 }
 
@@ -36,7 +40,6 @@ impl<G> Default for DeviceCaptures<G> {
     fn default() -> Self {
         Self {
             inner: Arc::new(Mutex::new(Inner {
-                next: 0,
                 graphs: HashMap::new(),
             })),
         }
@@ -50,10 +53,8 @@ impl<G> DeviceCaptures<G> {
 
     /// Stores a graph and returns its new id.
     pub fn insert(&self, graph: G) -> GraphId {
-        let mut inner = self.lock();
-        inner.next += 1;
-        let id = GraphId(inner.next);
-        inner.graphs.insert(id, graph);
+        let id = GraphId(NEXT_GRAPH.fetch_add(1, Ordering::Relaxed));
+        self.lock().graphs.insert(id, graph);
         id
     }
 

@@ -318,7 +318,10 @@ impl ServerError {
 #[non_exhaustive]
 pub enum ProfileError {
     /// The token does not name an open window on this stream.
-    #[error("unknown profiling token {token} on {stream}")]
+    #[error(
+        "unknown profiling token {token} on {stream}: not opened on this stream of this \
+         server, already closed, or closed as the oldest of too many open windows"
+    )]
     UnknownToken {
         /// The token's id.
         token: u64,

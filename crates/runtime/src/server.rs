@@ -139,9 +139,16 @@ pub trait Server: Send + 'static {
 
     /// Structured per-pool report of the given stream's main GPU memory, in
     /// allocation-routing order.
+    ///
+    /// Memory belongs to the server's memory manager, not to a stream: a
+    /// server whose streams share one manager (the wgpu server: one per
+    /// device) answers the same device-wide report for every stream. Read it
+    /// once; summing it over [`Server::stream_ids`] counts the device once
+    /// per stream.
     fn memory_report(&mut self, stream_id: StreamId) -> Option<StreamMemoryReport>;
 
-    /// Stream ids the client should iterate to aggregate across the device.
+    /// Stream ids the client should iterate to aggregate per-stream state
+    /// across the device (not memory: see [`Server::memory_report`]).
     fn stream_ids(&self) -> Vec<StreamId>;
 
     /// Ask the server to release memory that it can release.

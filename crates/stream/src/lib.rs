@@ -19,10 +19,12 @@
 //! names a GPU type, so its ordering rules are tested here against a model,
 //! without a device.
 
+mod late;
 mod scheduler;
 mod scope;
 mod trust;
 
+pub use late::LateFaults;
 pub use scheduler::{
     Access, BatchFailure, MAX_IDLE_STREAMS, SchedulerMultiStream, SchedulerStreamBackend,
 };

@@ -338,9 +338,15 @@ impl<B: SchedulerStreamBackend> SchedulerMultiStream<B> {
         }
     }
 
-    /// Batches that failed to submit since the last call, with their stream,
-    /// for the server's `on_failure`.
+    /// Batches that failed to submit, and late verdicts of the GPU (see
+    /// [`LateFaults`](crate::LateFaults)), since the last call, with their
+    /// stream, for the server's `on_failure`. Each late verdict's error is
+    /// deferred to its stream here.
     pub fn take_failures(&mut self) -> Vec<(StreamId, Arc<ServerError>)> {
+        for (stream, cause) in self.trust.late().take_reports() {
+            self.defer_error(stream, &cause);
+            self.failures.push((stream, cause));
+        }
         std::mem::take(&mut self.failures)
     }
 

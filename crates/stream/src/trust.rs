@@ -10,12 +10,16 @@
 use std::sync::Arc;
 
 use compute_runtime::{MemoryId, ServerError};
+
+use crate::LateFaults;
 use hashbrown::HashMap;
 
-/// Poisoned slices and the error that poisoned each.
+/// Poisoned slices and the error that poisoned each: those poisoned on the
+/// server's thread, and the late verdicts of the GPU ([`LateFaults`]).
 #[derive(Debug, Default)]
 pub struct TrustRegistry {
     poisoned: HashMap<MemoryId, Arc<ServerError>>,
+    late: Arc<LateFaults>,
 }
 
 impl TrustRegistry {
@@ -30,18 +34,25 @@ impl TrustRegistry {
     /// Trusts `memory` again (after a successful full overwrite).
     pub fn restore(&mut self, memory: MemoryId) {
         self.poisoned.remove(&memory);
+        self.late.clear(memory);
     }
 
     /// Forgets a freed slice: its id is never reused, so its state is dead.
     pub fn forget(&mut self, memory: MemoryId) {
         self.poisoned.remove(&memory);
+        self.late.clear(memory);
+    }
+
+    /// Where late verdicts are recorded (for callbacks and waiting reads).
+    pub fn late(&self) -> &Arc<LateFaults> {
+        &self.late
     }
 
     /// `Ok` when `memory` is trusted, else [`ServerError::Untrusted`] with
     /// the poisoning error.
     pub fn check(&self, memory: MemoryId) -> Result<(), ServerError> {
         match self.poisoned.get(&memory) {
-            None => Ok(()),
+            None => self.late.check(memory),
             Some(cause) => Err(ServerError::Untrusted {
                 memory,
                 cause: Arc::clone(cause),
@@ -56,7 +67,7 @@ impl TrustRegistry {
 
     /// Whether every slice is trusted.
     pub fn is_empty(&self) -> bool {
-        self.poisoned.is_empty()
+        self.poisoned.is_empty() && self.late.is_empty()
     }
 }
 

@@ -7,10 +7,13 @@
 //! next launch opens a new one. Submitting ends the pass, finishes the
 //! encoder and hands it to the queue.
 
+use std::sync::Arc;
+
 use compute_runtime::{MemoryId, ServerError, StreamId};
-use compute_stream::{BatchFailure, SchedulerStreamBackend};
+use compute_stream::{BatchFailure, LateFaults, SchedulerStreamBackend};
 
 use crate::device::faults::scoped;
+use crate::launch::audit::BatchAudit;
 
 use crate::timing::batch::{BatchStamps, BatchTiming};
 
@@ -30,6 +33,8 @@ pub struct WgpuStream {
     /// Every slice the pending batch's work writes: poisoned if the queue
     /// refuses the batch.
     writes: Vec<MemoryId>,
+    /// Copies of the batch's indirect counts, checked once it has run.
+    audit: BatchAudit,
 }
 
 impl WgpuStream {
@@ -124,6 +129,20 @@ impl WgpuStream {
         pass
     }
 
+    /// Encodes the audit copy of an indirect count (see
+    /// `launch::audit`) for a launch writing `writes`.
+    pub(crate) fn audit_indirect(
+        &mut self,
+        device: &wgpu::Device,
+        src: &wgpu::Buffer,
+        offset: u64,
+        writes: &[MemoryId],
+    ) {
+        self.end_pass();
+        let encoder = Self::encoder(&mut self.encoder, &self.stamps, device);
+        self.audit.record(device, encoder, src, offset, writes);
+    }
+
     /// Records that the pending batch writes `memory`.
     pub(crate) fn wrote(&mut self, memory: &[MemoryId]) {
         self.writes.extend_from_slice(memory);
@@ -159,12 +178,19 @@ pub struct ScheduledWgpuBackend {
     host_write_calls: u32,
     /// Batch timing for the `sync` log line, when on.
     pub(crate) timing: Option<BatchTiming>,
+    /// Where audited indirect counts over the limit are recorded.
+    pub(crate) late: Arc<LateFaults>,
+    /// `max_compute_workgroups_per_dimension`, for the audits.
+    indirect_max: u32,
 }
 
 impl ScheduledWgpuBackend {
     /// The backend of `device`'s `queue`.
     pub fn new(device: wgpu::Device, queue: wgpu::Queue) -> Self {
+        let indirect_max = device.limits().max_compute_workgroups_per_dimension;
         Self {
+            indirect_max,
+            late: Arc::default(),
             device,
             queue,
             last_submission: None,
@@ -221,9 +247,10 @@ impl SchedulerStreamBackend for ScheduledWgpuBackend {
     /// batch the queue refuses (which no check before encoding should let
     /// happen) is a [`BatchFailure`] naming what it wrote, never an
     /// uncaptured error that a later `sync` of any stream would report.
-    fn submit(&mut self, _id: StreamId, stream: &mut WgpuStream) -> Result<(), BatchFailure> {
+    fn submit(&mut self, id: StreamId, stream: &mut WgpuStream) -> Result<(), BatchFailure> {
         stream.end_pass();
         let writes = std::mem::take(&mut stream.writes);
+        let audit = std::mem::take(&mut stream.audit);
         let Some(mut encoder) = stream.encoder.take() else {
             return Ok(());
         };
@@ -247,6 +274,7 @@ impl SchedulerStreamBackend for ScheduledWgpuBackend {
         if let (Some(t), Some(r)) = (&self.timing, readback) {
             t.after_submit(r);
         }
+        audit.submitted(id, self.indirect_max, &self.late);
         stream.last_submission = Some(index.clone());
         self.submitted(index);
         Ok(())

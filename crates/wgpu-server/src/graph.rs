@@ -72,6 +72,9 @@ impl Graphs {
 /// it lives in the device's [`DeviceCaptures`](crate::DeviceCaptures).
 #[derive(Debug)]
 pub struct WgpuGraph {
+    /// The device its pipelines and bind groups belong to: a registry
+    /// shared by mistake between devices still never replays it elsewhere.
+    device: wgpu::Device,
     launches: Vec<ResolvedLaunch>,
     /// A replay's write set.
     writes: Vec<BufferBinding>,
@@ -82,6 +85,7 @@ pub struct WgpuGraph {
 impl WgpuGraph {
     /// The graph of a finished capture, or why there is none.
     pub(crate) fn from_capture(
+        device: wgpu::Device,
         stream: StreamId,
         capture: StreamCapture<ResolvedLaunch>,
     ) -> Result<Self, ServerError> {
@@ -93,6 +97,7 @@ impl WgpuGraph {
         }
         let (launches, pins, writes) = capture.into_parts();
         Ok(Self {
+            device,
             launches,
             writes,
             _pins: pins,
@@ -136,7 +141,7 @@ pub(crate) fn end<C: WgpuCompiler>(
     let next = s.graphs.state(stream_id).end(stream_id)?;
     s.graphs.set_state(stream_id, next);
     let capture = s.graphs.recordings.remove(&stream_id).unwrap_or_default();
-    let graph = WgpuGraph::from_capture(stream_id, capture)?;
+    let graph = WgpuGraph::from_capture(s.gpu.device.clone(), stream_id, capture)?;
     Ok(s.graphs.registry.insert(graph))
 }
 
@@ -155,8 +160,10 @@ pub(crate) fn replay<C: WgpuCompiler>(
         });
     }
     let registry = s.graphs.registry.clone();
+    let device = s.gpu.device.clone();
     let writes = registry
-        .with(graph, |g| g.writes.clone())
+        .with(graph, |g| (g.device == device).then(|| g.writes.clone()))
+        .flatten()
         .ok_or(ServerError::UnknownGraph { graph })?;
     s.scoped(stream_id, &writes, |s| {
         registry
@@ -167,4 +174,16 @@ pub(crate) fn replay<C: WgpuCompiler>(
             })
             .ok_or(ServerError::UnknownGraph { graph })?
     })
+}
+
+/// `graph_destroy`: drops the graph, unpinning its slices. A replay already
+/// encoded or submitted is ordered before any later user of those pages by
+/// the scheduler (the wgpu guarantee the seed names), so no sync is needed.
+/// An unknown id, or a graph of another device in a shared registry, is left
+/// alone.
+pub(crate) fn destroy<C: WgpuCompiler>(s: &mut WgpuServer<C>, graph: GraphId) {
+    let device = &s.gpu.device;
+    if s.graphs.registry.with(graph, |g| g.device == *device) == Some(true) {
+        let _ = s.graphs.registry.remove(graph);
+    }
 }

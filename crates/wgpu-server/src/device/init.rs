@@ -172,6 +172,10 @@ fn assemble<C: WgpuCompiler + Default>(
             queue.get_timestamp_period(),
         ));
     }
+    let mut streams = SchedulerMultiStream::new(scheduled, w.tasks_max);
+    // Late verdicts of the GPU (audited indirect counts) poison through the
+    // scheduler's own trust registry.
+    streams.backend_mut().late = Arc::clone(streams.trust().late());
     Ok(WgpuServer {
         gpu: Gpu {
             device,
@@ -181,7 +185,7 @@ fn assemble<C: WgpuCompiler + Default>(
             faults,
             poller,
         },
-        streams: SchedulerMultiStream::new(scheduled, w.tasks_max),
+        streams,
         memory: Memory {
             manager,
             releases: ReleaseQueue::new(),

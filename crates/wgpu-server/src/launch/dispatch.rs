@@ -5,8 +5,8 @@
 //! refuse the launch if any slice it reads is untrusted (poison follows
 //! data: its writes are poisoned by the caller's scope with
 //! [`ServerError::UntrustedInput`] naming that input and its cause), then
-//! encode: the indirect count's copy when it has one, the pass, the
-//! dispatch. The slices it writes join its batch's record, so a batch that
+//! encode: the indirect count's audit copy (see `audit.rs`) and its copy to
+//! scratch when it has one, the pass, the dispatch. The slices it writes join its batch's record, so a batch that
 //! fails to submit poisons exactly them.
 
 use compute_runtime::{LogCategory, LogLevel, ServerError, StreamId};
@@ -30,6 +30,15 @@ pub(crate) fn dispatch<C: WgpuCompiler>(
         .profiler
         .stamp_launch(&device, stream, launch.name(), || launch.count.to_string());
     let (_, ws) = s.streams.encoder(stream);
+    match &launch.count {
+        ResolvedCount::Static(..) => {}
+        ResolvedCount::Indirect { buffer, offset } => {
+            ws.audit_indirect(&device, buffer, *offset, &launch.writes);
+        }
+        ResolvedCount::Copied {
+            src, src_offset, ..
+        } => ws.audit_indirect(&device, src, *src_offset, &launch.writes),
+    }
     if let ResolvedCount::Copied {
         src,
         src_offset,

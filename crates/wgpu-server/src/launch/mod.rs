@@ -10,6 +10,7 @@
 //! - `bind`: bind groups by resolved ranges and scalars;
 //! - `queued`: `LaunchMode::Queue` launches held until `compile_queued`.
 
+pub(crate) mod audit;
 pub(crate) mod bind;
 pub(crate) mod dispatch;
 pub mod path;

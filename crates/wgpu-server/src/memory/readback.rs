@@ -3,8 +3,8 @@
 //! A read copies into a staging buffer, maps it, and hands out `Bytes` that
 //! *are* the mapped range. When the last clone of those `Bytes` drops, the
 //! buffer is unmapped and comes back here, so a loop of reads creates no
-//! buffers. Sizes are rounded up to a power of two (at least 4 KiB) so
-//! reads of similar sizes share buffers; the pool keeps at most
+//! buffers. Sizes are rounded up to a size class ([`ReadbackPool::class`])
+//! so reads of similar sizes share buffers; the pool keeps at most
 //! [`MAX_POOLED_BYTES`] and drops the rest.
 
 use std::sync::{Arc, Mutex};
@@ -25,9 +25,19 @@ pub(crate) struct ReadbackPool {
 }
 
 impl ReadbackPool {
-    /// The size class of a `len`-byte read.
-    pub fn class(len: u64) -> u64 {
-        len.max(4096).next_power_of_two()
+    /// The size class of a `len`-byte read: a power of two (at least 4 KiB)
+    /// up to 64 MiB, then a multiple of 64 MiB, so a large read wastes at
+    /// most 64 MiB instead of doubling (a 1.1 GiB read must not ask for
+    /// 2 GiB); never more than `max` (the device's `max_buffer_size`), where
+    /// `len` itself is the class.
+    pub fn class(len: u64, max: u64) -> u64 {
+        const STEP: u64 = 64 << 20;
+        let class = if len <= STEP {
+            len.max(4096).next_power_of_two()
+        } else {
+            len.div_ceil(STEP).saturating_mul(STEP)
+        };
+        if class <= max { class } else { len }
     }
 
     /// A kept buffer of exactly `size` bytes (a size class), if any.
@@ -92,5 +102,27 @@ impl Drop for MappedRange {
         self.view = None;
         self.buffer.unmap();
         self.pool.put(self.buffer.clone());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ReadbackPool;
+
+    #[test]
+    fn classes_round_up_without_doubling_large_reads() {
+        let max = 4 << 30;
+        assert_eq!(ReadbackPool::class(1, max), 4096);
+        assert_eq!(ReadbackPool::class(5000, max), 8192);
+        assert_eq!(ReadbackPool::class(64 << 20, max), 64 << 20);
+        assert_eq!(
+            ReadbackPool::class((1 << 30) + 1, max),
+            (1 << 30) + (64 << 20)
+        );
+        assert_eq!(
+            ReadbackPool::class(3000, 2048),
+            3000,
+            "capped at the device's maximum"
+        );
     }
 }

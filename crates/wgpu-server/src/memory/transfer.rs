@@ -135,7 +135,16 @@ pub(crate) fn read<C: WgpuCompiler>(
         ranges.push((target, size));
     }
     let pages: Vec<_> = ranges.iter().map(|(t, _)| (*t, Access::Read)).collect();
+    // Ordering may submit the writers of these bytes; a batch the queue
+    // refuses poisons what it wrote, so trust is checked again after.
     server.streams.prepare(stream, &pages);
+    for d in &descriptors {
+        server.streams.check(d.binding.memory_id())?;
+    }
+    // Verdicts the GPU gives once the writers have run (audited indirect
+    // counts) arrive before this read's wait returns; checked then.
+    let late = std::sync::Arc::clone(server.streams.trust().late());
+    let memories: Vec<_> = descriptors.iter().map(|d| d.binding.memory_id()).collect();
 
     let mut pending = Vec::with_capacity(ranges.len());
     for (target, size) in &ranges {
@@ -154,7 +163,7 @@ pub(crate) fn read<C: WgpuCompiler>(
         let page_size = buffer.size();
         let copy_len = copy_len.min(page_size - start);
         let device = server.gpu.device.clone();
-        let class = ReadbackPool::class(copy_len);
+        let class = ReadbackPool::class(copy_len, server.gpu.caps.limits.max_buffer_size);
         let staging = match server.memory.readback.take(class) {
             Some(b) => b,
             None => scoped(&device, || {
@@ -214,22 +223,24 @@ pub(crate) fn read<C: WgpuCompiler>(
             Ok(r) => r?,
             Err(_) => faults.lost()?,
         }
+        for m in memories {
+            late.check(m)?;
+        }
         let mut out = Vec::with_capacity(reads.len());
         for r in reads {
-            match r.mapped.await {
-                Ok(Ok(())) => {}
-                Ok(Err(e)) => {
-                    faults.lost()?;
-                    return Err(ServerError::Mapping {
-                        reason: e.to_string(),
-                    });
-                }
-                Err(_) => {
-                    faults.lost()?;
-                    return Err(ServerError::Mapping {
-                        reason: "map callback dropped".into(),
-                    });
-                }
+            // The staging buffer is the server's own, validated and unused
+            // elsewhere: the only way its map fails is that the device went
+            // away, possibly before its lost callback has run.
+            let failed = match r.mapped.await {
+                Ok(Ok(())) => None,
+                Ok(Err(e)) => Some(e.to_string()),
+                Err(_) => Some("the map callback was dropped".into()),
+            };
+            if let Some(why) = failed {
+                faults.lost()?;
+                return Err(ServerError::DeviceLost {
+                    reason: format!("mapping a read's staging buffer failed: {why}"),
+                });
             }
             let view = r
                 .staging

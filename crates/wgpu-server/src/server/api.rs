@@ -251,6 +251,8 @@ impl<C: WgpuCompiler> Server for WgpuServer<C> {
         crate::timing::profile::abandon(self, stream_id, token);
     }
 
+    /// The device's report, whatever the stream: every stream allocates from
+    /// the one manager (see the trait doc).
     fn memory_report(&mut self, _stream_id: StreamId) -> Option<StreamMemoryReport> {
         self.drain_releases();
         Some(self.memory.manager.report())
@@ -301,10 +303,7 @@ impl<C: WgpuCompiler> Server for WgpuServer<C> {
     }
 
     fn graph_destroy(&mut self, graph: GraphId, _stream_id: StreamId) {
-        // Dropping the graph unpins its slices; a replay already encoded or
-        // submitted is ordered before any later user of those pages by the
-        // scheduler (the wgpu guarantee the seed names). Unknown ids: no-op.
-        let _ = self.graphs.registry.remove(graph);
+        crate::graph::destroy(self, graph);
     }
 
     fn start_profile_at_launch(

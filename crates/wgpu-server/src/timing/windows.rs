@@ -18,10 +18,11 @@
 //! never grow the pool. A failure on the stream while a window is open (the
 //! write scope's `on_failure`) marks it, and `end_profile` reports why.
 
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
 use compute_runtime::{ProfileError, ServerError, StreamId, TimingMethod};
-use hashbrown::HashMap;
 
 use crate::timing::stamps::StampPair;
 
@@ -54,12 +55,22 @@ pub(crate) struct TimelineEntry {
     pub slot: Slot,
 }
 
+/// Windows a server keeps open at most. A token dropped without
+/// `end_profile` or `abandon_profile` keeps its window (and its timestamp
+/// slot) until then; past this many, opening a window closes the oldest,
+/// whose token then answers `UnknownToken`.
+pub const MAX_OPEN_WINDOWS: usize = 4096;
+
+/// Token ids are unique in the process, so a token from another server is
+/// unknown here rather than naming one of this server's windows.
+static NEXT_TOKEN: AtomicU64 = AtomicU64::new(1);
+
 /// Open windows and the slot pool of one server.
 #[derive(Debug)]
 pub(crate) struct Profiler {
     pub method: TimingMethod,
-    next: u64,
-    windows: HashMap<u64, Window>,
+    /// By token id, so the oldest is the first.
+    windows: BTreeMap<u64, Window>,
     pool: Vec<Slot>,
     slots_created: usize,
     /// `Some` while a timeline is being recorded.
@@ -70,8 +81,7 @@ impl Profiler {
     pub fn new(method: TimingMethod) -> Self {
         Self {
             method,
-            next: 0,
-            windows: HashMap::new(),
+            windows: BTreeMap::new(),
             pool: Vec::new(),
             slots_created: 0,
             timeline: None,
@@ -103,16 +113,22 @@ impl Profiler {
     }
 
     pub fn open(&mut self, stream: StreamId, measure: Measure) -> u64 {
-        self.next += 1;
+        if self.windows.len() >= MAX_OPEN_WINDOWS
+            && let Some((_, oldest)) = self.windows.pop_first()
+            && let Measure::Device(slot) | Measure::AtLaunch { slot, .. } = oldest.measure
+        {
+            self.pool.push(slot);
+        }
+        let id = NEXT_TOKEN.fetch_add(1, Ordering::Relaxed);
         self.windows.insert(
-            self.next,
+            id,
             Window {
                 stream,
                 measure,
                 invalid: None,
             },
         );
-        self.next
+        id
     }
 
     /// Removes the window `token` of `stream`.

@@ -1,0 +1,122 @@
+//! Poison that arrives from the GPU after the work was enqueued.
+//!
+//! Some failures are only known once the device has run the batch: an
+//! indirect dispatch whose count is over the device's per-dimension limit is
+//! skipped by wgpu without a word, and only a readback of the count says so.
+//! Such a verdict arrives in a buffer-map callback, on whatever thread polls
+//! the device, while the server may be in the middle of another call. It is
+//! recorded here, behind a lock the callback can take, and is part of the
+//! trust state from then on: [`TrustRegistry::check`](crate::TrustRegistry)
+//! consults it, and a read that was already waiting checks it once its
+//! wait is over (the verdict's callback runs in the same poll that completes
+//! the batch, before any later batch's wait returns). The server takes the
+//! reports to defer each error to its stream.
+//!
+//! What it buys: "Ok never hands back wrong bytes" holds for failures only
+//! the GPU can see. What it does not: work enqueued on those outputs before
+//! the verdict arrived is not poisoned after the fact (its own inputs were
+//! trusted when it was checked); only reads of the outputs themselves, and
+//! work enqueued after the verdict, see it.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use compute_runtime::{MemoryId, ServerError, StreamId};
+use hashbrown::HashMap;
+
+#[derive(Debug, Default)]
+struct Inner {
+    poisoned: HashMap<MemoryId, Arc<ServerError>>,
+    reports: Vec<(StreamId, Arc<ServerError>)>,
+}
+
+/// Late verdicts; shared (`Arc`) between the registry and the callbacks.
+#[derive(Debug, Default)]
+pub struct LateFaults {
+    /// Fast path: nothing was ever recorded.
+    any: AtomicBool,
+    inner: Mutex<Inner>,
+}
+
+impl LateFaults {
+    fn lock(&self) -> MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Records that the work of `stream` writing `writes` failed with
+    /// `error`; callable from any thread.
+    pub fn poison(&self, stream: StreamId, writes: &[MemoryId], error: ServerError) {
+        let cause = Arc::new(error);
+        let mut inner = self.lock();
+        for m in writes {
+            inner
+                .poisoned
+                .entry(*m)
+                .or_insert_with(|| Arc::clone(&cause));
+        }
+        inner.reports.push((stream, cause));
+        self.any.store(true, Ordering::Release);
+    }
+
+    /// The late cause that poisoned `memory`, if any.
+    pub fn cause(&self, memory: MemoryId) -> Option<Arc<ServerError>> {
+        if !self.any.load(Ordering::Acquire) {
+            return None;
+        }
+        self.lock().poisoned.get(&memory).cloned()
+    }
+
+    /// `Ok` when no late verdict poisoned `memory`, else
+    /// [`ServerError::Untrusted`].
+    pub fn check(&self, memory: MemoryId) -> Result<(), ServerError> {
+        match self.cause(memory) {
+            None => Ok(()),
+            Some(cause) => Err(ServerError::Untrusted { memory, cause }),
+        }
+    }
+
+    /// Whether any late verdict is on record.
+    pub fn is_empty(&self) -> bool {
+        !self.any.load(Ordering::Acquire)
+    }
+
+    /// Clears `memory` (a full overwrite, or the slice was freed).
+    pub(crate) fn clear(&self, memory: MemoryId) {
+        if self.any.load(Ordering::Acquire) {
+            self.lock().poisoned.remove(&memory);
+        }
+    }
+
+    /// The failures recorded since the last call, with their streams.
+    pub fn take_reports(&self) -> Vec<(StreamId, Arc<ServerError>)> {
+        if !self.any.load(Ordering::Acquire) {
+            return Vec::new();
+        }
+        std::mem::take(&mut self.lock().reports)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn verdicts_poison_until_cleared_and_report_once() {
+        let late = LateFaults::default();
+        assert!(late.is_empty());
+        assert!(late.check(MemoryId(1)).is_ok());
+        late.poison(
+            StreamId(3),
+            &[MemoryId(1), MemoryId(2)],
+            ServerError::unsupported("x", "late"),
+        );
+        assert!(late.check(MemoryId(1)).is_err());
+        assert!(late.check(MemoryId(2)).is_err());
+        assert!(late.check(MemoryId(9)).is_ok());
+        assert_eq!(late.take_reports().len(), 1);
+        assert!(late.take_reports().is_empty());
+        late.clear(MemoryId(1));
+        assert!(late.check(MemoryId(1)).is_ok());
+        assert!(late.check(MemoryId(2)).is_err());
+    }
+}

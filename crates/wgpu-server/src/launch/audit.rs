@@ -1,0 +1,110 @@
+//! Auditing indirect counts: the one launch failure only the GPU can see.
+//!
+//! wgpu validates an indirect dispatch's count on the device and skips a
+//! dispatch whose count is over `max_compute_workgroups_per_dimension`,
+//! without an error. The server cannot read the count at enqueue time (the
+//! GPU may write it), so it copies the 12 bytes next to the dispatch into a
+//! small `MAP_READ` buffer of the batch; once the batch has run, the map
+//! callback reads every count back and records a late verdict
+//! ([`compute_stream::LateFaults`]) poisoning the writes of each launch that
+//! was skipped. A read of those writes waits for the batch, so it sees the
+//! verdict.
+//!
+//! What it costs: one 12-byte copy per indirect launch (which also ends the
+//! open compute pass) and one mapped buffer per batch that has any; nothing
+//! for batches without indirect launches.
+
+use std::sync::Arc;
+
+use compute_runtime::{MemoryId, ServerError, StreamId};
+use compute_stream::LateFaults;
+
+use crate::launch::resolve::INDIRECT_BYTES;
+
+/// Bytes one audited count takes in the audit buffer.
+const SLOT: u64 = 16;
+/// Counts one audit buffer holds.
+const SLOTS: usize = 256;
+
+/// One audit buffer and the writes of the launch behind each slot.
+#[derive(Debug)]
+struct AuditBuffer {
+    buffer: wgpu::Buffer,
+    writes: Vec<Vec<MemoryId>>,
+}
+
+/// The audits of one pending batch.
+#[derive(Debug, Default)]
+pub(crate) struct BatchAudit {
+    buffers: Vec<AuditBuffer>,
+}
+
+impl BatchAudit {
+    /// Encodes the copy of the count at `src[offset..offset + 12]` for a
+    /// launch writing `writes`.
+    pub fn record(
+        &mut self,
+        device: &wgpu::Device,
+        encoder: &mut wgpu::CommandEncoder,
+        src: &wgpu::Buffer,
+        offset: u64,
+        writes: &[MemoryId],
+    ) {
+        if self.buffers.last().is_none_or(|b| b.writes.len() >= SLOTS) {
+            self.buffers.push(AuditBuffer {
+                buffer: device.create_buffer(&wgpu::BufferDescriptor {
+                    label: Some("indirect count audit"),
+                    size: SLOT * SLOTS as u64,
+                    usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+                    mapped_at_creation: false,
+                }),
+                writes: Vec::new(),
+            });
+        }
+        if let Some(audit) = self.buffers.last_mut() {
+            let at = SLOT * audit.writes.len() as u64;
+            encoder.copy_buffer_to_buffer(src, offset, &audit.buffer, at, INDIRECT_BYTES);
+            audit.writes.push(writes.to_vec());
+        }
+    }
+
+    /// After the batch is submitted: maps every audit buffer; the callback
+    /// poisons the writes of each launch whose count was over `max`.
+    pub fn submitted(self, stream: StreamId, max: u32, late: &Arc<LateFaults>) {
+        for audit in self.buffers {
+            let late = Arc::clone(late);
+            let buffer = audit.buffer.clone();
+            audit.buffer.map_async(wgpu::MapMode::Read, .., move |r| {
+                if r.is_err() {
+                    // The device is gone; every later call says so.
+                    return;
+                }
+                let Ok(view) = buffer.slice(..).get_mapped_range() else {
+                    return;
+                };
+                for (i, writes) in audit.writes.iter().enumerate() {
+                    let at = i * SLOT as usize;
+                    let dims: Vec<u32> = (0..3)
+                        .filter_map(|d| {
+                            let b: [u8; 4] =
+                                view.get(at + 4 * d..at + 4 * d + 4)?.try_into().ok()?;
+                            Some(u32::from_le_bytes(b))
+                        })
+                        .collect();
+                    if let Some(over) = dims.iter().find(|d| **d > max) {
+                        late.poison(
+                            stream,
+                            writes,
+                            ServerError::LimitExceeded {
+                                limit: "max_compute_workgroups_per_dimension (indirect count; \
+                                        the dispatch was skipped)",
+                                requested: u64::from(*over),
+                                max: u64::from(max),
+                            },
+                        );
+                    }
+                }
+            });
+        }
+    }
+}
