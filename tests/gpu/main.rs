@@ -8,6 +8,7 @@
 //! themselves: lavapipe runs kernels on the CPU, so other tests' work in the
 //! same process lands inside their measurement windows.
 
+mod collective;
 mod common;
 
 mod bad_input;

@@ -27,6 +27,7 @@ mod trust;
 pub use late::LateFaults;
 pub use scheduler::{
     Access, BatchFailure, MAX_IDLE_STREAMS, SchedulerMultiStream, SchedulerStreamBackend,
+    Submitted, Urgency,
 };
 pub use scope::{WriteScoped, settle_batch_failures, write_scope};
 pub use trust::TrustRegistry;

@@ -47,7 +47,39 @@ pub trait SchedulerStreamBackend {
     /// stream has pending tasks. A batch the queue refused is a
     /// [`BatchFailure`]: none of it ran, so what it wrote is poisoned and
     /// the error is reported to the stream.
-    fn submit(&mut self, id: StreamId, stream: &mut Self::Stream) -> Result<(), BatchFailure>;
+    ///
+    /// A backend may hold a batch back that waits for something outside the
+    /// queue (the wgpu server: a collective's result, written by another
+    /// thread): with [`Urgency::WhenReady`] it answers
+    /// [`Submitted::Held`] and the batch stays pending; with
+    /// [`Urgency::Now`] (someone must see its work: another stream's
+    /// conflicting use, a host write, a wait) it waits for what holds it,
+    /// which must complete in bounded time, and submits.
+    fn submit(
+        &mut self,
+        id: StreamId,
+        stream: &mut Self::Stream,
+        urgency: Urgency,
+    ) -> Result<Submitted, BatchFailure>;
+}
+
+/// Why a batch is being submitted.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Urgency {
+    /// The stream reached `tasks_max`, or a flush: submit if nothing holds
+    /// the batch back.
+    WhenReady,
+    /// Something depends on the batch having been submitted.
+    Now,
+}
+
+/// What [`SchedulerStreamBackend::submit`] did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Submitted {
+    /// The batch is on the queue.
+    Yes,
+    /// The backend held it back; it stays pending.
+    Held,
 }
 
 /// A submitted batch that did not run.
@@ -306,7 +338,7 @@ impl<B: SchedulerStreamBackend> SchedulerMultiStream<B> {
             s.tasks >= self.tasks_max
         });
         if full {
-            self.submit(stream);
+            self.submit_with(stream, Urgency::WhenReady);
         }
     }
 
@@ -315,15 +347,24 @@ impl<B: SchedulerStreamBackend> SchedulerMultiStream<B> {
         self.streams.get(&stream).map_or(0, |s| s.tasks)
     }
 
-    /// Submits `stream`'s pending work, if any.
+    /// Submits `stream`'s pending work, if any, now (see [`Urgency::Now`]).
     pub fn submit(&mut self, stream: StreamId) {
+        self.submit_with(stream, Urgency::Now);
+    }
+
+    /// Submits `stream`'s pending work, if any; with
+    /// [`Urgency::WhenReady`] the backend may hold it back.
+    pub fn submit_with(&mut self, stream: StreamId, urgency: Urgency) {
         let Some(state) = self.streams.get_mut(&stream) else {
             return;
         };
         if state.tasks == 0 {
             return;
         }
-        let result = self.backend.submit(stream, &mut state.inner);
+        let result = self.backend.submit(stream, &mut state.inner, urgency);
+        if let Ok(Submitted::Held) = result {
+            return;
+        }
         state.tasks = 0;
         self.next_batch += 1;
         state.batch = self.next_batch;
@@ -412,9 +453,14 @@ mod tests {
     impl SchedulerStreamBackend for Log {
         type Stream = ();
         fn create_stream(&mut self, _id: StreamId) {}
-        fn submit(&mut self, id: StreamId, _stream: &mut ()) -> Result<(), BatchFailure> {
+        fn submit(
+            &mut self,
+            id: StreamId,
+            _stream: &mut (),
+            _urgency: Urgency,
+        ) -> Result<Submitted, BatchFailure> {
             self.0.push(id);
-            Ok(())
+            Ok(Submitted::Yes)
         }
     }
 

@@ -119,8 +119,13 @@ mod tests {
     impl SchedulerStreamBackend for NoBackend {
         type Stream = ();
         fn create_stream(&mut self, _: StreamId) {}
-        fn submit(&mut self, _: StreamId, _: &mut ()) -> Result<(), crate::BatchFailure> {
-            Ok(())
+        fn submit(
+            &mut self,
+            _: StreamId,
+            _: &mut (),
+            _: crate::Urgency,
+        ) -> Result<crate::Submitted, crate::BatchFailure> {
+            Ok(crate::Submitted::Yes)
         }
     }
 

@@ -8,10 +8,12 @@
 //! encoder and hands it to the queue.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use compute_runtime::{MemoryId, ServerError, StreamId};
-use compute_stream::{BatchFailure, LateFaults, SchedulerStreamBackend};
+use compute_stream::{BatchFailure, LateFaults, SchedulerStreamBackend, Submitted, Urgency};
 
+use crate::collective::gate::Gate;
 use crate::device::faults::scoped;
 use crate::launch::audit::BatchAudit;
 
@@ -35,6 +37,15 @@ pub struct WgpuStream {
     writes: Vec<MemoryId>,
     /// Copies of the batch's indirect counts, checked once it has run.
     audit: BatchAudit,
+    /// The `Wait` collective the pending batch comes after: the batch is
+    /// held until its result is in `dst` (see `collective/`).
+    pub(crate) held_by: Option<Arc<Gate>>,
+    /// Part of this stream's pending work was handed to the collective
+    /// applier to submit: the stream's own submissions no longer tell when
+    /// all its work has run.
+    parked: bool,
+    /// The last submit of this stream failed (its batch did not run).
+    pub(crate) last_failed: bool,
 }
 
 impl WgpuStream {
@@ -143,6 +154,27 @@ impl WgpuStream {
         self.audit.record(device, encoder, src, offset, writes);
     }
 
+    /// Whether the pending batch waits for a collective that has not
+    /// completed.
+    pub(crate) fn is_held(&self) -> bool {
+        self.held_by.as_ref().is_some_and(|g| !g.is_settled())
+    }
+
+    /// Finishes what is encoded so far, for the collective applier to submit
+    /// after the collective that holds it: the batch, what it writes, its
+    /// audits. `None` when nothing is encoded. Later work starts a new
+    /// encoder, still held.
+    pub(crate) fn park(&mut self) -> Option<(wgpu::CommandBuffer, Vec<MemoryId>, BatchAudit)> {
+        self.end_pass();
+        let encoder = self.encoder.take()?;
+        self.parked = true;
+        Some((
+            encoder.finish(),
+            std::mem::take(&mut self.writes),
+            std::mem::take(&mut self.audit),
+        ))
+    }
+
     /// Records that the pending batch writes `memory`.
     pub(crate) fn wrote(&mut self, memory: &[MemoryId]) {
         self.writes.extend_from_slice(memory);
@@ -163,6 +195,11 @@ pub const HOST_WRITE_FLUSH_BYTES: u64 = 256 << 20;
 /// Host writes queued without a submit before the backend submits.
 pub const HOST_WRITE_FLUSH_COUNT: u32 = 1024;
 
+/// How long a submission that must happen waits for a collective by
+/// default: past the communicators' default timeout, which completes every
+/// call (with an error if it must) first.
+pub const DEFAULT_COLLECTIVE_WAIT: Duration = Duration::from_secs(90);
+
 /// The wgpu side of the scheduler: the device's one queue.
 #[derive(Debug)]
 pub struct ScheduledWgpuBackend {
@@ -181,7 +218,11 @@ pub struct ScheduledWgpuBackend {
     /// Where audited indirect counts over the limit are recorded.
     pub(crate) late: Arc<LateFaults>,
     /// `max_compute_workgroups_per_dimension`, for the audits.
-    indirect_max: u32,
+    pub(crate) indirect_max: u32,
+    /// How long a submission that must happen waits for the collective that
+    /// holds its batch (past the communicator's timeout, which always
+    /// completes a call first).
+    pub(crate) collective_wait: Duration,
 }
 
 impl ScheduledWgpuBackend {
@@ -191,6 +232,7 @@ impl ScheduledWgpuBackend {
         Self {
             indirect_max,
             late: Arc::default(),
+            collective_wait: DEFAULT_COLLECTIVE_WAIT,
             device,
             queue,
             last_submission: None,
@@ -247,12 +289,62 @@ impl SchedulerStreamBackend for ScheduledWgpuBackend {
     /// batch the queue refuses (which no check before encoding should let
     /// happen) is a [`BatchFailure`] naming what it wrote, never an
     /// uncaptured error that a later `sync` of any stream would report.
-    fn submit(&mut self, id: StreamId, stream: &mut WgpuStream) -> Result<(), BatchFailure> {
+    ///
+    /// A batch held behind a `Wait` collective ([`WgpuStream::held_by`])
+    /// stays pending when the submit is only opportunistic; when it must
+    /// happen, it waits for the collective. If the collective failed (or
+    /// never completed), the held work is dropped, its writes poisoned with
+    /// that error: work queued after a failed collective does not run.
+    fn submit(
+        &mut self,
+        id: StreamId,
+        stream: &mut WgpuStream,
+        urgency: Urgency,
+    ) -> Result<Submitted, BatchFailure> {
+        stream.last_failed = false;
+        let mut flush_host_write = false;
+        if let Some(gate) = stream.held_by.clone() {
+            if !gate.is_settled() && urgency == Urgency::WhenReady {
+                return Ok(Submitted::Held);
+            }
+            stream.held_by = None;
+            let failure = match gate.wait(self.collective_wait) {
+                Some(Ok(())) => None,
+                Some(Err(e)) => Some(e),
+                None => Some(ServerError::CollectiveState {
+                    reason: format!(
+                        "a collective on {id} did not complete within {:?}",
+                        self.collective_wait
+                    ),
+                }),
+            };
+            if let Some(error) = failure {
+                stream.last_failed = true;
+                stream.end_pass();
+                stream.encoder = None;
+                stream.audit = BatchAudit::default();
+                return Err(BatchFailure {
+                    error,
+                    writes: std::mem::take(&mut stream.writes),
+                });
+            }
+            // The result was written with `write_buffer`: it reaches the GPU
+            // with the next submit, which must happen even with nothing
+            // encoded.
+            flush_host_write = true;
+        }
         stream.end_pass();
         let writes = std::mem::take(&mut stream.writes);
         let audit = std::mem::take(&mut stream.audit);
         let Some(mut encoder) = stream.encoder.take() else {
-            return Ok(());
+            if flush_host_write {
+                self.host_writes_pending = true;
+                self.flush_host_writes();
+            }
+            if std::mem::take(&mut stream.parked) {
+                stream.last_submission = None;
+            }
+            return Ok(Submitted::Yes);
         };
         let readback = match (&self.timing, &stream.stamps) {
             (Some(t), Some(s)) => Some(t.end_batch(&mut encoder, s)),
@@ -263,6 +355,7 @@ impl SchedulerStreamBackend for ScheduledWgpuBackend {
         let index = match submitted {
             Ok(index) => index,
             Err(error) => {
+                stream.last_failed = true;
                 return Err(BatchFailure {
                     error: ServerError::BatchRejected {
                         reason: error.to_string(),
@@ -275,8 +368,10 @@ impl SchedulerStreamBackend for ScheduledWgpuBackend {
             t.after_submit(r);
         }
         audit.submitted(id, self.indirect_max, &self.late);
-        stream.last_submission = Some(index.clone());
+        // After parked work, only "everything submitted" covers the
+        // stream's work (`None` waits for all).
+        stream.last_submission = (!std::mem::take(&mut stream.parked)).then(|| index.clone());
         self.submitted(index);
-        Ok(())
+        Ok(Submitted::Yes)
     }
 }

@@ -19,7 +19,7 @@
 //! [`WgpuCompiler`]: compute_wgsl::WgpuCompiler
 
 mod backend;
-mod communication;
+mod collective;
 mod device;
 mod graph;
 mod launch;

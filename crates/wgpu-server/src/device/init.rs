@@ -15,6 +15,7 @@ use compute_stream::SchedulerMultiStream;
 use compute_wgsl::{DeviceCaps, WgpuCompilationOptions, WgpuCompiler};
 
 use crate::backend::ScheduledWgpuBackend;
+use crate::collective::Collectives;
 use crate::device::{Gpu, adapter, faults::DeviceFaults, poller::DevicePoller};
 use crate::graph::Graphs;
 use crate::launch::Kernels;
@@ -67,6 +68,7 @@ impl WgpuServerOptions {
                 backend,
                 timing,
                 captures: self.captures.clone().unwrap_or_default(),
+                device_id: self.device_id,
             },
             device,
             queue,
@@ -117,6 +119,9 @@ impl<C: WgpuCompiler + Default> WgpuServer<C> {
             backend,
             timing: timing_method,
             captures,
+            // The seed's constructor names no device; collectives see this
+            // server as device 0 (build through `WgpuServerOptions` to set it).
+            device_id: DeviceId(0),
         };
         match assemble(wiring, device, queue, utilities) {
             Ok(server) => server,
@@ -134,6 +139,7 @@ struct Wiring {
     backend: wgpu::Backend,
     timing: TimingMethod,
     captures: DeviceCaptures,
+    device_id: DeviceId,
 }
 
 /// Makes every part of a server on `device`.
@@ -205,6 +211,7 @@ fn assemble<C: WgpuCompiler + Default>(
             last_sync_gpu_ns: Arc::new(AtomicU64::new(u64::MAX)),
         },
         graphs: Graphs::new(w.captures),
+        collectives: Collectives::new(w.device_id),
         utilities: Arc::new(utilities),
         logger,
         failures: 0,

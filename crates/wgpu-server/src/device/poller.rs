@@ -21,21 +21,28 @@ struct Job {
     done: oneshot::Sender<Result<(), ServerError>>,
 }
 
+/// What the poller thread is asked.
+enum Request {
+    Wait(Job),
+    /// End the thread (other handles may still hold senders).
+    Stop,
+}
+
 /// Handle to the waiter thread; dropping it ends the thread.
 #[derive(Debug)]
 pub struct DevicePoller {
-    jobs: Option<mpsc::Sender<Job>>,
+    jobs: Option<mpsc::Sender<Request>>,
     thread: Option<JoinHandle<()>>,
 }
 
 impl DevicePoller {
     /// Starts the waiter of `device`.
     pub fn start(device: wgpu::Device, faults: Arc<DeviceFaults>) -> Self {
-        let (tx, rx) = mpsc::channel::<Job>();
+        let (tx, rx) = mpsc::channel::<Request>();
         let thread = std::thread::Builder::new()
             .name("wgpu-server-poller".into())
             .spawn(move || {
-                while let Ok(job) = rx.recv() {
+                while let Ok(Request::Wait(job)) = rx.recv() {
                     let wait = |index| {
                         device.poll(wgpu::PollType::Wait {
                             submission_index: index,
@@ -65,6 +72,15 @@ impl DevicePoller {
         }
     }
 
+    /// A handle other threads can use to ask this poller to wait for a
+    /// submission (so the map callbacks of that submission run without
+    /// anyone waiting on the server).
+    pub fn handle(&self) -> PollerHandle {
+        PollerHandle {
+            jobs: self.jobs.clone(),
+        }
+    }
+
     /// A channel that completes once `index` (or, for `None`, everything
     /// submitted so far) has run.
     pub fn wait(
@@ -75,7 +91,7 @@ impl DevicePoller {
         let job = Job { index, done };
         match &self.jobs {
             Some(jobs) => {
-                if let Err(mpsc::SendError(job)) = jobs.send(job) {
+                if let Err(mpsc::SendError(Request::Wait(job))) = jobs.send(Request::Wait(job)) {
                     let _ = job.done.send(Err(ServerError::DeviceLost {
                         reason: "the device's poller thread has stopped".into(),
                     }));
@@ -91,9 +107,35 @@ impl DevicePoller {
     }
 }
 
+/// Asks a device's poller to drive a submission to completion; cloneable and
+/// usable from any thread.
+#[derive(Clone, Debug)]
+pub struct PollerHandle {
+    jobs: Option<mpsc::Sender<Request>>,
+}
+
+impl PollerHandle {
+    /// Has the poller wait for `index`, so the map callbacks of the work it
+    /// covers run; nobody waits for the answer.
+    pub fn kick(&self, index: wgpu::SubmissionIndex) {
+        if let Some(jobs) = &self.jobs {
+            let (done, _) = oneshot::channel();
+            // A stopped poller means a lost device; the caller hears of it
+            // from its own next call.
+            let _ = jobs.send(Request::Wait(Job {
+                index: Some(index),
+                done,
+            }));
+        }
+    }
+}
+
 impl Drop for DevicePoller {
     fn drop(&mut self) {
-        self.jobs = None;
+        // An explicit stop: handles given out may outlive the poller.
+        if let Some(jobs) = self.jobs.take() {
+            let _ = jobs.send(Request::Stop);
+        }
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }

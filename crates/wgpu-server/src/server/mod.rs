@@ -29,6 +29,7 @@ use compute_stream::{SchedulerMultiStream, WriteScoped, settle_batch_failures, w
 use compute_wgsl::WgpuCompiler;
 
 use crate::backend::ScheduledWgpuBackend;
+use crate::collective::Collectives;
 use crate::device::Gpu;
 use crate::graph::Graphs;
 use crate::launch::Kernels;
@@ -48,6 +49,7 @@ pub struct WgpuServer<C: WgpuCompiler> {
     pub(crate) kernels: Kernels<C>,
     pub(crate) timing: Timing,
     pub(crate) graphs: Graphs,
+    pub(crate) collectives: Collectives,
     pub(crate) utilities: Arc<ServerUtilities>,
     pub(crate) logger: Arc<ServerLogger>,
     /// Failures settled by write scopes so far.

@@ -1,0 +1,71 @@
+//! Staging a collective's input: the device half of the data path.
+//!
+//! A rank's `src` is copied, on its stream, into a pooled `MAP_READ` buffer
+//! (the read path's); once the copy has run, the buffer's map callback hands
+//! the mapped range itself to the communicator as the rank's input
+//! (`Contribution::provide`), with no host copy. Nothing here waits: the
+//! device's poller is asked to drive the submission, so the input arrives
+//! even if no call on this server waits.
+
+use std::sync::Arc;
+
+use compute_collective::Contribution;
+use compute_runtime::{Bytes, ServerError};
+
+use crate::device::poller::PollerHandle;
+use crate::memory::readback::{MappedRange, ReadbackPool};
+
+/// A copy of `src` on its way to host memory, and where it goes then.
+#[derive(Debug)]
+pub(crate) struct Staged {
+    pub buffer: wgpu::Buffer,
+    /// Bytes mapped (the copy, rounded to whole words).
+    pub mapped_len: u64,
+    /// Where the input starts in the mapped range, and its length.
+    pub start: usize,
+    pub len: usize,
+    pub contribution: Contribution,
+    pub pool: ReadbackPool,
+}
+
+impl Staged {
+    /// After the submission `index` that holds the copy: maps the staging
+    /// buffer, provides the input from the map callback, and has the poller
+    /// drive the submission.
+    pub fn map_and_provide(self, poller: &PollerHandle, index: wgpu::SubmissionIndex) {
+        let Staged {
+            buffer,
+            mapped_len,
+            start,
+            len,
+            contribution,
+            pool,
+        } = self;
+        let mapped = buffer.clone();
+        buffer.map_async(wgpu::MapMode::Read, 0..mapped_len, move |r| {
+            let input = r
+                .map_err(|e| e.to_string())
+                .and_then(|()| {
+                    mapped
+                        .slice(0..mapped_len)
+                        .get_mapped_range()
+                        .map_err(|e| e.to_string())
+                })
+                .map(|view| {
+                    Bytes::from_owner(MappedRange::new(view, mapped.clone(), pool, start, len))
+                })
+                .map_err(|why| {
+                    Arc::new(ServerError::DeviceLost {
+                        reason: format!("mapping a collective's staged input failed: {why}"),
+                    })
+                });
+            contribution.provide(input);
+        });
+        poller.kick(index);
+    }
+
+    /// The input will never be staged: tells the peers why.
+    pub fn fail(self, cause: Arc<ServerError>) {
+        self.contribution.provide(Err(cause));
+    }
+}
