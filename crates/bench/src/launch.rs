@@ -88,7 +88,6 @@ pub fn sync_figures(s: &mut S, o: &Options, out: &mut Vec<Figure>) -> Result<(),
     let n = if o.quick { 200 } else { 1000 };
     let rounds = o.rounds(3, 9);
     let device = s.device().clone();
-    let queue = s.queue().clone();
     let cell = RefCell::new(s);
     let (v, b) = interleaved(
         rounds,
@@ -103,8 +102,7 @@ pub fn sync_figures(s: &mut S, o: &Options, out: &mut Vec<Figure>) -> Result<(),
         || {
             let t = Instant::now();
             for _ in 0..n {
-                queue.submit(std::iter::empty());
-                raw::wait(&device);
+                raw::sync_poll(&device);
             }
             us(t.elapsed(), n)
         },

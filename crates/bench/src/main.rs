@@ -9,6 +9,7 @@
 //! holds the baselines. See `docs/benchmarks.md` for what each figure
 //! means.
 
+mod graph;
 mod harness;
 mod kernel;
 mod launch;
@@ -17,6 +18,7 @@ mod profile;
 mod raw;
 mod report;
 mod shaders;
+mod steps;
 mod stream;
 mod transfer;
 
@@ -53,8 +55,15 @@ fn main() -> Result<(), ServerError> {
     if o.wants("sync.") {
         launch::sync_figures(&mut s, &o, &mut figures)?;
     }
+    if o.wants("graph.") {
+        graph::figures(&mut s, &o, &mut figures)?;
+    }
     if o.wants("transfer.") {
         transfer::figures(&mut s, &o, &mut figures)?;
+    }
+    // Step timings only when asked: they explain figures, they are not ones.
+    if o.filter.as_deref().is_some_and(|f| f.starts_with("steps")) {
+        steps::figures(&mut s, &o, &mut figures)?;
     }
     if let Some(f) = &o.filter {
         figures.retain(|x| x.name.starts_with(f.as_str()));

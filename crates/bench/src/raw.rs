@@ -113,21 +113,62 @@ pub fn write(
     t.elapsed()
 }
 
-/// The raw read baseline: copy `size` bytes of `src` into a new `MAP_READ`
-/// buffer, map it, copy the bytes into a `Vec`.
-pub fn read(device: &wgpu::Device, queue: &wgpu::Queue, src: &wgpu::Buffer, size: u64) -> Vec<u8> {
-    let staging = buffer(
-        device,
-        size,
-        wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
-    );
-    let mut enc = device.create_command_encoder(&Default::default());
-    enc.copy_buffer_to_buffer(src, 0, &staging, 0, size);
-    queue.submit(Some(enc.finish()));
-    staging.map_async(wgpu::MapMode::Read, .., |_| {});
+/// A reusable `MAP_READ` staging buffer: the raw read baselines copy into it,
+/// map it, use the bytes and unmap it, creating nothing per round.
+pub struct Readback {
+    pub staging: wgpu::Buffer,
+}
+
+impl Readback {
+    pub fn new(device: &wgpu::Device, size: u64) -> Self {
+        Readback {
+            staging: buffer(
+                device,
+                size,
+                wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+            ),
+        }
+    }
+
+    /// Copies `size` bytes of `src` into the staging buffer, maps it, runs
+    /// `use_bytes` on the mapped range, unmaps.
+    pub fn read<R>(
+        &self,
+        device: &wgpu::Device,
+        queue: &wgpu::Queue,
+        src: &wgpu::Buffer,
+        size: u64,
+        use_bytes: impl FnOnce(&[u8]) -> R,
+    ) -> Option<R> {
+        let mut enc = device.create_command_encoder(&Default::default());
+        enc.copy_buffer_to_buffer(src, 0, &self.staging, 0, size);
+        queue.submit(Some(enc.finish()));
+        self.staging
+            .slice(0..size)
+            .map_async(wgpu::MapMode::Read, |_| {});
+        wait(device);
+        let out = self
+            .staging
+            .slice(0..size)
+            .get_mapped_range()
+            .ok()
+            .map(|v| use_bytes(&v));
+        self.staging.unmap();
+        out
+    }
+}
+
+/// Sums bytes as little-endian u64 words: touches every byte, as a caller
+/// using the data in place would, and vectorises.
+pub fn sum_words(bytes: &[u8]) -> u64 {
+    bytes
+        .chunks_exact(8)
+        .map(|w| u64::from_le_bytes([w[0], w[1], w[2], w[3], w[4], w[5], w[6], w[7]]))
+        .fold(0u64, u64::wrapping_add)
+}
+
+/// The raw sync with nothing pending: a poll that waits for whatever is in
+/// flight (nothing), without submitting.
+pub fn sync_poll(device: &wgpu::Device) {
     wait(device);
-    staging
-        .get_mapped_range(..)
-        .map(|v| v.to_vec())
-        .unwrap_or_default()
 }

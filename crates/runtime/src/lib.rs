@@ -24,6 +24,7 @@ pub mod client;
 mod collective;
 mod error;
 mod handle;
+pub mod hostcopy;
 mod id;
 mod kernel;
 mod memory;
