@@ -7,8 +7,12 @@ use crate::common::*;
 
 const S0: StreamId = StreamId(0);
 
+/// `n` servers on the first adapter, with device ids no other test uses
+/// (tests run in parallel, and a device id joins a communicator once).
 fn ranks(n: u64) -> (Vec<TestServer>, Vec<DeviceId>) {
-    let ids: Vec<DeviceId> = (0..n).map(|i| DeviceId(1000 + i)).collect();
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1000);
+    let base = NEXT.fetch_add(n, std::sync::atomic::Ordering::Relaxed);
+    let ids: Vec<DeviceId> = (0..n).map(|i| DeviceId(base + i)).collect();
     let servers = ids
         .iter()
         .map(|id| {
