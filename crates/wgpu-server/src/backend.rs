@@ -28,8 +28,10 @@ pub struct WgpuStream {
     pass_pipeline: Option<u64>,
     /// Identity of the bind group set in the open pass.
     pass_bind_group: Option<u64>,
-    /// The last submission of this stream.
+    /// The last submission of this stream (`None`: wait for everything),
+    /// and its number.
     pub(crate) last_submission: Option<wgpu::SubmissionIndex>,
+    pub(crate) last_submit_no: u64,
     /// Batch timestamps, when batch timing is on.
     stamps: Option<BatchStamps>,
     /// Every slice the pending batch's work writes: poisoned if the queue
@@ -205,8 +207,9 @@ pub const DEFAULT_COLLECTIVE_WAIT: Duration = Duration::from_secs(90);
 pub struct ScheduledWgpuBackend {
     device: wgpu::Device,
     pub(crate) queue: wgpu::Queue,
-    /// The latest submission on any stream.
+    /// The latest submission on any stream, and how many there were.
     pub(crate) last_submission: Option<wgpu::SubmissionIndex>,
+    pub(crate) submits_made: u64,
     /// `queue.write_buffer` calls not yet followed by a submit: they only
     /// reach the GPU with the next submission.
     pub(crate) host_writes_pending: bool,
@@ -236,6 +239,7 @@ impl ScheduledWgpuBackend {
             device,
             queue,
             last_submission: None,
+            submits_made: 0,
             host_writes_pending: false,
             host_write_bytes: 0,
             host_write_calls: 0,
@@ -258,10 +262,22 @@ impl ScheduledWgpuBackend {
     }
 
     fn submitted(&mut self, index: wgpu::SubmissionIndex) {
+        self.submits_made += 1;
         self.last_submission = Some(index);
         self.host_writes_pending = false;
         self.host_write_bytes = 0;
         self.host_write_calls = 0;
+    }
+
+    /// Submits a command buffer that belongs to no stream (the timeline's
+    /// resolve); returns it with its number.
+    pub(crate) fn submit_outside(
+        &mut self,
+        commands: wgpu::CommandBuffer,
+    ) -> (wgpu::SubmissionIndex, u64) {
+        let index = self.queue.submit(Some(commands));
+        self.submitted(index.clone());
+        (index, self.submits_made)
     }
 
     /// Submits an empty batch when host writes are pending, so a drain
@@ -281,6 +297,10 @@ impl SchedulerStreamBackend for ScheduledWgpuBackend {
     fn create_stream(&mut self, _id: StreamId) -> WgpuStream {
         WgpuStream {
             stamps: self.timing.as_ref().map(BatchTiming::stamps),
+            // A fresh stream (or one retired and used again) may have work
+            // in flight from before: waiting for it means waiting for all.
+            last_submission: None,
+            last_submit_no: self.submits_made,
             ..WgpuStream::default()
         }
     }
@@ -343,6 +363,7 @@ impl SchedulerStreamBackend for ScheduledWgpuBackend {
             }
             if std::mem::take(&mut stream.parked) {
                 stream.last_submission = None;
+                stream.last_submit_no = self.submits_made;
             }
             return Ok(Submitted::Yes);
         };
@@ -372,6 +393,7 @@ impl SchedulerStreamBackend for ScheduledWgpuBackend {
         // stream's work (`None` waits for all).
         stream.last_submission = (!std::mem::take(&mut stream.parked)).then(|| index.clone());
         self.submitted(index);
+        stream.last_submit_no = self.submits_made;
         Ok(Submitted::Yes)
     }
 }

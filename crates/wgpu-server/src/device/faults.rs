@@ -21,6 +21,9 @@ pub struct DeviceFaults {
     uncaptured: Mutex<Vec<String>>,
     /// Faults a `sync` reported to its own stream, still owed to the others.
     owed: Mutex<Vec<(StreamId, ServerError)>>,
+    /// Fast path for the check every call makes: whether `uncaptured` or
+    /// `owed` may hold anything.
+    any_fault: AtomicBool,
 }
 
 impl DeviceFaults {
@@ -35,6 +38,7 @@ impl DeviceFaults {
         device.on_uncaptured_error(Arc::new(move |error: wgpu::Error| {
             let mut errors = f.uncaptured.lock().unwrap_or_else(|e| e.into_inner());
             errors.push(error.to_string());
+            f.any_fault.store(true, Ordering::Release);
         }));
         faults
     }
@@ -69,17 +73,30 @@ impl DeviceFaults {
         if let Err(e) = &result {
             let mut owed = self.owed.lock().unwrap_or_else(|e| e.into_inner());
             owed.push((stream, e.clone()));
+            self.any_fault.store(true, Ordering::Release);
         }
         result
     }
 
     /// Faults reported to one stream and owed to the others.
     pub fn take_owed(&self) -> Vec<(StreamId, ServerError)> {
+        if !self.any_fault.load(Ordering::Acquire) {
+            return Vec::new();
+        }
         std::mem::take(&mut *self.owed.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    /// Whether an uncaptured error or an owed fault may be waiting: the
+    /// lock-free check a call makes before looking.
+    pub fn any(&self) -> bool {
+        self.any_fault.load(Ordering::Acquire)
     }
 
     /// The uncaptured errors since the last call, if any, as one fault.
     pub fn take_uncaptured(&self) -> Result<(), ServerError> {
+        if !self.any_fault.load(Ordering::Acquire) {
+            return Ok(());
+        }
         let mut errors = self.uncaptured.lock().unwrap_or_else(|e| e.into_inner());
         if errors.is_empty() {
             return Ok(());

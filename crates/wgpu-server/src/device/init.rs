@@ -16,7 +16,12 @@ use compute_wgsl::{DeviceCaps, WgpuCompilationOptions, WgpuCompiler};
 
 use crate::backend::ScheduledWgpuBackend;
 use crate::collective::Collectives;
-use crate::device::{Gpu, adapter, faults::DeviceFaults, poller::DevicePoller};
+use crate::device::{
+    Gpu, adapter,
+    faults::DeviceFaults,
+    poller::{DevicePoller, PollLock},
+    wait::Waiter,
+};
 use crate::graph::Graphs;
 use crate::launch::Kernels;
 use crate::memory::Memory;
@@ -152,7 +157,8 @@ fn assemble<C: WgpuCompiler + Default>(
     let storage = WgpuStorage::new(device.clone(), w.memory_properties.alignment);
     let manager = MemoryManagement::new(storage, w.memory_properties, &w.memory_config)?;
     let faults = DeviceFaults::install(&device);
-    let poller = DevicePoller::start(device.clone(), Arc::clone(&faults));
+    let poll_lock = PollLock::default();
+    let poller = DevicePoller::start(device.clone(), Arc::clone(&faults), poll_lock.clone());
     let caps = DeviceCaps {
         limits: device.limits(),
         features: device.features(),
@@ -182,6 +188,12 @@ fn assemble<C: WgpuCompiler + Default>(
     // Late verdicts of the GPU (audited indirect counts) poison through the
     // scheduler's own trust registry.
     streams.backend_mut().late = Arc::clone(streams.trust().late());
+    let waiter = Waiter::new(
+        device.clone(),
+        poller.handle(),
+        Arc::clone(&faults),
+        poll_lock,
+    );
     Ok(WgpuServer {
         gpu: Gpu {
             device,
@@ -190,6 +202,7 @@ fn assemble<C: WgpuCompiler + Default>(
             backend: w.backend,
             faults,
             poller,
+            waiter,
         },
         streams,
         memory: Memory {

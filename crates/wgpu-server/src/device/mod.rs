@@ -12,6 +12,7 @@ pub mod adapter;
 pub(crate) mod faults;
 mod init;
 pub(crate) mod poller;
+pub(crate) mod wait;
 
 use std::sync::Arc;
 
@@ -29,4 +30,6 @@ pub(crate) struct Gpu {
     pub faults: Arc<faults::DeviceFaults>,
     /// The device's one waiter thread.
     pub poller: poller::DevicePoller,
+    /// How futures wait for submissions (inline first, then the poller).
+    pub waiter: wait::Waiter,
 }

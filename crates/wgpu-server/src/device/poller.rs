@@ -28,6 +28,27 @@ enum Request {
     Stop,
 }
 
+/// The right to poll a device: one thread at a time (see
+/// [`DevicePoller::start`]).
+#[derive(Clone, Debug, Default)]
+pub struct PollLock(Arc<std::sync::Mutex<()>>);
+
+impl PollLock {
+    /// Blocks until this thread may poll.
+    pub fn lock(&self) -> std::sync::MutexGuard<'_, ()> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The right to poll now, if no other thread is polling.
+    pub fn try_lock(&self) -> Option<std::sync::MutexGuard<'_, ()>> {
+        match self.0.try_lock() {
+            Ok(g) => Some(g),
+            Err(std::sync::TryLockError::Poisoned(e)) => Some(e.into_inner()),
+            Err(std::sync::TryLockError::WouldBlock) => None,
+        }
+    }
+}
+
 /// Handle to the waiter thread; dropping it ends the thread.
 #[derive(Debug)]
 pub struct DevicePoller {
@@ -37,13 +58,19 @@ pub struct DevicePoller {
 
 impl DevicePoller {
     /// Starts the waiter of `device`.
-    pub fn start(device: wgpu::Device, faults: Arc<DeviceFaults>) -> Self {
+    /// Starts the waiter of `device`. Every poll holds `poll_lock`: wgpu
+    /// 30's `Device::poll` may panic when two threads poll one device at
+    /// once (an assertion that races with another thread's poll; fixed
+    /// upstream after 30.0.2), so the device is polled by one thread at a
+    /// time (see [`PollLock`]).
+    pub fn start(device: wgpu::Device, faults: Arc<DeviceFaults>, poll_lock: PollLock) -> Self {
         let (tx, rx) = mpsc::channel::<Request>();
         let thread = std::thread::Builder::new()
             .name("wgpu-server-poller".into())
             .spawn(move || {
                 while let Ok(Request::Wait(job)) = rx.recv() {
                     let wait = |index| {
+                        let _polling = poll_lock.lock();
                         device.poll(wgpu::PollType::Wait {
                             submission_index: index,
                             timeout: None,
@@ -80,31 +107,6 @@ impl DevicePoller {
             jobs: self.jobs.clone(),
         }
     }
-
-    /// A channel that completes once `index` (or, for `None`, everything
-    /// submitted so far) has run.
-    pub fn wait(
-        &self,
-        index: Option<wgpu::SubmissionIndex>,
-    ) -> oneshot::Receiver<Result<(), ServerError>> {
-        let (done, rx) = oneshot::channel();
-        let job = Job { index, done };
-        match &self.jobs {
-            Some(jobs) => {
-                if let Err(mpsc::SendError(Request::Wait(job))) = jobs.send(Request::Wait(job)) {
-                    let _ = job.done.send(Err(ServerError::DeviceLost {
-                        reason: "the device's poller thread has stopped".into(),
-                    }));
-                }
-            }
-            None => {
-                let _ = job.done.send(Err(ServerError::DeviceLost {
-                    reason: "the device's poller thread could not be started".into(),
-                }));
-            }
-        }
-        rx
-    }
 }
 
 /// Asks a device's poller to drive a submission to completion; cloneable and
@@ -115,6 +117,30 @@ pub struct PollerHandle {
 }
 
 impl PollerHandle {
+    /// A channel that completes once `index` (or, for `None`, everything
+    /// submitted so far) has run, as [`DevicePoller::wait`].
+    pub fn wait(
+        &self,
+        index: Option<wgpu::SubmissionIndex>,
+    ) -> oneshot::Receiver<Result<(), ServerError>> {
+        let (done, rx) = oneshot::channel();
+        let job = Job { index, done };
+        let refused = match &self.jobs {
+            Some(jobs) => match jobs.send(Request::Wait(job)) {
+                Ok(()) => None,
+                Err(mpsc::SendError(Request::Wait(job))) => Some(job),
+                Err(_) => None,
+            },
+            None => Some(job),
+        };
+        if let Some(job) = refused {
+            let _ = job.done.send(Err(ServerError::DeviceLost {
+                reason: "the device's poller thread has stopped".into(),
+            }));
+        }
+        rx
+    }
+
     /// Has the poller wait for `index`, so the map callbacks of the work it
     /// covers run; nobody waits for the answer.
     pub fn kick(&self, index: wgpu::SubmissionIndex) {

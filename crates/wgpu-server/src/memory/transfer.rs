@@ -215,14 +215,12 @@ pub(crate) fn read<C: WgpuCompiler>(
         });
     }
     let (_, s) = server.streams.encoder(stream);
-    let done = server.gpu.poller.wait(s.last_submission.clone());
+    let (index, no) = (s.last_submission.clone(), s.last_submit_no);
+    let waiter = server.gpu.waiter.clone();
     let faults = std::sync::Arc::clone(&server.gpu.faults);
     let pool = server.memory.readback.clone();
     Ok(Box::pin(async move {
-        match done.await {
-            Ok(r) => r?,
-            Err(_) => faults.lost()?,
-        }
+        waiter.wait(index, no).await?;
         for m in memories {
             late.check(m)?;
         }

@@ -42,23 +42,21 @@ impl<C: WgpuCompiler> Server for WgpuServer<C> {
         // Host writes of any stream may be what the caller waits for; they
         // reach the GPU only with a submission.
         let host_writes = self.streams.backend().host_writes_pending;
-        let index = if host_writes {
-            self.streams.backend_mut().flush_host_writes()
+        let (index, no) = if host_writes {
+            let index = self.streams.backend_mut().flush_host_writes();
+            (index, self.streams.backend().submits_made)
         } else {
             let (_, stream) = self.streams.encoder(stream_id);
-            stream.last_submission.clone()
+            (stream.last_submission.clone(), stream.last_submit_no)
         };
-        let done = self.gpu.poller.wait(index);
+        let waiter = self.gpu.waiter.clone();
         let faults = Arc::clone(&self.gpu.faults);
         let logger = Arc::clone(&self.logger);
         let gpu = self.streams.backend().timing.as_ref().map(|t| t.counter());
         let last_gpu = Arc::clone(&self.timing.last_sync_gpu_ns);
         let started = std::time::Instant::now();
         Box::pin(async move {
-            match done.await {
-                Ok(r) => r?,
-                Err(_) => faults.lost()?,
-            }
+            waiter.wait(index, no).await?;
             // Map callbacks of the batches this wait covered ran inside the
             // poll, so their GPU time is in the counter now.
             let gpu_ns = gpu.map(|c| c.swap(0, std::sync::atomic::Ordering::Relaxed));

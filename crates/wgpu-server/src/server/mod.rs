@@ -144,6 +144,22 @@ impl<C: WgpuCompiler> WgpuServer<C> {
     /// batches that failed to submit are told to `on_failure`.
     pub(crate) fn enter(&mut self) -> Result<(), ServerError> {
         self.gpu.faults.lost()?;
+        if self.gpu.faults.any() {
+            self.spread_faults();
+        }
+        settle_batch_failures(self);
+        self.drain_releases();
+        // Held (queued) launches come before anything issued after them.
+        if !self.kernels.held.is_empty() {
+            crate::launch::queued::compile_and_encode(self);
+        }
+        Ok(())
+    }
+
+    /// Defers uncaptured errors to every stream, and faults a `sync`
+    /// reported to its own stream to the others.
+    #[cold]
+    fn spread_faults(&mut self) {
         if let Err(fault) = self.gpu.faults.take_uncaptured() {
             self.streams.defer_error_everywhere(&Arc::new(fault));
         }
@@ -155,13 +171,6 @@ impl<C: WgpuCompiler> WgpuServer<C> {
                 }
             }
         }
-        settle_batch_failures(self);
-        self.drain_releases();
-        // Held (queued) launches come before anything issued after them.
-        if !self.kernels.held.is_empty() {
-            crate::launch::queued::compile_and_encode(self);
-        }
-        Ok(())
     }
 
     /// Resolves a binding to its page range, checking it lies inside its

@@ -18,10 +18,8 @@ use crate::timing::windows::{Measure, Slot};
 fn drain<C: WgpuCompiler>(s: &mut WgpuServer<C>, stream: StreamId) -> Result<(), ServerError> {
     s.streams.submit(stream);
     let index = s.streams.backend_mut().flush_host_writes();
-    match futures::executor::block_on(s.gpu.poller.wait(index)) {
-        Ok(r) => r,
-        Err(_) => s.gpu.faults.lost(),
-    }
+    let no = s.streams.backend().submits_made;
+    futures::executor::block_on(s.gpu.waiter.clone().wait(index, no))
 }
 
 pub(crate) fn start<C: WgpuCompiler>(
@@ -166,16 +164,17 @@ fn resolve<C: WgpuCompiler>(
         let _ = tx.send(r);
     });
     let (_, ws) = s.streams.encoder(stream);
-    let done = s.gpu.poller.wait(ws.last_submission.clone());
+    let done = s
+        .gpu
+        .waiter
+        .clone()
+        .wait(ws.last_submission.clone(), ws.last_submit_no);
     let faults = Arc::clone(&s.gpu.faults);
     let period = s.gpu.queue.get_timestamp_period();
     Ok(ProfileDuration::new(
         TimingMethod::Device,
         Box::pin(async move {
-            match done.await {
-                Ok(r) => r?,
-                Err(_) => faults.lost()?,
-            }
+            done.await?;
             match rx.await {
                 Ok(Ok(())) => {}
                 _ => {

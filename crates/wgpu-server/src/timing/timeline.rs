@@ -137,7 +137,7 @@ pub(crate) fn finish<C: WgpuCompiler>(
         e.slot
             .copy_to(&mut encoder, &readback, PAIR_BYTES * i as u64);
     }
-    let index = s.gpu.queue.submit(Some(encoder.finish()));
+    let (index, no) = s.streams.backend_mut().submit_outside(encoder.finish());
     let meta: Vec<(StreamId, String, String)> = entries
         .into_iter()
         .map(|e| {
@@ -149,14 +149,11 @@ pub(crate) fn finish<C: WgpuCompiler>(
     readback.map_async(wgpu::MapMode::Read, .., move |r| {
         let _ = tx.send(r);
     });
-    let done = s.gpu.poller.wait(Some(index));
+    let done = s.gpu.waiter.clone().wait(Some(index), no);
     let period = s.gpu.queue.get_timestamp_period();
     let faults = std::sync::Arc::clone(&s.gpu.faults);
     Box::pin(async move {
-        match done.await {
-            Ok(r) => r?,
-            Err(_) => faults.lost()?,
-        }
+        done.await?;
         if !matches!(rx.await, Ok(Ok(()))) {
             faults.lost()?;
             return Err(ServerError::Mapping {

@@ -1,0 +1,105 @@
+//! Waiting for a submission: where a `read`, a `sync` or a profile window's
+//! future spends its time.
+//!
+//! Two paths. A caller that waits at once (`block_on(server.read(..))`, the
+//! common case) polls the device on its own thread, for at most
+//! [`INLINE_WAIT`]: no hand-off to the poller thread, no thread wake-up on
+//! the way back (on the H200 that hop was a third of a 4 KiB round trip).
+//! A wait that lasts longer is handed to the device's poller thread, so an
+//! async executor is never blocked for long. Either way nothing spins:
+//! `device.poll(Wait)` sleeps in the driver.
+//!
+//! And a shortcut: submissions are numbered, and the number of the newest
+//! one known complete is kept; a wait for work that is already known done
+//! (a `sync` with nothing pending) returns at once, without a poll.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use compute_runtime::ServerError;
+
+use crate::device::faults::DeviceFaults;
+use crate::device::poller::{PollLock, PollerHandle};
+
+/// How long a future polls the device on its caller's thread before it
+/// hands the wait to the poller thread.
+pub const INLINE_WAIT: Duration = Duration::from_millis(5);
+
+/// A cloneable handle to wait on one device's submissions.
+#[derive(Clone, Debug)]
+pub(crate) struct Waiter {
+    device: wgpu::Device,
+    poller: PollerHandle,
+    faults: Arc<DeviceFaults>,
+    /// Held while polling: one thread polls the device at a time.
+    poll_lock: PollLock,
+    /// Number of the newest submission known complete.
+    completed: Arc<AtomicU64>,
+}
+
+impl Waiter {
+    pub fn new(
+        device: wgpu::Device,
+        poller: PollerHandle,
+        faults: Arc<DeviceFaults>,
+        poll_lock: PollLock,
+    ) -> Self {
+        Waiter {
+            device,
+            poller,
+            faults,
+            poll_lock,
+            completed: Arc::new(AtomicU64::new(0)),
+        }
+    }
+
+    /// Whether submission number `no` is known to have run.
+    pub fn is_done(&self, no: u64) -> bool {
+        no <= self.completed.load(Ordering::Acquire)
+    }
+
+    /// Waits until submission `index` (number `no`; `None`: everything
+    /// submitted, `no` then being the newest number) has run, and the map
+    /// callbacks of the work it covers with it.
+    pub async fn wait(
+        self,
+        index: Option<wgpu::SubmissionIndex>,
+        no: u64,
+    ) -> Result<(), ServerError> {
+        if self.is_done(no) {
+            return Ok(());
+        }
+        let poll = |index: Option<wgpu::SubmissionIndex>, timeout| {
+            self.device.poll(wgpu::PollType::Wait {
+                submission_index: index,
+                timeout,
+            })
+        };
+        // Inline only when no other thread is polling (the poller thread, or
+        // another caller's inline wait); else straight to the poller.
+        let inline = match self.poll_lock.try_lock() {
+            Some(_polling) => match poll(index.clone(), Some(INLINE_WAIT)) {
+                // A submission that failed validation has an index but
+                // never runs: wait for what did run.
+                Err(wgpu::PollError::WrongSubmissionIndex(..)) => poll(None, Some(INLINE_WAIT)),
+                other => other,
+            },
+            None => Err(wgpu::PollError::Timeout),
+        };
+        match inline {
+            Ok(_) => {}
+            Err(wgpu::PollError::Timeout) => match self.poller.wait(index).await {
+                Ok(r) => r?,
+                Err(_) => self.faults.lost()?,
+            },
+            Err(e) => {
+                let reason = format!("poll failed: {e}");
+                self.faults.mark_lost(reason.clone());
+                return Err(ServerError::DeviceLost { reason });
+            }
+        }
+        self.completed.fetch_max(no, Ordering::AcqRel);
+        Ok(())
+    }
+}
