@@ -16,6 +16,7 @@ use compute_stream::{BatchFailure, LateFaults, SchedulerStreamBackend, Submitted
 use crate::collective::gate::Gate;
 use crate::device::faults::scoped;
 use crate::launch::audit::BatchAudit;
+use crate::memory::upload::UploadPool;
 
 use crate::timing::batch::{BatchStamps, BatchTiming};
 
@@ -39,6 +40,8 @@ pub struct WgpuStream {
     writes: Vec<MemoryId>,
     /// Copies of the batch's indirect counts, checked once it has run.
     audit: BatchAudit,
+    /// Upload buffers the batch copies from, mapped again once submitted.
+    uploads: Vec<wgpu::Buffer>,
     /// The `Wait` collective the pending batch comes after: the batch is
     /// held until its result is in `dst` (see `collective/`).
     pub(crate) held_by: Option<Arc<Gate>>,
@@ -177,6 +180,12 @@ impl WgpuStream {
         ))
     }
 
+    /// Records that the pending batch copies from the upload buffer
+    /// `buffer` (returned to its pool once the batch has run).
+    pub(crate) fn uploaded(&mut self, buffer: wgpu::Buffer) {
+        self.uploads.push(buffer);
+    }
+
     /// Records that the pending batch writes `memory`.
     pub(crate) fn wrote(&mut self, memory: &[MemoryId]) {
         self.writes.extend_from_slice(memory);
@@ -222,6 +231,8 @@ pub struct ScheduledWgpuBackend {
     pub(crate) late: Arc<LateFaults>,
     /// `max_compute_workgroups_per_dimension`, for the audits.
     pub(crate) indirect_max: u32,
+    /// Where upload buffers go back once their copies are submitted.
+    pub(crate) upload: UploadPool,
     /// How long a submission that must happen waits for the collective that
     /// holds its batch (past the communicator's timeout, which always
     /// completes a call first).
@@ -236,6 +247,7 @@ impl ScheduledWgpuBackend {
             indirect_max,
             late: Arc::default(),
             collective_wait: DEFAULT_COLLECTIVE_WAIT,
+            upload: UploadPool::default(),
             device,
             queue,
             last_submission: None,
@@ -356,6 +368,7 @@ impl SchedulerStreamBackend for ScheduledWgpuBackend {
         stream.end_pass();
         let writes = std::mem::take(&mut stream.writes);
         let audit = std::mem::take(&mut stream.audit);
+        let uploads = std::mem::take(&mut stream.uploads);
         let Some(mut encoder) = stream.encoder.take() else {
             if flush_host_write {
                 self.host_writes_pending = true;
@@ -389,6 +402,9 @@ impl SchedulerStreamBackend for ScheduledWgpuBackend {
             t.after_submit(r);
         }
         audit.submitted(id, self.indirect_max, &self.late);
+        for buffer in uploads {
+            self.upload.recycle(buffer);
+        }
         // After parked work, only "everything submitted" covers the
         // stream's work (`None` waits for all).
         stream.last_submission = (!std::mem::take(&mut stream.parked)).then(|| index.clone());

@@ -188,6 +188,7 @@ fn assemble<C: WgpuCompiler + Default>(
     // Late verdicts of the GPU (audited indirect counts) poison through the
     // scheduler's own trust registry.
     streams.backend_mut().late = Arc::clone(streams.trust().late());
+    let upload = streams.backend().upload.clone();
     let waiter = Waiter::new(
         device.clone(),
         poller.handle(),
@@ -211,6 +212,7 @@ fn assemble<C: WgpuCompiler + Default>(
             released: Vec::new(),
             staging: Default::default(),
             readback: Default::default(),
+            upload,
         },
         kernels: Kernels {
             compiler: C::default(),

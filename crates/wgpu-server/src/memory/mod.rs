@@ -10,6 +10,7 @@ pub(crate) mod readback;
 pub(crate) mod staging;
 pub mod storage;
 pub(crate) mod transfer;
+pub(crate) mod upload;
 
 use std::sync::Arc;
 
@@ -27,4 +28,5 @@ pub(crate) struct Memory {
     pub released: Vec<MemoryId>,
     pub staging: staging::HostStaging,
     pub readback: readback::ReadbackPool,
+    pub upload: upload::UploadPool,
 }

@@ -1,9 +1,12 @@
 //! Host transfers: `write` through the queue, `read` through mapped staging
 //! buffers.
 //!
-//! Writes use `queue.write_buffer`, which lands before the next submit of
-//! any stream, so the scheduler first submits every stream with pending work
-//! on the page ([`prepare_host_write`]). Reads copy into a `MAP_READ` buffer
+//! Small writes use `queue.write_buffer`, which lands before the next submit
+//! of any stream, so the scheduler first submits every stream with pending
+//! work on the page ([`prepare_host_write`]). Writes of a megabyte or more
+//! are filled into a mapped upload buffer on several threads and copied into
+//! place on the write's stream, ordered like that stream's other work
+//! (`upload.rs`). Reads copy into a `MAP_READ` buffer
 //! on the stream's encoder, submit, and map; the returned [`Bytes`] *are* the
 //! mapped range (no host copy), and when the caller drops them the staging
 //! buffer is unmapped and reused (`readback.rs`).
@@ -24,6 +27,7 @@ use futures::channel::oneshot;
 use crate::WgpuServer;
 use crate::device::faults::scoped;
 use crate::memory::readback::{MappedRange, ReadbackPool};
+use crate::memory::upload::{self, MIN_UPLOAD};
 
 const ALIGN: u64 = wgpu::COPY_BUFFER_ALIGNMENT;
 
@@ -54,7 +58,7 @@ pub(crate) fn write<C: WgpuCompiler>(
     server: &mut WgpuServer<C>,
     descriptor: &CopyDescriptor,
     data: &Bytes,
-    _stream: StreamId,
+    stream: StreamId,
 ) -> Result<(), ServerError> {
     let size = check_descriptor(descriptor)?;
     if data.len() as u64 != size {
@@ -91,6 +95,9 @@ pub(crate) fn write<C: WgpuCompiler>(
         .ok_or(ServerError::UnknownHandle {
             memory: descriptor.binding.memory_id(),
         })?;
+    if size >= MIN_UPLOAD {
+        return upload(server, target, memory_of(descriptor), &buffer, data, stream);
+    }
     server.streams.prepare_host_write(&[target]);
     let queue = &server.gpu.queue;
     scoped(&server.gpu.device, || {
@@ -107,6 +114,39 @@ pub(crate) fn write<C: WgpuCompiler>(
     // Counted toward the flush thresholds: staged bytes reach the GPU (and
     // wgpu recycles them) only with a submit.
     server.streams.backend_mut().host_write(size);
+    Ok(())
+}
+
+fn memory_of(descriptor: &CopyDescriptor) -> compute_runtime::MemoryId {
+    descriptor.binding.memory_id()
+}
+
+/// A large write: filled into a mapped upload buffer on several threads,
+/// copied into place on `stream` (see `upload.rs`).
+fn upload<C: WgpuCompiler>(
+    server: &mut WgpuServer<C>,
+    target: StorageHandle,
+    memory: compute_runtime::MemoryId,
+    buffer: &wgpu::Buffer,
+    data: &[u8],
+    stream: StreamId,
+) -> Result<(), ServerError> {
+    let device = server.gpu.device.clone();
+    let staging = server.memory.upload.take(&device, data.len() as u64)?;
+    upload::fill(&staging, data)?;
+    let len = (data.len() as u64).next_multiple_of(ALIGN);
+    let range = StorageHandle {
+        id: target.id,
+        offset: target.offset,
+        size: len,
+    };
+    server.streams.prepare(stream, &[(range, Access::Write)]);
+    let (_, ws) = server.streams.encoder(stream);
+    ws.encoder_for_copy(&device)
+        .copy_buffer_to_buffer(&staging, 0, buffer, target.offset, len);
+    ws.wrote(&[memory]);
+    ws.uploaded(staging);
+    server.streams.task_done(stream);
     Ok(())
 }
 
