@@ -159,12 +159,31 @@ impl Readback {
 }
 
 /// Sums bytes as little-endian u64 words: touches every byte, as a caller
-/// using the data in place would, and vectorises.
+/// using the data in place would, on as many threads as a large copy uses
+/// (`hostcopy::max_threads`), so one core's load bandwidth does not hide the
+/// transfer's.
 pub fn sum_words(bytes: &[u8]) -> u64 {
-    bytes
-        .chunks_exact(8)
-        .map(|w| u64::from_le_bytes([w[0], w[1], w[2], w[3], w[4], w[5], w[6], w[7]]))
-        .fold(0u64, u64::wrapping_add)
+    let serial = |b: &[u8]| {
+        b.chunks_exact(8)
+            .map(|w| u64::from_le_bytes([w[0], w[1], w[2], w[3], w[4], w[5], w[6], w[7]]))
+            .fold(0u64, u64::wrapping_add)
+    };
+    let threads = (bytes.len() / compute_runtime::hostcopy::MIN_CHUNK)
+        .clamp(1, compute_runtime::hostcopy::max_threads());
+    if threads == 1 {
+        return serial(bytes);
+    }
+    let chunk = bytes.len().div_ceil(threads).next_multiple_of(8);
+    std::thread::scope(|scope| {
+        let parts: Vec<_> = bytes
+            .chunks(chunk)
+            .map(|c| scope.spawn(move || serial(c)))
+            .collect();
+        parts
+            .into_iter()
+            .map(|p| p.join().unwrap_or(0))
+            .fold(0u64, u64::wrapping_add)
+    })
 }
 
 /// The raw sync with nothing pending: a poll that waits for whatever is in
