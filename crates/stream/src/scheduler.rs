@@ -332,9 +332,15 @@ impl<B: SchedulerStreamBackend> SchedulerMultiStream<B> {
 
     /// Counts one encoded task on `stream`, submitting at `tasks_max`.
     pub fn task_done(&mut self, stream: StreamId) {
+        self.tasks_done(stream, 1);
+    }
+
+    /// Counts `n` encoded tasks on `stream` (a run encoded at once),
+    /// submitting once `tasks_max` are pending.
+    pub fn tasks_done(&mut self, stream: StreamId, n: usize) {
         self.ensure(stream);
         let full = self.streams.get_mut(&stream).is_some_and(|s| {
-            s.tasks += 1;
+            s.tasks += n;
             s.tasks >= self.tasks_max
         });
         if full {

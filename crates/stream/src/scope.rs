@@ -75,12 +75,16 @@ where
     let result = body(server);
     match &result {
         Ok(_) => {
-            let full: Vec<bool> = writes.iter().map(|w| is_full(server, w)).collect();
+            // Collected first (`is_full` reads the server); empty, and so
+            // not allocated, for work that never restores (a launch).
+            let restored: Vec<_> = writes
+                .iter()
+                .filter(|w| is_full(server, w))
+                .map(BufferBinding::memory_id)
+                .collect();
             let trust = server.write_streams().trust_mut();
-            for (w, full) in writes.iter().zip(full) {
-                if full {
-                    trust.restore(w.memory_id());
-                }
+            for m in restored {
+                trust.restore(m);
             }
         }
         Err(error) => {

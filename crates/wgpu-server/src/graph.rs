@@ -12,11 +12,14 @@
 //! scheduler like any other.
 
 use compute_graph::{CaptureState, StreamCapture};
-use compute_runtime::{BufferBinding, GraphId, MemoryAllocationMode, ServerError, StreamId};
+use compute_runtime::{
+    BufferBinding, GraphId, MemoryAllocationMode, MemoryId, ServerError, StorageHandle, StreamId,
+};
+use compute_stream::Access;
 use compute_wgsl::WgpuCompiler;
 use hashbrown::HashMap;
 
-use crate::launch::dispatch::dispatch;
+use crate::launch::dispatch::{dispatch, encode};
 use crate::launch::path::ResolvedLaunch;
 use crate::{DeviceCaptures, WgpuServer};
 
@@ -80,6 +83,51 @@ pub struct WgpuGraph {
     writes: Vec<BufferBinding>,
     /// Keeps every touched slice out of the pool.
     _pins: Vec<BufferBinding>,
+    /// Every slice the graph reads, once.
+    reads: Vec<MemoryId>,
+    /// The byte ranges of the whole graph, merged per page.
+    pages: Vec<(StorageHandle, Access)>,
+    /// The launches in runs of at most `tasks_max`, each with its merged
+    /// ranges and writes: what a replay orders and records per batch.
+    segments: Vec<Segment>,
+}
+
+/// A run of consecutive recorded launches, replayed into one batch.
+#[derive(Debug)]
+struct Segment {
+    launches: std::ops::Range<usize>,
+    pages: Vec<(StorageHandle, Access)>,
+    writes: Vec<MemoryId>,
+}
+
+/// `ranges` merged per page: one range from the lowest start to the highest
+/// end, written if any use writes. Over-approximates (never misses a
+/// hazard); a replay's ordering then costs one entry per page.
+fn merge(
+    ranges: impl IntoIterator<Item = (StorageHandle, Access)>,
+) -> Vec<(StorageHandle, Access)> {
+    let mut merged: Vec<(StorageHandle, Access)> = Vec::new();
+    for (r, a) in ranges {
+        match merged.iter_mut().find(|(m, _)| m.id == r.id) {
+            Some((m, ma)) => {
+                let end = (m.offset + m.size).max(r.offset + r.size);
+                m.offset = m.offset.min(r.offset);
+                m.size = end - m.offset;
+                if a == Access::Write {
+                    *ma = Access::Write;
+                }
+            }
+            None => merged.push((r, a)),
+        }
+    }
+    merged
+}
+
+fn dedup(ids: impl IntoIterator<Item = MemoryId>) -> Vec<MemoryId> {
+    let mut v: Vec<MemoryId> = ids.into_iter().collect();
+    v.sort_unstable();
+    v.dedup();
+    v
 }
 
 impl WgpuGraph {
@@ -88,6 +136,7 @@ impl WgpuGraph {
         device: wgpu::Device,
         stream: StreamId,
         capture: StreamCapture<ResolvedLaunch>,
+        tasks_max: usize,
     ) -> Result<Self, ServerError> {
         if let Some(e) = capture.failure() {
             return Err(ServerError::CaptureState {
@@ -96,11 +145,28 @@ impl WgpuGraph {
             });
         }
         let (launches, pins, writes) = capture.into_parts();
+        let reads = dedup(launches.iter().flat_map(|l| l.reads.iter().copied()));
+        let pages = merge(launches.iter().flat_map(|l| l.pages.iter().copied()));
+        let segments = (0..launches.len())
+            .step_by(tasks_max.max(1))
+            .map(|start| {
+                let run = start..(start + tasks_max.max(1)).min(launches.len());
+                let these = &launches[run.clone()];
+                Segment {
+                    pages: merge(these.iter().flat_map(|l| l.pages.iter().copied())),
+                    writes: dedup(these.iter().flat_map(|l| l.writes.iter().copied())),
+                    launches: run,
+                }
+            })
+            .collect();
         Ok(Self {
             device,
             launches,
             writes,
             _pins: pins,
+            reads,
+            pages,
+            segments,
         })
     }
 }
@@ -141,12 +207,25 @@ pub(crate) fn end<C: WgpuCompiler>(
     let next = s.graphs.state(stream_id).end(stream_id)?;
     s.graphs.set_state(stream_id, next);
     let capture = s.graphs.recordings.remove(&stream_id).unwrap_or_default();
-    let graph = WgpuGraph::from_capture(s.gpu.device.clone(), stream_id, capture)?;
+    let graph = WgpuGraph::from_capture(
+        s.gpu.device.clone(),
+        stream_id,
+        capture,
+        s.streams.tasks_max(),
+    )?;
     Ok(s.graphs.registry.insert(graph))
 }
 
 /// `replay`: re-encodes every recorded launch on `stream_id`, inside one
 /// write scope over the graph's write set.
+///
+/// The launch path's per-launch work is done per graph or per segment
+/// instead: the whole graph's ranges are ordered once (which may submit
+/// other streams, and a refused batch poisons what it wrote), its inputs'
+/// trust is checked once (any untrusted input refuses the whole replay),
+/// and each segment of at most `tasks_max` launches records its ranges and
+/// writes once and is encoded in one run. Only while launches are stamped
+/// (a timeline, an at-launch window) does each go through `dispatch`.
 pub(crate) fn replay<C: WgpuCompiler>(
     s: &mut WgpuServer<C>,
     graph: GraphId,
@@ -161,19 +240,33 @@ pub(crate) fn replay<C: WgpuCompiler>(
     }
     let registry = s.graphs.registry.clone();
     let device = s.gpu.device.clone();
-    let writes = registry
-        .with(graph, |g| (g.device == device).then(|| g.writes.clone()))
-        .flatten()
-        .ok_or(ServerError::UnknownGraph { graph })?;
-    s.scoped(stream_id, &writes, |s| {
-        registry
-            .with(graph, |g| {
-                g.launches
-                    .iter()
-                    .try_for_each(|launch| dispatch(s, stream_id, launch))
+    registry
+        .with(graph, |g| {
+            if g.device != device {
+                return Err(ServerError::UnknownGraph { graph });
+            }
+            s.scoped(stream_id, &g.writes, |s| {
+                if s.timing.profiler.stamps_launches(stream_id) {
+                    return g
+                        .launches
+                        .iter()
+                        .try_for_each(|launch| dispatch(s, stream_id, launch));
+                }
+                s.streams.prepare(stream_id, &g.pages);
+                s.check_inputs(&g.reads)?;
+                for seg in &g.segments {
+                    s.streams.prepare(stream_id, &seg.pages);
+                    let (_, ws) = s.streams.encoder(stream_id);
+                    for launch in &g.launches[seg.launches.clone()] {
+                        encode(ws, &device, launch, None);
+                    }
+                    ws.wrote(&seg.writes);
+                    s.streams.tasks_done(stream_id, seg.launches.len());
+                }
+                Ok(())
             })
-            .ok_or(ServerError::UnknownGraph { graph })?
-    })
+        })
+        .ok_or(ServerError::UnknownGraph { graph })?
 }
 
 /// `graph_destroy`: drops the graph, unpinning its slices. A replay already

@@ -13,6 +13,7 @@ use compute_runtime::{LogCategory, LogLevel, ServerError, StreamId};
 use compute_wgsl::WgpuCompiler;
 
 use crate::WgpuServer;
+use crate::backend::WgpuStream;
 use crate::launch::resolve::{INDIRECT_BYTES, ResolvedCount, ResolvedLaunch};
 
 /// Orders `launch` against other streams and encodes it on `stream`.
@@ -23,41 +24,65 @@ pub(crate) fn dispatch<C: WgpuCompiler>(
 ) -> Result<(), ServerError> {
     s.streams.prepare(stream, &launch.pages);
     s.check_inputs(&launch.reads)?;
-    let device = s.gpu.device.clone();
+    // Split borrows: no clone of the device on the hot path.
+    let WgpuServer {
+        gpu,
+        streams,
+        timing,
+        logger,
+        ..
+    } = s;
     // An at-launch profile window (or a timeline) stamps this launch.
-    let timed = s
-        .timing
+    let timed = timing
         .profiler
-        .stamp_launch(&device, stream, launch.name(), || launch.count.to_string());
-    let (_, ws) = s.streams.encoder(stream);
+        .stamp_launch(&gpu.device, stream, launch.name(), || {
+            launch.count.to_string()
+        });
+    let (_, ws) = streams.encoder(stream);
+    encode(ws, &gpu.device, launch, timed.as_ref());
+    ws.wrote(&launch.writes);
+    streams.task_done(stream);
+    logger.log(LogCategory::Launch, LogLevel::Full, || {
+        format!("launch `{}` {} on {stream}", launch.name(), launch.count)
+    });
+    Ok(())
+}
+
+/// Encodes one resolved launch into `ws`: its indirect count's audit and
+/// copy when it has them, the pass (a timestamped one of its own when
+/// `timed`), the dispatch. Ordering, trust and task counting are the
+/// caller's.
+pub(crate) fn encode(
+    ws: &mut WgpuStream,
+    device: &wgpu::Device,
+    launch: &ResolvedLaunch,
+    timed: Option<&wgpu::QuerySet>,
+) {
     match &launch.count {
         ResolvedCount::Static(..) => {}
         ResolvedCount::Indirect { buffer, offset } => {
-            ws.audit_indirect(&device, buffer, *offset, &launch.writes);
+            ws.audit_indirect(device, buffer, *offset, &launch.writes);
         }
         ResolvedCount::Copied {
-            src, src_offset, ..
-        } => ws.audit_indirect(&device, src, *src_offset, &launch.writes),
-    }
-    if let ResolvedCount::Copied {
-        src,
-        src_offset,
-        scratch,
-        scratch_offset,
-        ..
-    } = &launch.count
-    {
-        ws.encoder_for_copy(&device).copy_buffer_to_buffer(
             src,
-            *src_offset,
+            src_offset,
             scratch,
-            *scratch_offset,
-            INDIRECT_BYTES,
-        );
+            scratch_offset,
+            ..
+        } => {
+            ws.audit_indirect(device, src, *src_offset, &launch.writes);
+            ws.encoder_for_copy(device).copy_buffer_to_buffer(
+                src,
+                *src_offset,
+                scratch,
+                *scratch_offset,
+                INDIRECT_BYTES,
+            );
+        }
     }
     let pass = ws.launch_pass(
-        &device,
-        timed.as_ref(),
+        device,
+        timed,
         (&launch.pipeline.pipeline, launch.pipeline.id),
         (&launch.bind_group, launch.bind_id),
     );
@@ -75,10 +100,4 @@ pub(crate) fn dispatch<C: WgpuCompiler>(
     if timed.is_some() {
         ws.end_pass();
     }
-    ws.wrote(&launch.writes);
-    s.streams.task_done(stream);
-    s.logger.log(LogCategory::Launch, LogLevel::Full, || {
-        format!("launch `{}` {} on {stream}", launch.name(), launch.count)
-    });
-    Ok(())
 }

@@ -190,6 +190,12 @@ impl Profiler {
         Some(query_set)
     }
 
+    /// Whether launches on `stream` are stamped now (a timeline records, or
+    /// an at-launch window waits for its launch).
+    pub fn stamps_launches(&self, stream: StreamId) -> bool {
+        self.timeline.is_some() || self.has_armed(stream)
+    }
+
     /// Whether `stream` already has an at-launch window waiting for a launch.
     pub fn has_armed(&self, stream: StreamId) -> bool {
         self.windows.values().any(|w| {
