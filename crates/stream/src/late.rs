@@ -10,7 +10,8 @@
 //! consults it, and a read that was already waiting checks it once its
 //! wait is over (the verdict's callback runs in the same poll that completes
 //! the batch, before any later batch's wait returns). The server takes the
-//! reports to defer each error to its stream.
+//! reports to defer each error to its stream; a `sync` of the stream whose
+//! wait the verdict arrived during reports it itself ([`LateFaults::claim`]).
 //!
 //! What it buys: "Ok never hands back wrong bytes" holds for failures only
 //! the GPU can see. What it does not: work enqueued on those outputs before
@@ -28,6 +29,9 @@ use hashbrown::HashMap;
 struct Inner {
     poisoned: HashMap<MemoryId, Arc<ServerError>>,
     reports: Vec<(StreamId, Arc<ServerError>)>,
+    /// Reports a `sync` already handed to its caller ([`LateFaults::claim`]):
+    /// still to be settled by the server, not to be deferred again.
+    claimed: Vec<(StreamId, Arc<ServerError>)>,
 }
 
 /// Late verdicts; shared (`Arc`) between the registry and the callbacks.
@@ -87,12 +91,40 @@ impl LateFaults {
         }
     }
 
-    /// The failures recorded since the last call, with their streams.
-    pub fn take_reports(&self) -> Vec<(StreamId, Arc<ServerError>)> {
+    /// The failures recorded since the last call, with their streams: those
+    /// nobody reported yet, then those a `sync` has reported already
+    /// ([`LateFaults::claim`]).
+    pub fn take_reports(
+        &self,
+    ) -> (
+        Vec<(StreamId, Arc<ServerError>)>,
+        Vec<(StreamId, Arc<ServerError>)>,
+    ) {
+        if !self.any.load(Ordering::Acquire) {
+            return (Vec::new(), Vec::new());
+        }
+        let mut inner = self.lock();
+        (
+            std::mem::take(&mut inner.reports),
+            std::mem::take(&mut inner.claimed),
+        )
+    }
+
+    /// The failures of `stream` recorded and not reported yet, for a `sync`
+    /// of `stream` whose wait they arrived during: it reports them itself,
+    /// so they are not deferred again (they still reach
+    /// [`LateFaults::take_reports`], as claimed).
+    pub fn claim(&self, stream: StreamId) -> Vec<Arc<ServerError>> {
         if !self.any.load(Ordering::Acquire) {
             return Vec::new();
         }
-        std::mem::take(&mut self.lock().reports)
+        let mut inner = self.lock();
+        let (mine, others) = std::mem::take(&mut inner.reports)
+            .into_iter()
+            .partition::<Vec<_>, _>(|(s, _)| *s == stream);
+        inner.reports = others;
+        inner.claimed.extend(mine.iter().cloned());
+        mine.into_iter().map(|(_, e)| e).collect()
     }
 }
 
@@ -113,10 +145,25 @@ mod tests {
         assert!(late.check(MemoryId(1)).is_err());
         assert!(late.check(MemoryId(2)).is_err());
         assert!(late.check(MemoryId(9)).is_ok());
-        assert_eq!(late.take_reports().len(), 1);
-        assert!(late.take_reports().is_empty());
+        assert_eq!(late.take_reports().0.len(), 1);
+        assert!(late.take_reports().0.is_empty());
         late.clear(MemoryId(1));
         assert!(late.check(MemoryId(1)).is_ok());
         assert!(late.check(MemoryId(2)).is_err());
+    }
+
+    #[test]
+    fn a_claimed_report_is_settled_but_not_reported_again() {
+        let late = LateFaults::default();
+        let error = || ServerError::unsupported("x", "late");
+        late.poison(StreamId(1), &[MemoryId(1)], error());
+        late.poison(StreamId(2), &[MemoryId(2)], error());
+        assert_eq!(late.claim(StreamId(1)).len(), 1);
+        assert!(late.claim(StreamId(1)).is_empty(), "claimed once");
+        let (unreported, claimed) = late.take_reports();
+        assert_eq!(unreported.len(), 1);
+        assert_eq!(unreported[0].0, StreamId(2));
+        assert_eq!(claimed.len(), 1);
+        assert_eq!(claimed[0].0, StreamId(1));
     }
 }
