@@ -137,10 +137,12 @@ impl WgpuStream {
         src: &wgpu::Buffer,
         offset: u64,
         writes: &[MemoryId],
+        late: &LateFaults,
     ) {
         self.end_pass();
         let encoder = Self::encoder(&mut self.encoder, &self.stamps, device);
-        self.audit.record(device, encoder, src, offset, writes);
+        self.audit
+            .record(device, encoder, src, offset, writes, late);
     }
 
     /// Records that the pending batch writes `memory`.
@@ -263,6 +265,7 @@ impl SchedulerStreamBackend for ScheduledWgpuBackend {
         let index = match submitted {
             Ok(index) => index,
             Err(error) => {
+                audit.abandon(&self.late);
                 return Err(BatchFailure {
                     error: ServerError::BatchRejected {
                         reason: error.to_string(),

@@ -29,15 +29,16 @@ pub(crate) fn dispatch<C: WgpuCompiler>(
         .timing
         .profiler
         .stamp_launch(&device, stream, launch.name(), || launch.count.to_string());
-    let (_, ws) = s.streams.encoder(stream);
+    let (backend, ws) = s.streams.encoder(stream);
+    let late = &backend.late;
     match &launch.count {
         ResolvedCount::Static(..) => {}
         ResolvedCount::Indirect { buffer, offset } => {
-            ws.audit_indirect(&device, buffer, *offset, &launch.writes);
+            ws.audit_indirect(&device, buffer, *offset, &launch.writes, late);
         }
         ResolvedCount::Copied {
             src, src_offset, ..
-        } => ws.audit_indirect(&device, src, *src_offset, &launch.writes),
+        } => ws.audit_indirect(&device, src, *src_offset, &launch.writes, late),
     }
     if let ResolvedCount::Copied {
         src,
