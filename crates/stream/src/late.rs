@@ -30,13 +30,16 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use compute_runtime::{MemoryId, ServerError, StreamId};
 use hashbrown::HashMap;
 
+/// Failures with the stream each happened on.
+pub type Reports = Vec<(StreamId, Arc<ServerError>)>;
+
 #[derive(Debug, Default)]
 struct Inner {
     poisoned: HashMap<MemoryId, Arc<ServerError>>,
-    reports: Vec<(StreamId, Arc<ServerError>)>,
+    reports: Reports,
     /// Reports a `sync` already handed to its caller ([`LateFaults::claim`]):
     /// still to be settled by the server, not to be deferred again.
-    claimed: Vec<(StreamId, Arc<ServerError>)>,
+    claimed: Reports,
     /// Audited work whose verdict has not arrived, by audit id: the slices
     /// it writes that no full overwrite has trusted again since it was
     /// encoded (a verdict must not poison bytes written after the work).
@@ -139,12 +142,7 @@ impl LateFaults {
     /// The failures recorded since the last call, with their streams: those
     /// nobody reported yet, then those a `sync` has reported already
     /// ([`LateFaults::claim`]).
-    pub fn take_reports(
-        &self,
-    ) -> (
-        Vec<(StreamId, Arc<ServerError>)>,
-        Vec<(StreamId, Arc<ServerError>)>,
-    ) {
+    pub fn take_reports(&self) -> (Reports, Reports) {
         if !self.any.load(Ordering::Acquire) {
             return (Vec::new(), Vec::new());
         }
