@@ -17,3 +17,4 @@ mod ir;
 mod memory;
 mod queued;
 mod streams;
+mod trust;
