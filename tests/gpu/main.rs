@@ -2,11 +2,10 @@
 //! on CI), one module per area, in one binary so the device stack is built
 //! and linked once. `common` holds the shared helpers.
 //!
-//! Two kinds of test get a binary of their own instead: one that changes
-//! process-global state (`sync_timing.rs` sets `COMPUTE_LOG`), and the
-//! profile tests (`profile.rs`), whose timing assertions need the device to
-//! themselves: lavapipe runs kernels on the CPU, so other tests' work in the
-//! same process lands inside their measurement windows.
+//! A test that changes process-global state gets a binary of its own
+//! instead (`sync_timing.rs` sets `COMPUTE_LOG`). No test here asserts a
+//! duration: tests run concurrently, and lavapipe runs every test's kernels
+//! on the same CPU.
 
 mod collective;
 mod common;
@@ -16,5 +15,7 @@ mod end_to_end;
 mod graph;
 mod ir;
 mod memory;
+mod profile;
 mod queued;
 mod streams;
+mod trust;

@@ -10,7 +10,13 @@
 //! consults it, and a read that was already waiting checks it once its
 //! wait is over (the verdict's callback runs in the same poll that completes
 //! the batch, before any later batch's wait returns). The server takes the
-//! reports to defer each error to its stream.
+//! reports to defer each error to its stream; a `sync` of the stream whose
+//! wait the verdict arrived during reports it itself ([`LateFaults::claim`]).
+//!
+//! Work whose verdict will come late is registered when it is encoded
+//! ([`LateFaults::expect`]); a full overwrite of one of its writes before
+//! the verdict arrives takes that slice out of the verdict's reach, so bytes
+//! written after the failed work are never poisoned by it.
 //!
 //! What it buys: "Ok never hands back wrong bytes" holds for failures only
 //! the GPU can see. What it does not: work enqueued on those outputs before
@@ -18,16 +24,27 @@
 //! trusted when it was checked); only reads of the outputs themselves, and
 //! work enqueued after the verdict, see it.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use compute_runtime::{MemoryId, ServerError, StreamId};
 use hashbrown::HashMap;
 
+/// Failures with the stream each happened on.
+pub type Reports = Vec<(StreamId, Arc<ServerError>)>;
+
 #[derive(Debug, Default)]
 struct Inner {
     poisoned: HashMap<MemoryId, Arc<ServerError>>,
-    reports: Vec<(StreamId, Arc<ServerError>)>,
+    reports: Reports,
+    /// Reports a `sync` already handed to its caller ([`LateFaults::claim`]):
+    /// still to be settled by the server, not to be deferred again.
+    claimed: Reports,
+    /// Audited work whose verdict has not arrived, by audit id: the slices
+    /// it writes that no full overwrite has trusted again since it was
+    /// encoded (a verdict must not poison bytes written after the work).
+    pending: HashMap<u64, Vec<MemoryId>>,
+    next_audit: u64,
 }
 
 /// Late verdicts; shared (`Arc`) between the registry and the callbacks.
@@ -35,6 +52,8 @@ struct Inner {
 pub struct LateFaults {
     /// Fast path: nothing was ever recorded.
     any: AtomicBool,
+    /// Fast path: audits waiting for their verdict.
+    pending: AtomicUsize,
     inner: Mutex<Inner>,
 }
 
@@ -80,19 +99,75 @@ impl LateFaults {
         !self.any.load(Ordering::Acquire)
     }
 
-    /// Clears `memory` (a full overwrite, or the slice was freed).
-    pub(crate) fn clear(&self, memory: MemoryId) {
-        if self.any.load(Ordering::Acquire) {
-            self.lock().poisoned.remove(&memory);
+    /// Registers work writing `writes` whose verdict will come late; the
+    /// id is for [`LateFaults::settle`] once it has.
+    pub fn expect(&self, writes: &[MemoryId]) -> u64 {
+        let mut inner = self.lock();
+        inner.next_audit += 1;
+        let id = inner.next_audit;
+        inner.pending.insert(id, writes.to_vec());
+        self.pending.fetch_add(1, Ordering::AcqRel);
+        id
+    }
+
+    /// The slices audit `id` ([`LateFaults::expect`]) writes that are still
+    /// to be judged by its verdict: those no full overwrite has trusted
+    /// again since. Call once per id, whether the verdict came or not.
+    pub fn settle(&self, id: u64) -> Vec<MemoryId> {
+        let writes = self.lock().pending.remove(&id);
+        match writes {
+            Some(w) => {
+                self.pending.fetch_sub(1, Ordering::AcqRel);
+                w
+            }
+            None => Vec::new(),
         }
     }
 
-    /// The failures recorded since the last call, with their streams.
-    pub fn take_reports(&self) -> Vec<(StreamId, Arc<ServerError>)> {
+    /// Clears `memory` (a full overwrite, or the slice was freed), including
+    /// for verdicts still to come on work encoded before.
+    pub(crate) fn clear(&self, memory: MemoryId) {
+        let pending = self.pending.load(Ordering::Acquire) > 0;
+        if pending || self.any.load(Ordering::Acquire) {
+            let mut inner = self.lock();
+            inner.poisoned.remove(&memory);
+            if pending {
+                for writes in inner.pending.values_mut() {
+                    writes.retain(|m| *m != memory);
+                }
+            }
+        }
+    }
+
+    /// The failures recorded since the last call, with their streams: those
+    /// nobody reported yet, then those a `sync` has reported already
+    /// ([`LateFaults::claim`]).
+    pub fn take_reports(&self) -> (Reports, Reports) {
+        if !self.any.load(Ordering::Acquire) {
+            return (Vec::new(), Vec::new());
+        }
+        let mut inner = self.lock();
+        (
+            std::mem::take(&mut inner.reports),
+            std::mem::take(&mut inner.claimed),
+        )
+    }
+
+    /// The failures of `stream` recorded and not reported yet, for a `sync`
+    /// of `stream` whose wait they arrived during: it reports them itself,
+    /// so they are not deferred again (they still reach
+    /// [`LateFaults::take_reports`], as claimed).
+    pub fn claim(&self, stream: StreamId) -> Vec<Arc<ServerError>> {
         if !self.any.load(Ordering::Acquire) {
             return Vec::new();
         }
-        std::mem::take(&mut self.lock().reports)
+        let mut inner = self.lock();
+        let (mine, others) = std::mem::take(&mut inner.reports)
+            .into_iter()
+            .partition::<Vec<_>, _>(|(s, _)| *s == stream);
+        inner.reports = others;
+        inner.claimed.extend(mine.iter().cloned());
+        mine.into_iter().map(|(_, e)| e).collect()
     }
 }
 
@@ -113,10 +188,38 @@ mod tests {
         assert!(late.check(MemoryId(1)).is_err());
         assert!(late.check(MemoryId(2)).is_err());
         assert!(late.check(MemoryId(9)).is_ok());
-        assert_eq!(late.take_reports().len(), 1);
-        assert!(late.take_reports().is_empty());
+        assert_eq!(late.take_reports().0.len(), 1);
+        assert!(late.take_reports().0.is_empty());
         late.clear(MemoryId(1));
         assert!(late.check(MemoryId(1)).is_ok());
         assert!(late.check(MemoryId(2)).is_err());
+    }
+
+    #[test]
+    fn a_verdict_does_not_poison_what_was_overwritten_after_the_work() {
+        let late = LateFaults::default();
+        let id = late.expect(&[MemoryId(1), MemoryId(2)]);
+        late.clear(MemoryId(1));
+        let writes = late.settle(id);
+        assert_eq!(writes, vec![MemoryId(2)]);
+        assert!(late.settle(id).is_empty(), "settled once");
+        late.poison(StreamId(0), &writes, ServerError::unsupported("x", "late"));
+        assert!(late.check(MemoryId(1)).is_ok());
+        assert!(late.check(MemoryId(2)).is_err());
+    }
+
+    #[test]
+    fn a_claimed_report_is_settled_but_not_reported_again() {
+        let late = LateFaults::default();
+        let error = || ServerError::unsupported("x", "late");
+        late.poison(StreamId(1), &[MemoryId(1)], error());
+        late.poison(StreamId(2), &[MemoryId(2)], error());
+        assert_eq!(late.claim(StreamId(1)).len(), 1);
+        assert!(late.claim(StreamId(1)).is_empty(), "claimed once");
+        let (unreported, claimed) = late.take_reports();
+        assert_eq!(unreported.len(), 1);
+        assert_eq!(unreported[0].0, StreamId(2));
+        assert_eq!(claimed.len(), 1);
+        assert_eq!(claimed[0].0, StreamId(1));
     }
 }

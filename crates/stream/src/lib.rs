@@ -24,7 +24,7 @@ mod scheduler;
 mod scope;
 mod trust;
 
-pub use late::LateFaults;
+pub use late::{LateFaults, Reports};
 pub use scheduler::{
     Access, BatchFailure, MAX_IDLE_STREAMS, SchedulerMultiStream, SchedulerStreamBackend,
     Submitted, Urgency,

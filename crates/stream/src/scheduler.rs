@@ -388,12 +388,16 @@ impl<B: SchedulerStreamBackend> SchedulerMultiStream<B> {
     /// Batches that failed to submit, and late verdicts of the GPU (see
     /// [`LateFaults`](crate::LateFaults)), since the last call, with their
     /// stream, for the server's `on_failure`. Each late verdict's error is
-    /// deferred to its stream here.
+    /// deferred to its stream here, unless a `sync` has reported it already
+    /// ([`LateFaults::claim`](crate::LateFaults::claim)).
     pub fn take_failures(&mut self) -> Vec<(StreamId, Arc<ServerError>)> {
-        for (stream, cause) in self.trust.late().take_reports() {
+        let (unreported, claimed) = self.trust.late().take_reports();
+        for (stream, cause) in unreported {
             self.defer_error(stream, &cause);
             self.failures.push((stream, cause));
         }
+        // A `sync` reported these to its caller already.
+        self.failures.extend(claimed);
         std::mem::take(&mut self.failures)
     }
 

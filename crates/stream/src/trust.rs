@@ -24,8 +24,11 @@ pub struct TrustRegistry {
 
 impl TrustRegistry {
     /// Marks `memory` untrusted because of `cause`. The first cause wins: it
-    /// is the one that made the bytes wrong.
+    /// is the one that made the bytes wrong, a late verdict included.
     pub fn poison(&mut self, memory: MemoryId, cause: &Arc<ServerError>) {
+        if self.late.cause(memory).is_some() {
+            return;
+        }
         self.poisoned
             .entry(memory)
             .or_insert_with(|| Arc::clone(cause));
@@ -89,5 +92,20 @@ mod tests {
         t.restore(m);
         assert!(t.check(m).is_ok());
         assert!(t.is_empty());
+    }
+
+    #[test]
+    fn a_late_verdict_is_a_first_cause_too() {
+        let mut t = TrustRegistry::default();
+        let m = MemoryId(7);
+        let late = ServerError::unsupported("late", "verdict");
+        t.late()
+            .poison(compute_runtime::StreamId(0), &[m], late.clone());
+        t.poison(m, &Arc::new(ServerError::unsupported("b", "second")));
+        let err = t.check(m).expect_err("poisoned");
+        assert_eq!(err.root_cause(), &late);
+        assert!(matches!(err, ServerError::Untrusted { cause, .. } if *cause == late));
+        t.restore(m);
+        assert!(t.check(m).is_ok());
     }
 }

@@ -15,8 +15,9 @@ use compute_stream::{BatchFailure, LateFaults, SchedulerStreamBackend, Submitted
 
 use crate::collective::gate::Gate;
 use crate::device::faults::scoped;
+use crate::device::poller::PollerHandle;
 use crate::launch::audit::BatchAudit;
-use crate::memory::upload::UploadPool;
+use crate::memory::upload::{HostCopies, UploadPool};
 
 use crate::timing::batch::{BatchStamps, BatchTiming};
 
@@ -40,8 +41,7 @@ pub struct WgpuStream {
     writes: Vec<MemoryId>,
     /// Copies of the batch's indirect counts, checked once it has run.
     audit: BatchAudit,
-    /// Upload buffers the batch copies from, mapped again once submitted.
-    uploads: Vec<wgpu::Buffer>,
+
     /// The `Wait` collective the pending batch comes after: the batch is
     /// held until its result is in `dst` (see `collective/`).
     pub(crate) held_by: Option<Arc<Gate>>,
@@ -153,10 +153,12 @@ impl WgpuStream {
         src: &wgpu::Buffer,
         offset: u64,
         writes: &[MemoryId],
+        late: &LateFaults,
     ) {
         self.end_pass();
         let encoder = Self::encoder(&mut self.encoder, &self.stamps, device);
-        self.audit.record(device, encoder, src, offset, writes);
+        self.audit
+            .record(device, encoder, src, offset, writes, late);
     }
 
     /// Whether the pending batch waits for a collective that has not
@@ -178,12 +180,6 @@ impl WgpuStream {
             std::mem::take(&mut self.writes),
             std::mem::take(&mut self.audit),
         ))
-    }
-
-    /// Records that the pending batch copies from the upload buffer
-    /// `buffer` (returned to its pool once the batch has run).
-    pub(crate) fn uploaded(&mut self, buffer: wgpu::Buffer) {
-        self.uploads.push(buffer);
     }
 
     /// Records that the pending batch writes `memory`.
@@ -233,6 +229,10 @@ pub struct ScheduledWgpuBackend {
     pub(crate) indirect_max: u32,
     /// Where upload buffers go back once their copies are submitted.
     pub(crate) upload: UploadPool,
+    /// Large host writes' copies, submitted before the next submit.
+    host_copies: HostCopies,
+    /// Drives the map callbacks that return upload buffers.
+    pub(crate) poller: Option<PollerHandle>,
     /// How long a submission that must happen waits for the collective that
     /// holds its batch (past the communicator's timeout, which always
     /// completes a call first).
@@ -248,6 +248,8 @@ impl ScheduledWgpuBackend {
             late: Arc::default(),
             collective_wait: DEFAULT_COLLECTIVE_WAIT,
             upload: UploadPool::default(),
+            host_copies: HostCopies::default(),
+            poller: None,
             device,
             queue,
             last_submission: None,
@@ -273,6 +275,52 @@ impl ScheduledWgpuBackend {
         }
     }
 
+    /// Encodes a large host write's copy (see `memory/upload.rs`); it is
+    /// submitted before the next submit of anything, like `write_buffer`.
+    #[allow(clippy::too_many_arguments)] // One copy's endpoints and its origin.
+    pub(crate) fn host_copy(
+        &mut self,
+        upload: wgpu::Buffer,
+        dst: &wgpu::Buffer,
+        offset: u64,
+        len: u64,
+        stream: StreamId,
+        memory: MemoryId,
+    ) {
+        let device = self.device.clone();
+        self.host_copies
+            .record(&device, upload, dst, offset, len, stream, memory);
+        self.host_write(len);
+    }
+
+    /// Submits the waiting host copies, if any: before any other submit,
+    /// and before a `write_buffer` (which would otherwise land before them).
+    pub(crate) fn flush_host_copies(&mut self) {
+        let Some((commands, uploads, writes)) = self.host_copies.take() else {
+            return;
+        };
+        let queue = &self.queue;
+        match scoped(&self.device, || queue.submit(Some(commands))) {
+            Ok(index) => {
+                for upload in uploads {
+                    self.upload.recycle(upload);
+                }
+                if let Some(poller) = &self.poller {
+                    poller.kick(index.clone());
+                }
+                self.submitted(index);
+            }
+            Err(e) => {
+                let error = ServerError::BatchRejected {
+                    reason: e.to_string(),
+                };
+                for (stream, memory) in writes {
+                    self.late.poison(stream, &[memory], error.clone());
+                }
+            }
+        }
+    }
+
     fn submitted(&mut self, index: wgpu::SubmissionIndex) {
         self.submits_made += 1;
         self.last_submission = Some(index);
@@ -295,6 +343,7 @@ impl ScheduledWgpuBackend {
     /// Submits an empty batch when host writes are pending, so a drain
     /// covers them; returns the submission to wait on.
     pub(crate) fn flush_host_writes(&mut self) -> Option<wgpu::SubmissionIndex> {
+        self.flush_host_copies();
         if self.host_writes_pending {
             let index = self.queue.submit(std::iter::empty());
             self.submitted(index);
@@ -334,6 +383,8 @@ impl SchedulerStreamBackend for ScheduledWgpuBackend {
         urgency: Urgency,
     ) -> Result<Submitted, BatchFailure> {
         stream.last_failed = false;
+        // Host writes' copies were asked for first: they go first.
+        self.flush_host_copies();
         let mut flush_host_write = false;
         if let Some(gate) = stream.held_by.clone() {
             if !gate.is_settled() && urgency == Urgency::WhenReady {
@@ -368,7 +419,6 @@ impl SchedulerStreamBackend for ScheduledWgpuBackend {
         stream.end_pass();
         let writes = std::mem::take(&mut stream.writes);
         let audit = std::mem::take(&mut stream.audit);
-        let uploads = std::mem::take(&mut stream.uploads);
         let Some(mut encoder) = stream.encoder.take() else {
             if flush_host_write {
                 self.host_writes_pending = true;
@@ -390,6 +440,7 @@ impl SchedulerStreamBackend for ScheduledWgpuBackend {
             Ok(index) => index,
             Err(error) => {
                 stream.last_failed = true;
+                audit.abandon(&self.late);
                 return Err(BatchFailure {
                     error: ServerError::BatchRejected {
                         reason: error.to_string(),
@@ -402,9 +453,6 @@ impl SchedulerStreamBackend for ScheduledWgpuBackend {
             t.after_submit(r);
         }
         audit.submitted(id, self.indirect_max, &self.late);
-        for buffer in uploads {
-            self.upload.recycle(buffer);
-        }
         // After parked work, only "everything submitted" covers the
         // stream's work (`None` waits for all).
         stream.last_submission = (!std::mem::take(&mut stream.parked)).then(|| index.clone());

@@ -256,9 +256,9 @@ pub(crate) fn replay<C: WgpuCompiler>(
                 s.check_inputs(&g.reads)?;
                 for seg in &g.segments {
                     s.streams.prepare(stream_id, &seg.pages);
-                    let (_, ws) = s.streams.encoder(stream_id);
+                    let (backend, ws) = s.streams.encoder(stream_id);
                     for launch in &g.launches[seg.launches.clone()] {
-                        encode(ws, &device, launch, None);
+                        encode(ws, &device, launch, None, &backend.late);
                     }
                     ws.wrote(&seg.writes);
                     s.streams.tasks_done(stream_id, seg.launches.len());

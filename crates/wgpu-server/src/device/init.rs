@@ -189,6 +189,7 @@ fn assemble<C: WgpuCompiler + Default>(
     // scheduler's own trust registry.
     streams.backend_mut().late = Arc::clone(streams.trust().late());
     let upload = streams.backend().upload.clone();
+    streams.backend_mut().poller = Some(poller.handle());
     let waiter = Waiter::new(
         device.clone(),
         poller.handle(),

@@ -26,11 +26,12 @@ const SLOT: u64 = 16;
 /// Counts one audit buffer holds.
 const SLOTS: usize = 256;
 
-/// One audit buffer and the writes of the launch behind each slot.
+/// One audit buffer and, per slot, the launch's registration with
+/// [`LateFaults::expect`] (which keeps what it writes).
 #[derive(Debug)]
 struct AuditBuffer {
     buffer: wgpu::Buffer,
-    writes: Vec<Vec<MemoryId>>,
+    audits: Vec<u64>,
 }
 
 /// The audits of one pending batch.
@@ -41,7 +42,7 @@ pub(crate) struct BatchAudit {
 
 impl BatchAudit {
     /// Encodes the copy of the count at `src[offset..offset + 12]` for a
-    /// launch writing `writes`.
+    /// launch writing `writes`, registered with `late`.
     pub fn record(
         &mut self,
         device: &wgpu::Device,
@@ -49,8 +50,9 @@ impl BatchAudit {
         src: &wgpu::Buffer,
         offset: u64,
         writes: &[MemoryId],
+        late: &LateFaults,
     ) {
-        if self.buffers.last().is_none_or(|b| b.writes.len() >= SLOTS) {
+        if self.buffers.last().is_none_or(|b| b.audits.len() >= SLOTS) {
             self.buffers.push(AuditBuffer {
                 buffer: device.create_buffer(&wgpu::BufferDescriptor {
                     label: Some("indirect count audit"),
@@ -58,13 +60,22 @@ impl BatchAudit {
                     usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
                     mapped_at_creation: false,
                 }),
-                writes: Vec::new(),
+                audits: Vec::new(),
             });
         }
         if let Some(audit) = self.buffers.last_mut() {
-            let at = SLOT * audit.writes.len() as u64;
+            let at = SLOT * audit.audits.len() as u64;
             encoder.copy_buffer_to_buffer(src, offset, &audit.buffer, at, INDIRECT_BYTES);
-            audit.writes.push(writes.to_vec());
+            audit.audits.push(late.expect(writes));
+        }
+    }
+
+    /// The batch will not run (the queue refused it): no verdict comes.
+    pub fn abandon(self, late: &LateFaults) {
+        for audit in self.buffers {
+            for id in audit.audits {
+                late.settle(id);
+            }
         }
     }
 
@@ -75,6 +86,9 @@ impl BatchAudit {
             let late = Arc::clone(late);
             let buffer = audit.buffer.clone();
             audit.buffer.map_async(wgpu::MapMode::Read, .., move |r| {
+                // What each launch writes that nothing overwrote since.
+                let writes: Vec<Vec<MemoryId>> =
+                    audit.audits.iter().map(|id| late.settle(*id)).collect();
                 if r.is_err() {
                     // The device is gone; every later call says so.
                     return;
@@ -82,7 +96,7 @@ impl BatchAudit {
                 let Ok(view) = buffer.slice(..).get_mapped_range() else {
                     return;
                 };
-                for (i, writes) in audit.writes.iter().enumerate() {
+                for (i, writes) in writes.iter().enumerate() {
                     let at = i * SLOT as usize;
                     let dims: Vec<u32> = (0..3)
                         .filter_map(|d| {

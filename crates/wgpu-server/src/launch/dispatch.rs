@@ -9,7 +9,10 @@
 //! scratch when it has one, the pass, the dispatch. The slices it writes join its batch's record, so a batch that
 //! fails to submit poisons exactly them.
 
+use std::sync::Arc;
+
 use compute_runtime::{LogCategory, LogLevel, ServerError, StreamId};
+use compute_stream::LateFaults;
 use compute_wgsl::WgpuCompiler;
 
 use crate::WgpuServer;
@@ -38,8 +41,8 @@ pub(crate) fn dispatch<C: WgpuCompiler>(
         .stamp_launch(&gpu.device, stream, launch.name(), || {
             launch.count.to_string()
         });
-    let (_, ws) = streams.encoder(stream);
-    encode(ws, &gpu.device, launch, timed.as_ref());
+    let (backend, ws) = streams.encoder(stream);
+    encode(ws, &gpu.device, launch, timed.as_ref(), &backend.late);
     ws.wrote(&launch.writes);
     streams.task_done(stream);
     logger.log(LogCategory::Launch, LogLevel::Full, || {
@@ -57,11 +60,12 @@ pub(crate) fn encode(
     device: &wgpu::Device,
     launch: &ResolvedLaunch,
     timed: Option<&wgpu::QuerySet>,
+    late: &Arc<LateFaults>,
 ) {
     match &launch.count {
         ResolvedCount::Static(..) => {}
         ResolvedCount::Indirect { buffer, offset } => {
-            ws.audit_indirect(device, buffer, *offset, &launch.writes);
+            ws.audit_indirect(device, buffer, *offset, &launch.writes, late);
         }
         ResolvedCount::Copied {
             src,
@@ -70,7 +74,7 @@ pub(crate) fn encode(
             scratch_offset,
             ..
         } => {
-            ws.audit_indirect(device, src, *src_offset, &launch.writes);
+            ws.audit_indirect(device, src, *src_offset, &launch.writes, late);
             ws.encoder_for_copy(device).copy_buffer_to_buffer(
                 src,
                 *src_offset,

@@ -10,7 +10,8 @@
 //! size, and an indirect count of 12 aligned bytes. An indirect count on a
 //! page the dispatch also binds as storage would be a usage conflict in one
 //! dispatch (wgpu tracks usage per buffer): its 12 bytes are copied to a
-//! scratch slice of their own at dispatch.
+//! scratch slice at dispatch, on a page of its own (neither the count's
+//! page, which a copy cannot target, nor a bound one).
 
 use std::sync::Arc;
 
@@ -294,13 +295,21 @@ fn page_buffer<C: WgpuCompiler>(
 impl<C: WgpuCompiler> WgpuServer<C> {
     /// A slice of `size` bytes the server itself uses (an indirect count's
     /// copy): freed when the returned binding is dropped, like a caller's.
+    ///
+    /// It comes from the persistent pool, where every slice has a page of
+    /// its own: a sliced page could be the very page the count is copied
+    /// from (a copy whose source and destination are one buffer is invalid,
+    /// and would take the whole batch down) or one the dispatch binds. A
+    /// freed scratch page is kept under its size and serves the next one.
     pub(crate) fn scratch(
         &mut self,
         size: u64,
     ) -> Result<(BufferBinding, StorageHandle), ServerError> {
         let handle = ManagedMemoryHandle::new();
         let id = handle.id();
-        self.memory.manager.bind(id, size)?;
+        self.memory
+            .manager
+            .bind_in(id, size, compute_runtime::MemoryAllocationMode::Persistent)?;
         if let Err(e) = handle.attach_release(&self.memory.releases) {
             self.memory.manager.release(id);
             return Err(e);

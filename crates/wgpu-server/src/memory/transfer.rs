@@ -99,6 +99,8 @@ pub(crate) fn write<C: WgpuCompiler>(
         return upload(server, target, memory_of(descriptor), &buffer, data, stream);
     }
     server.streams.prepare_host_write(&[target]);
+    // A large write's copy asked for earlier must land first.
+    server.streams.backend_mut().flush_host_copies();
     let queue = &server.gpu.queue;
     scoped(&server.gpu.device, || {
         if size % ALIGN == 0 {
@@ -122,7 +124,8 @@ fn memory_of(descriptor: &CopyDescriptor) -> compute_runtime::MemoryId {
 }
 
 /// A large write: filled into a mapped upload buffer on several threads,
-/// copied into place on `stream` (see `upload.rs`).
+/// its copy into place submitted before the next submit of anything (see
+/// `upload.rs`).
 fn upload<C: WgpuCompiler>(
     server: &mut WgpuServer<C>,
     target: StorageHandle,
@@ -131,8 +134,10 @@ fn upload<C: WgpuCompiler>(
     data: &[u8],
     stream: StreamId,
 ) -> Result<(), ServerError> {
-    let device = server.gpu.device.clone();
-    let staging = server.memory.upload.take(&device, data.len() as u64)?;
+    let staging = server
+        .memory
+        .upload
+        .take(&server.gpu.device, data.len() as u64)?;
     upload::fill(&staging, data)?;
     let len = (data.len() as u64).next_multiple_of(ALIGN);
     let range = StorageHandle {
@@ -140,13 +145,11 @@ fn upload<C: WgpuCompiler>(
         offset: target.offset,
         size: len,
     };
-    server.streams.prepare(stream, &[(range, Access::Write)]);
-    let (_, ws) = server.streams.encoder(stream);
-    ws.encoder_for_copy(&device)
-        .copy_buffer_to_buffer(&staging, 0, buffer, target.offset, len);
-    ws.wrote(&[memory]);
-    ws.uploaded(staging);
-    server.streams.task_done(stream);
+    server.streams.prepare_host_write(&[range]);
+    server
+        .streams
+        .backend_mut()
+        .host_copy(staging, buffer, target.offset, len, stream, memory);
     Ok(())
 }
 

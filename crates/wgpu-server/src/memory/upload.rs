@@ -6,12 +6,13 @@
 //! Stores into a mapped `MAP_WRITE` buffer run at 11-14 GB/s on one thread
 //! and 25-28 GB/s on four or more there, so a write of at least
 //! [`MIN_UPLOAD`] bytes is copied by several threads straight into a mapped
-//! upload buffer from this pool, and a `copy_buffer_to_buffer` on the
-//! write's stream moves it into place. The copy is ordered like any work of
-//! that stream (a read on another stream submits it first). Once the batch
-//! holding the copy is submitted, the buffer is mapped again; its map
-//! callback (run when the copy has executed) returns it here, so a steady
-//! loop of writes creates no buffers.
+//! upload buffer from this pool, and a `copy_buffer_to_buffer` moves it into
+//! place. The copies go into a command buffer of their own ([`HostCopies`])
+//! that is submitted before the next submit of anything, exactly when a
+//! `write_buffer` would land: a large write is ordered like a small one.
+//! Once submitted, each buffer is mapped again; its map callback (run when
+//! the copy has executed) returns it here, so a steady loop of writes
+//! creates no buffers.
 //!
 //! What it does not do: small writes stay on `write_buffer`, which is
 //! cheaper than a mapped buffer's round trip for a few kilobytes.
@@ -142,4 +143,56 @@ pub fn fill(buffer: &wgpu::Buffer, data: &[u8]) -> Result<(), ServerError> {
     }
     buffer.unmap();
     Ok(())
+}
+
+/// Upload copies waiting for the next submit, in the order they were made.
+#[derive(Debug, Default)]
+pub(crate) struct HostCopies {
+    encoder: Option<wgpu::CommandEncoder>,
+    uploads: Vec<wgpu::Buffer>,
+    /// What each copy writes, and the stream that asked: poisoned if the
+    /// queue refuses the copies.
+    writes: Vec<(compute_runtime::StreamId, compute_runtime::MemoryId)>,
+}
+
+/// Copies taken for submission: the command buffer, the upload buffers it
+/// reads, what it writes.
+pub(crate) type TakenCopies = (
+    wgpu::CommandBuffer,
+    Vec<wgpu::Buffer>,
+    Vec<(compute_runtime::StreamId, compute_runtime::MemoryId)>,
+);
+
+impl HostCopies {
+    /// Encodes the copy of `len` bytes from `upload` to `dst` at `offset`.
+    #[allow(clippy::too_many_arguments)] // One copy's endpoints and its origin.
+    pub fn record(
+        &mut self,
+        device: &wgpu::Device,
+        upload: wgpu::Buffer,
+        dst: &wgpu::Buffer,
+        offset: u64,
+        len: u64,
+        stream: compute_runtime::StreamId,
+        memory: compute_runtime::MemoryId,
+    ) {
+        let encoder = self.encoder.get_or_insert_with(|| {
+            device.create_command_encoder(&wgpu::CommandEncoderDescriptor {
+                label: Some("host writes"),
+            })
+        });
+        encoder.copy_buffer_to_buffer(&upload, 0, dst, offset, len);
+        self.uploads.push(upload);
+        self.writes.push((stream, memory));
+    }
+
+    /// The waiting copies, finished, if any.
+    pub fn take(&mut self) -> Option<TakenCopies> {
+        let encoder = self.encoder.take()?;
+        Some((
+            encoder.finish(),
+            std::mem::take(&mut self.uploads),
+            std::mem::take(&mut self.writes),
+        ))
+    }
 }

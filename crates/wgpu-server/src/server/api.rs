@@ -51,6 +51,11 @@ impl<C: WgpuCompiler> Server for WgpuServer<C> {
         };
         let waiter = self.gpu.waiter.clone();
         let faults = Arc::clone(&self.gpu.faults);
+        // Late verdicts (audited indirect counts) on the batches this wait
+        // covers arrive during it: the stream's are reported here, and the
+        // handles named are checked again once it is over.
+        let late = Arc::clone(self.streams.trust().late());
+        let memories: Vec<_> = handles.iter().map(BufferBinding::memory_id).collect();
         let logger = Arc::clone(&self.logger);
         let gpu = self.streams.backend().timing.as_ref().map(|t| t.counter());
         let last_gpu = Arc::clone(&self.timing.last_sync_gpu_ns);
@@ -75,9 +80,35 @@ impl<C: WgpuCompiler> Server for WgpuServer<C> {
             // a fault that arrived during the wait is reported here when
             // nothing else is, and owed to the other streams either way.
             faults.lost()?;
-            deferred?;
+            let arrived = late.claim(stream_id);
+            match (deferred, arrived.split_first()) {
+                (
+                    Err(ServerError::Deferred {
+                        stream,
+                        cause,
+                        later,
+                    }),
+                    _,
+                ) => {
+                    return Err(ServerError::Deferred {
+                        stream,
+                        cause,
+                        later: later.saturating_add(arrived.len() as u32),
+                    });
+                }
+                (Err(other), _) => return Err(other),
+                (Ok(()), Some((first, rest))) => {
+                    return Err(ServerError::Deferred {
+                        stream: stream_id,
+                        cause: Arc::clone(first),
+                        later: rest.len() as u32,
+                    });
+                }
+                (Ok(()), None) => {}
+            }
             faults.take_uncaptured_for(stream_id)?;
-            poisoned
+            poisoned?;
+            memories.into_iter().try_for_each(|m| late.check(m))
         })
     }
 
