@@ -26,7 +26,9 @@ mod error;
 mod handle;
 mod id;
 mod kernel;
+mod label;
 mod memory;
+pub mod pod;
 mod profile;
 mod server;
 mod storage;
@@ -37,15 +39,16 @@ pub use collective::{ComputeWait, DType, ReduceOp, Reduction};
 pub use error::{ProfileError, ServerError};
 pub use handle::{BufferBinding, CopyDescriptor, Handle, ManagedMemoryHandle, ReleaseQueue};
 pub use id::{DeviceId, GraphId, KernelId, MemoryId, StorageId, StreamId};
-pub use kernel::{CubeCount, CubeKernel, KernelArguments, LaunchMode};
+pub use kernel::{AccessChecks, CubeCount, CubeKernel, KernelArguments, LaunchMode};
 pub use memory::{
     MemoryAllocationMode, MemoryConfiguration, MemoryDeviceProperties, MemoryPoolOptions, PoolKind,
     PoolReport, StreamMemoryReport,
 };
+pub use pod::Pod;
 pub use profile::{ProfileDuration, ProfilingToken, TimingMethod};
 pub use server::{
-    DeviceService, DeviceServiceStage, DynFut, Server, ServerCommunication, ServerStorage,
-    ServerUtilitiesHandle,
+    DeviceService, DeviceServiceStage, DynFut, LaunchValidation, Server, ServerCommunication,
+    ServerStorage, ServerUtilitiesHandle,
 };
 pub use storage::{ComputeStorage, ManagedResource, StorageHandle};
 pub use utilities::{AdapterSummary, LogCategory, LogLevel, ServerLogger, ServerUtilities};
