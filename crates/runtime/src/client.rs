@@ -75,6 +75,16 @@ impl<S: Server + DeviceService> ComputeClient<S> {
     /// [`DeviceService::init`], which may panic when the device cannot be
     /// opened; [`ComputeClient::new`] over a server opened by hand reports
     /// that as an error instead).
+    ///
+    /// ```
+    /// use wgpu_server::prelude::*;
+    ///
+    /// let a = ComputeClient::<DefaultServer>::load(DeviceId(0));
+    /// let b = ComputeClient::<DefaultServer>::load(DeviceId(0)); // the same server
+    /// let x = a.create_from_slice(&[5u32])?;
+    /// assert_eq!(b.read_vec::<u32>(&x)?, [5]);
+    /// # Ok::<(), ServerError>(())
+    /// ```
     pub fn load(device: DeviceId) -> Self {
         let mut map = registry().lock().unwrap_or_else(|e| e.into_inner());
         let key = (TypeId::of::<S>(), device);
@@ -114,7 +124,19 @@ impl<S: Server> Drop for AbandonOnUnwind<'_, S> {
 }
 
 impl<S: Server> ComputeClient<S> {
-    /// A client over a server built by hand (not registered for `load`).
+    /// A client over a server built by hand (not registered for `load`):
+    /// any options, any compiler.
+    ///
+    /// ```
+    /// use wgpu_server::prelude::*;
+    ///
+    /// let server = WgpuServerOptions::new()
+    ///     .timing(TimingMethod::System)
+    ///     .open::<WgslPassthrough>()?; // WGSL kernels only
+    /// let client = ComputeClient::new(DeviceId(0), server);
+    /// assert_eq!(client.stream(), StreamId::DEFAULT);
+    /// # Ok::<(), ServerError>(())
+    /// ```
     pub fn new(device: DeviceId, server: S) -> Self {
         Self {
             device,
@@ -190,6 +212,17 @@ impl<S: Server> ComputeClient<S> {
     /// was enqueued is reported here: the handle is [`Server::check`]ed,
     /// which waits for nothing (the stream is not drained), so a failure
     /// only the device can report needs [`sync`](Self::sync).
+    ///
+    /// ```
+    /// use wgpu_server::prelude::*;
+    ///
+    /// let client = WgpuServerOptions::new().client()?;
+    /// let raw = client.create(vec![1u8, 2, 3, 4])?;
+    /// assert_eq!(&client.read_one(&raw)?[..], [1, 2, 3, 4]);
+    /// let odd = client.create(Bytes::from_static(&[1, 2, 3]))?; // any length
+    /// assert_eq!(odd.size, 3);
+    /// # Ok::<(), ServerError>(())
+    /// ```
     pub fn create(&self, data: impl Into<Bytes>) -> Result<Handle, ServerError> {
         let data = data.into();
         let handle = self.empty(data.len() as u64)?;
@@ -258,7 +291,19 @@ impl<S: Server> ComputeClient<S> {
         self.write(handle, pod::to_bytes(values))
     }
 
-    /// Reads the handles' bytes back, blocking this thread only.
+    /// Reads the handles' bytes back, blocking this thread only: one wait
+    /// for all of them.
+    ///
+    /// ```
+    /// use wgpu_server::prelude::*;
+    ///
+    /// let client = WgpuServerOptions::new().client()?;
+    /// let a = client.create_from_slice(&[1u32, 2])?;
+    /// let b = client.create_from_slice(&[3u32])?;
+    /// let bytes = client.read(&[&a, &b])?;
+    /// assert_eq!((bytes[0].len(), bytes[1].len()), (8, 4));
+    /// # Ok::<(), ServerError>(())
+    /// ```
     pub fn read(&self, handles: &[&Handle]) -> Result<Vec<Bytes>, ServerError> {
         let descriptors = handles.iter().map(|h| h.copy_descriptor()).collect();
         let future = self.server().read(descriptors, self.stream);
@@ -328,6 +373,27 @@ impl<S: Server> ComputeClient<S> {
 
     /// Submits the stream's pending work and reports an enqueue-time failure
     /// of it not reported yet, without waiting for the GPU.
+    ///
+    /// ```
+    /// use wgpu_server::prelude::*;
+    ///
+    /// let client = WgpuServerOptions::new().client()?;
+    /// let x = client.create_from_slice(&[0u32; 4])?;
+    /// let bad = WgslKernel::new(
+    ///     "bad",
+    ///     "@group(0) @binding(0) var<storage, read_write> x: array<u32>;
+    ///      @compute @workgroup_size(1) fn main() { x[0] = 1.0; }",
+    ///     "main",
+    ///     [1, 1, 1],
+    ///     vec![BindingAccess::ReadWrite],
+    /// );
+    /// // SAFETY: it does not compile, so it never runs.
+    /// unsafe { client.server().launch(Box::new(bad), CubeCount::x(1), KernelArguments::handles([&x]), client.stream(), LaunchMode::Execute) };
+    /// // The raw launch returned nothing; the stream's next flush reports it, once.
+    /// assert!(matches!(client.flush(), Err(ServerError::Deferred { .. })));
+    /// client.flush()?;
+    /// # Ok::<(), ServerError>(())
+    /// ```
     pub fn flush(&self) -> Result<(), ServerError> {
         self.server().flush(self.stream)
     }
@@ -353,6 +419,21 @@ impl<S: Server> ComputeClient<S> {
 
     /// Opens a profile window on the stream: close it with
     /// [`end_profile`](Self::end_profile). Windows nest.
+    ///
+    /// ```
+    /// use wgpu_server::prelude::*;
+    ///
+    /// let client = WgpuServerOptions::new().client()?;
+    /// let x = client.empty(1 << 16)?;
+    /// let outer = client.start_profile()?;
+    /// let inner = client.start_profile()?;
+    /// client.write(&x, vec![1u8; 1 << 16])?;
+    /// let write = client.end_profile(inner)?;
+    /// client.write(&x, vec![2u8; 1 << 16])?;
+    /// let both = client.end_profile(outer)?;
+    /// println!("one write {write:?}, two writes {both:?}");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn start_profile(&self) -> Result<ProfilingToken, ServerError> {
         self.server().start_profile(self.stream)
     }
@@ -409,6 +490,35 @@ impl<S: Server> ComputeClient<S> {
     /// Starts recording the stream's launches into a graph (they do not
     /// run). Host writes and reads are refused until
     /// [`end_capture`](Self::end_capture).
+    ///
+    /// ```
+    /// use wgpu_server::prelude::*;
+    ///
+    /// let client = WgpuServerOptions::new().client()?;
+    /// let copy = WgslKernel::new(
+    ///     "copy",
+    ///     "@group(0) @binding(0) var<storage, read> a: array<f32>;
+    ///      @group(0) @binding(1) var<storage, read_write> b: array<f32>;
+    ///      @compute @workgroup_size(64) fn main(@builtin(global_invocation_id) id: vec3<u32>) {
+    ///          if (id.x < arrayLength(&b)) { b[id.x] = a[id.x]; }
+    ///      }",
+    ///     "main",
+    ///     [64, 1, 1],
+    ///     vec![BindingAccess::ReadOnly, BindingAccess::ReadWrite],
+    /// );
+    /// let (a, b) = (client.create_from_slice(&[1.0f32; 64])?, client.empty(256)?);
+    /// let step = || client.launch(copy.clone(), CubeCount::x(1), KernelArguments::handles([&a, &b]));
+    /// client.graph_prepare()?;
+    /// step()?; // warm-up
+    /// client.begin_capture()?;
+    /// step()?; // recorded, not run
+    /// assert!(client.write_from_slice(&a, &[0.0f32; 64]).is_err()); // no host writes in a capture
+    /// let graph = client.end_capture()?;
+    /// client.write_from_slice(&a, &[9.0f32; 64])?; // a new input...
+    /// client.replay(graph)?; // ...and the recorded launch again
+    /// assert_eq!(client.read_vec::<f32>(&b)?, [9.0; 64]);
+    /// # Ok::<(), ServerError>(())
+    /// ```
     pub fn begin_capture(&self) -> Result<(), ServerError> {
         self.server().begin_capture(self.stream)
     }
@@ -503,6 +613,19 @@ impl<S: Server> ComputeClient<S> {
 
     /// How new reservations are served (`Persistent`: exact-size reuse, for
     /// steady-state loops).
+    ///
+    /// ```
+    /// use wgpu_server::prelude::*;
+    ///
+    /// let client = WgpuServerOptions::new().client()?;
+    /// client.allocation_mode(MemoryAllocationMode::Persistent);
+    /// for _ in 0..3 {
+    ///     let scratch = client.empty(4096)?; // the same slice every time
+    ///     drop(scratch);
+    /// }
+    /// client.allocation_mode(MemoryAllocationMode::Auto);
+    /// # Ok::<(), ServerError>(())
+    /// ```
     pub fn allocation_mode(&self, mode: MemoryAllocationMode) {
         self.server().allocation_mode(mode, self.stream);
     }
@@ -736,6 +859,28 @@ impl<S: Server + ServerCommunication> ComputeClient<S> {
 
     /// Writes `root`'s `src` to every rank's `dst`; only `root` passes a
     /// `src`.
+    ///
+    /// ```
+    /// use wgpu_server::prelude::*;
+    ///
+    /// let devices = [DeviceId(20), DeviceId(21), DeviceId(22)];
+    /// let clients = devices
+    ///     .iter()
+    ///     .map(|d| WgpuServerOptions::new().device_id(*d).adapter(0).client())
+    ///     .collect::<Result<Vec<_>, _>>()?;
+    /// let mut dsts = Vec::new();
+    /// for (rank, c) in clients.iter().enumerate() {
+    ///     c.comm_init(&devices)?;
+    ///     let src = if rank == 1 { Some(c.create_from_slice(&[42u64; 4])?) } else { None };
+    ///     let dst = c.empty(32)?;
+    ///     c.broadcast(src.as_ref(), &dst, DeviceId(21), &devices)?;
+    ///     dsts.push(dst);
+    /// }
+    /// for (c, dst) in clients.iter().zip(&dsts) {
+    ///     assert_eq!(c.read_vec::<u64>(dst)?, [42; 4]);
+    /// }
+    /// # Ok::<(), ServerError>(())
+    /// ```
     pub fn broadcast(
         &self,
         src: Option<&Handle>,
@@ -776,6 +921,30 @@ impl<S: Server + ServerCommunication> ComputeClient<S> {
     /// Waits until every collective queued on the stream has its result in
     /// place (what `ComputeWait::Overlap` calls need before their result is
     /// used).
+    ///
+    /// ```
+    /// use wgpu_server::prelude::*;
+    ///
+    /// let devices = [DeviceId(30), DeviceId(31)];
+    /// let clients = devices
+    ///     .iter()
+    ///     .map(|d| WgpuServerOptions::new().device_id(*d).adapter(0).client())
+    ///     .collect::<Result<Vec<_>, _>>()?;
+    /// let mut maxes = Vec::new();
+    /// for (rank, c) in clients.iter().enumerate() {
+    ///     c.comm_init(&devices)?;
+    ///     let src = c.create_from_slice(&[rank as i32 - 5, 7])?;
+    ///     let dst = c.empty(8)?;
+    ///     // Overlap: later work on the stream does not wait for the result...
+    ///     c.all_reduce(&src, &dst, Reduction::max(DType::I32), &devices, ComputeWait::Overlap)?;
+    ///     maxes.push(dst);
+    /// }
+    /// for (c, dst) in clients.iter().zip(&maxes) {
+    ///     c.sync_collective()?; // ...so wait for it before using it.
+    ///     assert_eq!(c.read_vec::<i32>(dst)?, [-4, 7]);
+    /// }
+    /// # Ok::<(), ServerError>(())
+    /// ```
     pub fn sync_collective(&self) -> Result<(), ServerError> {
         self.server().sync_collective(self.stream)
     }

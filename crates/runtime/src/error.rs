@@ -314,6 +314,19 @@ impl ServerError {
     /// report, else `self`. (For
     /// `CollectiveInput` the root cause happened on the rank it names, which
     /// may be another device.)
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use compute_runtime::{ServerError, StreamId};
+    ///
+    /// let compile = ServerError::Compilation { kernel: "k".into(), diagnostic: "bad".into() };
+    /// let reported = ServerError::Deferred {
+    ///     stream: StreamId(0),
+    ///     cause: Arc::new(ServerError::Launch { kernel: "k".into(), cause: Arc::new(compile.clone()) }),
+    ///     later: 0,
+    /// };
+    /// assert_eq!(reported.root_cause(), &compile);
+    /// ```
     pub fn root_cause(&self) -> &ServerError {
         match self {
             ServerError::Untrusted { cause, .. }
