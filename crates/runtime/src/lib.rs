@@ -16,9 +16,12 @@
 //! (`wgpu-server`). This crate depends on nothing of the project's own and on
 //! no GPU API, so a runtime can program against it without pulling in wgpu.
 //!
-//! The [`client`] module is the thin layer a user calls from any thread: a
-//! [`client::ComputeClient`] owns one server per device, created once through
-//! [`DeviceService::init`].
+//! The [`client`] module is the layer a user calls from any thread: a
+//! [`client::ComputeClient`] shares one server per device, created once
+//! through [`DeviceService::init`] (or wrapped by hand), and adds typed
+//! buffers ([`Pod`]), buffer labels that errors show (see [`MemoryId`]),
+//! launches checked at the call ([`LaunchValidation`]), and one method per
+//! stream, profiling, graph, memory and collective call.
 
 pub mod client;
 mod collective;
