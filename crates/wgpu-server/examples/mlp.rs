@@ -171,7 +171,9 @@ impl Model {
 
     // ---- launch glue -------------------------------------------------------------
 
-    /// The forward pass: six launches on `c`'s stream.
+    /// The forward pass: six launches on `c`'s stream (one per line: kernel,
+    /// workgroups, buffers, `u32` scalars).
+    #[rustfmt::skip]
     fn forward(&self, c: &DefaultClient, b: &Batch) -> Result<(), ServerError> {
         let run = |k: &Kernel, count, bufs: &[&Handle], scalars: &[u32]| {
             let scalars: Vec<Lit> = scalars.iter().map(|v| Lit::U32(*v)).collect();
@@ -180,43 +182,14 @@ impl Model {
             c.launch(k.clone(), count, args)
         };
         let tiles = |n: u32, m: u32| CubeCount::Static(n.div_ceil(16), m.div_ceil(16), 1);
+        let line = |n: u32, group: u32| CubeCount::x(n.div_ceil(group));
         let (hidden, out) = (BATCH * HIDDEN, BATCH * OUT);
-        run(
-            &self.matmul,
-            tiles(HIDDEN, BATCH),
-            &[&b.x, &self.w1, &b.h],
-            &[BATCH, HIDDEN, IN],
-        )?;
-        run(
-            &self.bias,
-            CubeCount::x(hidden.div_ceil(256)),
-            &[&b.h, &self.b1],
-            &[hidden, HIDDEN],
-        )?;
-        run(
-            &self.relu,
-            CubeCount::x(hidden.div_ceil(256)),
-            &[&b.h],
-            &[hidden],
-        )?;
-        run(
-            &self.matmul,
-            tiles(OUT, BATCH),
-            &[&b.h, &self.w2, &b.logits],
-            &[BATCH, OUT, HIDDEN],
-        )?;
-        run(
-            &self.bias,
-            CubeCount::x(out.div_ceil(256)),
-            &[&b.logits, &self.b2],
-            &[out, OUT],
-        )?;
-        run(
-            &self.softmax,
-            CubeCount::x(BATCH.div_ceil(64)),
-            &[&b.logits, &b.probs],
-            &[BATCH, OUT],
-        )
+        run(&self.matmul,  tiles(HIDDEN, BATCH), &[&b.x, &self.w1, &b.h],      &[BATCH, HIDDEN, IN])?;
+        run(&self.bias,    line(hidden, 256),    &[&b.h, &self.b1],            &[hidden, HIDDEN])?;
+        run(&self.relu,    line(hidden, 256),    &[&b.h],                      &[hidden])?;
+        run(&self.matmul,  tiles(OUT, BATCH),    &[&b.h, &self.w2, &b.logits], &[BATCH, OUT, HIDDEN])?;
+        run(&self.bias,    line(out, 256),       &[&b.logits, &self.b2],       &[out, OUT])?;
+        run(&self.softmax, line(BATCH, 64),      &[&b.logits, &b.probs],       &[BATCH, OUT])
     }
 }
 
