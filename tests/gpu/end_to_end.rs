@@ -120,11 +120,10 @@ fn client_from_any_thread() {
     let client = ComputeClient::new(compute_runtime::DeviceId(0), server());
     let handles: Vec<_> = (0..4u32)
         .map(|t| {
-            let c = client.clone();
+            let c = client.with_stream(StreamId(u64::from(t)));
             std::thread::spawn(move || {
-                let stream = StreamId(u64::from(t));
-                let h = c.create(u32_bytes(&[t; 128]), stream).expect("create");
-                let out = c.read_one(&h, stream).expect("read");
+                let h = c.create(u32_bytes(&[t; 128])).expect("create");
+                let out = c.read_one(&h).expect("read");
                 assert_eq!(bytes_u32(&out), vec![t; 128]);
             })
         })

@@ -11,6 +11,7 @@ mod collective;
 mod common;
 
 mod bad_input;
+mod client;
 mod end_to_end;
 mod graph;
 mod ir;

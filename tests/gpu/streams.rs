@@ -147,21 +147,17 @@ fn eight_threads_each_on_its_own_stream() {
     use compute_runtime::client::ComputeClient;
     let client = ComputeClient::new(compute_runtime::DeviceId(0), server());
     let shared: Vec<Handle> = (0..2u32)
-        .map(|i| {
-            client
-                .create(u32_bytes(&[100 + i; N]), StreamId(0))
-                .expect("shared")
-        })
+        .map(|i| client.create(u32_bytes(&[100 + i; N])).expect("shared"))
         .collect();
-    client.sync(StreamId(0)).expect("sync");
+    client.sync().expect("sync");
     let threads: Vec<_> = (0..8u64)
         .map(|t| {
-            let client = client.clone();
+            let client = client.with_stream(StreamId(t + 1));
             let shared = shared.clone();
             std::thread::spawn(move || {
-                let stream = StreamId(t + 1);
+                let stream = client.stream();
                 let private: Vec<Handle> = (0..2)
-                    .map(|_| client.create(u32_bytes(&[0; N]), stream).expect("private"))
+                    .map(|_| client.create(u32_bytes(&[0; N])).expect("private"))
                     .collect();
                 // Buffers 0,1 are shared (read only), 2,3 private.
                 let mut model = [100, 101, 0, 0];
@@ -204,9 +200,9 @@ fn eight_threads_each_on_its_own_stream() {
                         }
                     };
                     let got = match op {
-                        Op::Read { src } => Some(bytes_u32(
-                            &client.read_one(&bufs[src], stream).expect("read"),
-                        )),
+                        Op::Read { src } => {
+                            Some(bytes_u32(&client.read_one(&bufs[src]).expect("read")))
+                        }
                         _ => got,
                     };
                     if let (Some(e), Some(g)) = (expected, got) {
@@ -214,10 +210,10 @@ fn eight_threads_each_on_its_own_stream() {
                     }
                 }
                 for (i, p) in private.iter().enumerate() {
-                    let g = bytes_u32(&client.read_one(p, stream).expect("final"));
+                    let g = bytes_u32(&client.read_one(p).expect("final"));
                     assert_eq!(g, vec![model[2 + i]; N], "thread {t} private {i}");
                 }
-                client.sync(stream).expect("thread sync");
+                client.sync().expect("thread sync");
             })
         })
         .collect();
@@ -225,7 +221,7 @@ fn eight_threads_each_on_its_own_stream() {
         t.join().expect("thread panicked");
     }
     for (i, h) in shared.iter().enumerate() {
-        let g = bytes_u32(&client.read_one(h, StreamId(0)).expect("shared read"));
+        let g = bytes_u32(&client.read_one(h).expect("shared read"));
         assert_eq!(g, vec![100 + i as u32; N], "shared {i} changed");
     }
 }

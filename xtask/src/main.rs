@@ -2,12 +2,15 @@
 //!
 //! - `setup`  makes sure a wgpu adapter exists (installs Mesa's lavapipe and
 //!   the Vulkan loader on Debian/Ubuntu as root; prints the command elsewhere);
-//! - `ci`     setup, then format check, clippy with warnings denied, every test
-//!   (doc tests included);
+//! - `ci`     setup, then format check, clippy with warnings denied, the docs
+//!   (`RUSTDOCFLAGS=-D warnings cargo doc`), every test (doc tests
+//!   included), and the `mlp` example;
 //! - `test`   every test;
-//! - `demo`   setup, then the tour example on the default adapter;
+//! - `demo`   setup, then the tour example on the default adapter (and a
+//!   pointer to the `mlp` and `timeline` examples);
 //! - `bench`  setup, then the benchmarks (`--quick`, `--filter PREFIX`),
-//!   writing `target/bench/report.json`;
+//!   writing `target/bench/report.json` and its chart,
+//!   `target/bench/report.svg`;
 //! - `device-bundle` builds the bench binary in release and gathers what the
 //!   H200 device machine needs to run it (see `xtask/h200/`).
 
@@ -153,7 +156,16 @@ fn ci() -> Result {
         "warnings",
     ]);
     run(clippy)?;
-    test()
+    // The docs build without a warning (broken links included).
+    let mut doc = cargo();
+    doc.args(["doc", "--workspace", "--no-deps"])
+        .env("RUSTDOCFLAGS", "-D warnings");
+    run(doc)?;
+    test()?;
+    // The examples a user is pointed to run, start to end.
+    let mut mlp = cargo();
+    mlp.args(["run", "--quiet", "-p", "wgpu-server", "--example", "mlp"]);
+    run(mlp)
 }
 
 fn test() -> Result {
@@ -165,7 +177,14 @@ fn test() -> Result {
 fn demo() -> Result {
     let mut d = cargo();
     d.args(["run", "--quiet", "-p", "wgpu-server", "--example", "tour"]);
-    run(d)
+    run(d)?;
+    eprintln!(
+        "\ndemo: next, the client API end to end (IR kernels, a profile window, two streams, a \
+         graph replayed on new inputs):\n  cargo run -p wgpu-server --example mlp\n\
+         and a timeline of every launch, to open in https://ui.perfetto.dev:\n  \
+         cargo run -p wgpu-server --example timeline"
+    );
+    Ok(())
 }
 
 fn bench(rest: &[String]) -> Result {

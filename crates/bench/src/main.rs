@@ -4,11 +4,14 @@
 //! reported.
 //!
 //! `cargo xtask bench [--quick] [--filter PREFIX] [--out PATH]` writes
-//! `target/bench/report.json` (or PATH) and prints a table. One module per
+//! `target/bench/report.json` (or PATH), its chart beside it
+//! (`report.svg`, see `chart.rs`), and prints a table. `bench --chart-from
+//! REPORT.json [--chart-out OUT.svg]` only draws a report. One module per
 //! figure family (the part of a figure's name before the dot); `raw.rs`
 //! holds the baselines. See `docs/benchmarks.md` for what each figure
 //! means.
 
+mod chart;
 mod graph;
 mod harness;
 mod kernel;
@@ -29,6 +32,11 @@ use wgpu_server::{WgpuServer, WgslPassthrough};
 type S = WgpuServer<WgslPassthrough>;
 
 fn main() -> Result<(), ServerError> {
+    // `--chart-from REPORT.json`: draw a report, run nothing.
+    if let Some((from, out)) = chart::paths_from_args() {
+        return chart::convert(&from, &out)
+            .map_err(|reason| ServerError::InvalidArgument { reason });
+    }
     let o = harness::Options::from_args();
     let mut s = S::try_init(DeviceId(0))?;
     let a = Server::utilities(&s).adapter.clone();
@@ -81,5 +89,12 @@ fn main() -> Result<(), ServerError> {
         reason: format!("writing {}: {e}", o.out),
     })?;
     println!("\nwrote {}", o.out);
+    let svg = path.with_extension("svg");
+    let chart =
+        chart::svg_of_report(&json).map_err(|reason| ServerError::InvalidArgument { reason })?;
+    std::fs::write(&svg, chart).map_err(|e| ServerError::InvalidArgument {
+        reason: format!("writing {}: {e}", svg.display()),
+    })?;
+    println!("wrote {}", svg.display());
     Ok(())
 }

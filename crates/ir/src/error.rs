@@ -46,6 +46,18 @@ impl IrError {
     }
 }
 
+/// A kernel or its arguments refused by the IR, as the server's error (an
+/// invalid argument), so code returning `ServerError` can use `?` on
+/// [`KernelBuilder::build`](crate::KernelBuilder::build) and
+/// [`Kernel::pack_scalars`](crate::Kernel::pack_scalars).
+impl From<IrError> for compute_runtime::ServerError {
+    fn from(e: IrError) -> Self {
+        compute_runtime::ServerError::InvalidArgument {
+            reason: format!("kernel IR: {e}"),
+        }
+    }
+}
+
 /// Why the interpreter stopped.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]

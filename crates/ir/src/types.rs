@@ -157,9 +157,26 @@ impl fmt::Display for Type {
     }
 }
 
-/// A scalar constant. Floats are kept as bits so the IR hashes and compares
-/// exactly (`-0.0` and NaN payloads included).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+/// A scalar constant: `Lit::F32(1.5)`, `Lit::U32(4)`, `Lit::f16(0.5)`.
+///
+/// Floats hold their values (`f16`, which Rust lacks, holds its bits; build
+/// one from an `f32` with [`Lit::f16`]). Equality and hashing are by bits,
+/// so the IR compares and hashes exactly: `-0.0` differs from `0.0`, a NaN
+/// equals the same NaN bit for bit, and NaN payloads survive.
+///
+/// ```
+/// use compute_ir::{Lit, Scalar};
+///
+/// assert_eq!(Lit::F32(1.5).bits(), u64::from(1.5f32.to_bits()));
+/// assert_eq!(Lit::f16(1.0), Lit::F16(0x3c00));
+/// assert_eq!(Lit::from(2.0f64).scalar(), Scalar::F64);
+/// // By bits: a NaN equals itself, and the two zeros differ.
+/// assert_eq!(Lit::F32(f32::NAN), Lit::F32(f32::NAN));
+/// assert_ne!(Lit::F32(0.0), Lit::F32(-0.0));
+/// let payload = f32::from_bits(0x7fc0_0123);
+/// assert_eq!(Lit::F32(payload).bits(), 0x7fc0_0123);
+/// ```
+#[derive(Clone, Copy, Debug)]
 pub enum Lit {
     /// A `bool`.
     Bool(bool),
@@ -167,27 +184,49 @@ pub enum Lit {
     I32(i32),
     /// A `u32`.
     U32(u32),
-    /// An `f32`, as bits.
-    F32(u32),
-    /// An `f16`, as bits.
+    /// An `f32`.
+    F32(f32),
+    /// An `f16`, as its IEEE binary16 bits (see [`Lit::f16`]).
     F16(u16),
     /// An `i64`.
     I64(i64),
     /// A `u64`.
     U64(u64),
-    /// An `f64`, as bits.
-    F64(u64),
+    /// An `f64`.
+    F64(f64),
+}
+
+impl PartialEq for Lit {
+    /// Same type and same bits.
+    fn eq(&self, other: &Self) -> bool {
+        self.scalar() == other.scalar() && self.bits() == other.bits()
+    }
+}
+
+impl Eq for Lit {}
+
+impl std::hash::Hash for Lit {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.scalar().hash(state);
+        self.bits().hash(state);
+    }
 }
 
 impl Lit {
-    /// An `f32` literal.
-    pub fn f32(v: f32) -> Self {
-        Lit::F32(v.to_bits())
+    /// An `f32` literal (the same as `Lit::F32(v)`).
+    pub const fn f32(v: f32) -> Self {
+        Lit::F32(v)
     }
 
-    /// An `f64` literal.
-    pub fn f64(v: f64) -> Self {
-        Lit::F64(v.to_bits())
+    /// An `f64` literal (the same as `Lit::F64(v)`).
+    pub const fn f64(v: f64) -> Self {
+        Lit::F64(v)
+    }
+
+    /// An `f16` literal: `v` rounded to the nearest binary16 (ties to even;
+    /// beyond the range, infinity; a NaN stays a NaN).
+    pub fn f16(v: f32) -> Self {
+        Lit::F16(crate::interp::f16::from_f32(v))
     }
 
     /// The literal's type.
@@ -210,10 +249,12 @@ impl Lit {
         match self {
             Lit::Bool(b) => b as u64,
             Lit::I32(v) => v as u32 as u64,
-            Lit::U32(v) | Lit::F32(v) => v as u64,
+            Lit::U32(v) => v as u64,
+            Lit::F32(v) => v.to_bits() as u64,
             Lit::F16(v) => v as u64,
             Lit::I64(v) => v as u64,
-            Lit::U64(v) | Lit::F64(v) => v,
+            Lit::U64(v) => v,
+            Lit::F64(v) => v.to_bits(),
         }
     }
 }
@@ -235,7 +276,7 @@ impl From<u32> for Lit {
 }
 impl From<f32> for Lit {
     fn from(v: f32) -> Self {
-        Lit::f32(v)
+        Lit::F32(v)
     }
 }
 impl From<i64> for Lit {
@@ -250,6 +291,6 @@ impl From<u64> for Lit {
 }
 impl From<f64> for Lit {
     fn from(v: f64) -> Self {
-        Lit::f64(v)
+        Lit::F64(v)
     }
 }

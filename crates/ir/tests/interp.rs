@@ -184,7 +184,7 @@ fn scalars_and_array_length() {
     b.store(out, zero, s);
     let k = b.build().expect("builds");
     let scalars = k
-        .pack_scalars(&[Lit::U32(10), Lit::f32(2.5)])
+        .pack_scalars(&[Lit::U32(10), Lit::F32(2.5)])
         .expect("types");
     assert_eq!(scalars.len(), 16);
     let mut bufs = vec![vec![0; 12]];

@@ -336,3 +336,53 @@ fn what_64_bit_types_refuse() {
     assert_eq!(Lit::from(-1i64).bits(), u64::MAX);
     assert_eq!(Lit::from(-1i32).bits(), 0xffff_ffff);
 }
+
+#[test]
+fn float_literals_hold_values_and_compare_by_bits() {
+    use std::collections::HashSet;
+    // Values in, the same bits out: the two zeros, NaN payloads, extremes.
+    for v in [
+        0.0f32,
+        -0.0,
+        1.5,
+        f32::MIN_POSITIVE,
+        f32::MAX,
+        f32::INFINITY,
+    ] {
+        assert_eq!(Lit::F32(v).bits(), u64::from(v.to_bits()));
+    }
+    let nan = f32::from_bits(0xffc0_1234);
+    assert_eq!(Lit::F32(nan).bits(), 0xffc0_1234);
+    assert_eq!(Lit::F32(nan), Lit::F32(nan));
+    assert_ne!(Lit::F32(nan), Lit::F32(f32::NAN));
+    assert_ne!(Lit::F32(0.0), Lit::F32(-0.0));
+    let nan64 = f64::from_bits(0x7ff8_0000_0000_0abc);
+    assert_eq!(Lit::F64(nan64).bits(), 0x7ff8_0000_0000_0abc);
+    assert_ne!(Lit::F64(0.0), Lit::F64(-0.0));
+    // Same bits, different types: different literals.
+    assert_ne!(Lit::F32(0.0), Lit::U32(0));
+    let set: HashSet<Lit> = [Lit::F32(0.0), Lit::F32(-0.0), Lit::F32(nan), Lit::F32(nan)]
+        .into_iter()
+        .collect();
+    assert_eq!(set.len(), 3);
+    // f16 from a value, rounded to nearest even.
+    assert_eq!(Lit::f16(1.0), Lit::F16(0x3c00));
+    assert_eq!(Lit::f16(-2.0), Lit::F16(0xc000));
+    assert_eq!(Lit::f16(65520.0), Lit::F16(0x7c00), "rounds up to infinity");
+    assert_eq!(Lit::f16(-0.0), Lit::F16(0x8000));
+}
+
+#[test]
+fn kernels_that_differ_only_in_the_sign_of_a_zero_literal_differ() {
+    let build = |zero: f32| {
+        let mut k = KernelBuilder::new("z", [1, 1, 1]);
+        let out = k.output(Scalar::F32);
+        let i = k.u32(0);
+        let v = k.f32(zero);
+        k.store(out, i, v);
+        k.build().expect("kernel")
+    };
+    use compute_runtime::CubeKernel;
+    assert_ne!(build(0.0).id(), build(-0.0).id());
+    assert_eq!(build(0.0).id(), build(0.0).id());
+}

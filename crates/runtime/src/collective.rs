@@ -123,6 +123,16 @@ impl fmt::Display for DType {
 
 /// What a reducing collective computes: `op` over elements of type `dtype`.
 /// Displayed as `op(dtype)`, e.g. `sum(f32)`.
+///
+/// ```
+/// use compute_runtime::{DType, Pod, ReduceOp, Reduction};
+///
+/// let r = Reduction::mean(DType::BF16);
+/// assert_eq!(r.to_string(), "mean(bf16)");
+/// assert_eq!(Reduction::new(ReduceOp::Sum, DType::F32), Reduction::sum(DType::F32));
+/// // The dtype of a typed buffer's elements, where the type says it:
+/// assert_eq!(<f32 as Pod>::DTYPE, Some(DType::F32));
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Reduction {
     /// The element-wise operation.

@@ -86,6 +86,17 @@ pub enum ServerError {
         /// The compiler's diagnostic (naga's, for WGSL).
         diagnostic: String,
     },
+    /// A launch the client refused before enqueuing it (its arguments do
+    /// not fit the kernel, a binding is unknown or out of bounds, the
+    /// kernel does not compile...): `cause` says why. Nothing was enqueued,
+    /// so nothing was written or poisoned.
+    #[error("launch of `{kernel}`: {cause}")]
+    Launch {
+        /// The kernel's name.
+        kernel: String,
+        /// What was wrong.
+        cause: Arc<ServerError>,
+    },
     /// The kernel handed to `launch` is not one this server's compiler knows.
     #[error("kernel `{kernel}` is not a kernel of the {compiler} compiler")]
     ForeignKernel {
@@ -290,23 +301,38 @@ impl ServerError {
     pub fn is_device_lost(&self) -> bool {
         match self {
             ServerError::DeviceLost { .. } => true,
-            ServerError::Untrusted { cause, .. } | ServerError::Deferred { cause, .. } => {
-                cause.is_device_lost()
-            }
+            ServerError::Untrusted { cause, .. }
+            | ServerError::Deferred { cause, .. }
+            | ServerError::Launch { cause, .. } => cause.is_device_lost(),
             _ => false,
         }
     }
 
     /// The innermost error: the cause of an [`Untrusted`](Self::Untrusted),
-    /// [`UntrustedInput`](Self::UntrustedInput), [`Deferred`](Self::Deferred)
-    /// or [`CollectiveInput`](Self::CollectiveInput) report, else `self`. (For
+    /// [`UntrustedInput`](Self::UntrustedInput), [`Deferred`](Self::Deferred),
+    /// [`Launch`](Self::Launch) or [`CollectiveInput`](Self::CollectiveInput)
+    /// report, else `self`. (For
     /// `CollectiveInput` the root cause happened on the rank it names, which
     /// may be another device.)
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use compute_runtime::{ServerError, StreamId};
+    ///
+    /// let compile = ServerError::Compilation { kernel: "k".into(), diagnostic: "bad".into() };
+    /// let reported = ServerError::Deferred {
+    ///     stream: StreamId(0),
+    ///     cause: Arc::new(ServerError::Launch { kernel: "k".into(), cause: Arc::new(compile.clone()) }),
+    ///     later: 0,
+    /// };
+    /// assert_eq!(reported.root_cause(), &compile);
+    /// ```
     pub fn root_cause(&self) -> &ServerError {
         match self {
             ServerError::Untrusted { cause, .. }
             | ServerError::Deferred { cause, .. }
             | ServerError::UntrustedInput { cause, .. }
+            | ServerError::Launch { cause, .. }
             | ServerError::CollectiveInput { cause, .. } => cause.root_cause(),
             other => other,
         }

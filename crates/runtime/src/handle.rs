@@ -11,7 +11,7 @@
 //! buy is eager reuse: a slice freed between two server calls is reusable from
 //! the next call on.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use crate::{MemoryId, ServerError};
@@ -55,10 +55,16 @@ impl ReleaseQueue {
 struct MemoryHandleInner {
     id: MemoryId,
     release: OnceLock<Arc<ReleaseQueue>>,
+    /// Whether a label was ever set (so an unlabelled drop skips the
+    /// label registry).
+    labelled: AtomicBool,
 }
 
 impl Drop for MemoryHandleInner {
     fn drop(&mut self) {
+        if *self.labelled.get_mut() {
+            crate::label::remove(self.id);
+        }
         if let Some(queue) = self.release.get() {
             queue.push(self.id);
         }
@@ -84,6 +90,7 @@ impl ManagedMemoryHandle {
             inner: Arc::new(MemoryHandleInner {
                 id: MemoryId::next(),
                 release: OnceLock::new(),
+                labelled: AtomicBool::new(false),
             }),
         }
     }
@@ -91,6 +98,23 @@ impl ManagedMemoryHandle {
     /// The id the server knows this slice by.
     pub fn id(&self) -> MemoryId {
         self.inner.id
+    }
+
+    /// Names the slice in every error that mentions it (replacing an
+    /// earlier label), until the handle's last clone drops. See
+    /// [`MemoryId`]'s `Display`.
+    pub fn set_label(&self, label: impl Into<Arc<str>>) {
+        self.inner.labelled.store(true, Ordering::Relaxed);
+        crate::label::set(self.id(), label.into());
+    }
+
+    /// The slice's label, if it has one.
+    pub fn label(&self) -> Option<Arc<str>> {
+        if self.inner.labelled.load(Ordering::Relaxed) {
+            crate::label::get(self.id())
+        } else {
+            None
+        }
     }
 
     /// Attaches the queue the handle's last drop reports to. A handle binds
@@ -176,6 +200,32 @@ impl Handle {
     /// array of bytes.
     pub fn copy_descriptor(&self) -> CopyDescriptor {
         CopyDescriptor::contiguous(self.binding())
+    }
+
+    /// Labels the handle's slice (see [`ManagedMemoryHandle::set_label`]):
+    /// errors about it say `` `hidden` (MemoryId(12)) ``.
+    ///
+    /// ```
+    /// use compute_runtime::{Handle, ManagedMemoryHandle};
+    ///
+    /// let h = Handle::new(ManagedMemoryHandle::new(), 64).with_label("hidden");
+    /// assert_eq!(h.label().as_deref(), Some("hidden"));
+    /// assert!(h.memory.id().to_string().starts_with("`hidden` (MemoryId("));
+    /// ```
+    pub fn with_label(self, label: impl Into<Arc<str>>) -> Self {
+        self.memory.set_label(label);
+        self
+    }
+
+    /// The slice's label, if it has one.
+    pub fn label(&self) -> Option<Arc<str>> {
+        self.memory.label()
+    }
+}
+
+impl From<&Handle> for BufferBinding {
+    fn from(h: &Handle) -> Self {
+        h.binding()
     }
 }
 

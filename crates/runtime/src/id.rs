@@ -7,15 +7,17 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 macro_rules! id_type {
     ($(#[$meta:meta])* $name:ident) => {
-        $(#[$meta])*
-        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
-        pub struct $name(pub u64);
-
+        id_type!(@decl $(#[$meta])* $name);
         impl fmt::Display for $name {
             fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
                 write!(f, "{}({})", stringify!($name), self.0)
             }
         }
+    };
+    (@decl $(#[$meta:meta])* $name:ident) => {
+        $(#[$meta])*
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
+        pub struct $name(pub u64);
     };
 }
 
@@ -37,11 +39,35 @@ id_type!(
     /// One allocation of device storage (one buffer, for wgpu).
     StorageId
 );
-id_type!(
+id_type!(@decl
     /// A managed memory slice: the identity behind a
     /// [`crate::ManagedMemoryHandle`]. Never reused within a process.
+    ///
+    /// Displayed as `MemoryId(7)`, or with its label while the buffer has
+    /// one (see [`crate::ManagedMemoryHandle::set_label`]):
+    ///
+    /// ```
+    /// use compute_runtime::ManagedMemoryHandle;
+    ///
+    /// let weights = ManagedMemoryHandle::new();
+    /// let id = weights.id();
+    /// assert_eq!(id.to_string(), format!("MemoryId({})", id.0));
+    /// weights.set_label("weights");
+    /// assert_eq!(id.to_string(), format!("`weights` (MemoryId({}))", id.0));
+    /// drop(weights); // the label goes with the last clone of the handle
+    /// assert_eq!(id.label(), None);
+    /// ```
     MemoryId
 );
+
+impl fmt::Display for MemoryId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match crate::label::get(*self) {
+            Some(label) => write!(f, "`{label}` (MemoryId({}))", self.0),
+            None => write!(f, "MemoryId({})", self.0),
+        }
+    }
+}
 id_type!(
     /// A kernel's identity for the pipeline cache: two kernels with the same
     /// id must compile to the same pipeline.
@@ -58,6 +84,11 @@ impl MemoryId {
     pub fn next() -> Self {
         static NEXT: AtomicU64 = AtomicU64::new(1);
         MemoryId(NEXT.fetch_add(1, Ordering::Relaxed))
+    }
+
+    /// The label of the buffer with this id, while it has one.
+    pub fn label(self) -> Option<std::sync::Arc<str>> {
+        crate::label::get(self)
     }
 }
 

@@ -5,7 +5,7 @@ use std::fmt;
 
 use bytes::Bytes;
 
-use crate::{BufferBinding, KernelId};
+use crate::{BufferBinding, Handle, KernelId};
 
 /// A kernel a compiler backend can turn into a pipeline.
 ///
@@ -20,6 +20,21 @@ pub trait CubeKernel: Send + Sync + 'static {
     fn name(&self) -> &str;
     /// The concrete kernel, for the backend to downcast.
     fn as_any(&self) -> &dyn Any;
+}
+
+/// A boxed kernel is a kernel: the backend sees through the box
+/// (`as_any` is the boxed kernel's), so runtimes that keep kernels as
+/// `Box<dyn CubeKernel>` pass them to anything that takes `impl CubeKernel`.
+impl CubeKernel for Box<dyn CubeKernel> {
+    fn id(&self) -> KernelId {
+        (**self).id()
+    }
+    fn name(&self) -> &str {
+        (**self).name()
+    }
+    fn as_any(&self) -> &dyn Any {
+        (**self).as_any()
+    }
 }
 
 impl fmt::Debug for dyn CubeKernel {
@@ -66,11 +81,39 @@ impl KernelArguments {
         }
     }
 
+    /// Arguments binding the whole of each handle, in order, and no
+    /// scalars.
+    ///
+    /// ```
+    /// use compute_runtime::{Handle, KernelArguments, ManagedMemoryHandle};
+    ///
+    /// let a = Handle::new(ManagedMemoryHandle::new(), 16);
+    /// let b = Handle::new(ManagedMemoryHandle::new(), 16);
+    /// let args = KernelArguments::handles([&a, &b]).with_scalars(vec![0u8; 16]);
+    /// assert_eq!(args.buffers.len(), 2);
+    /// assert_eq!(args.buffers[1].memory_id(), b.memory.id());
+    /// ```
+    pub fn handles<'a>(handles: impl IntoIterator<Item = &'a Handle>) -> Self {
+        Self::buffers(handles.into_iter().map(Handle::binding).collect())
+    }
+
     /// Adds packed scalar arguments.
     pub fn with_scalars(mut self, scalars: impl Into<Bytes>) -> Self {
         self.scalars = scalars.into();
         self
     }
+}
+
+/// Whether a launch's memory accesses are checked at run time: what
+/// [`crate::LaunchValidation::validate_launch`] answers about a kernel.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum AccessChecks {
+    /// Every access is bounds-checked (clamped or discarded): the launch
+    /// cannot touch memory outside its bindings, so launching it is safe.
+    Checked,
+    /// Compiled without run-time checks: the kernel's accesses are the
+    /// caller's responsibility.
+    Unchecked,
 }
 
 /// When a launch's kernel is compiled.

@@ -16,9 +16,12 @@
 //! (`wgpu-server`). This crate depends on nothing of the project's own and on
 //! no GPU API, so a runtime can program against it without pulling in wgpu.
 //!
-//! The [`client`] module is the thin layer a user calls from any thread: a
-//! [`client::ComputeClient`] owns one server per device, created once through
-//! [`DeviceService::init`].
+//! The [`client`] module is the layer a user calls from any thread: a
+//! [`client::ComputeClient`] shares one server per device, created once
+//! through [`DeviceService::init`] (or wrapped by hand), and adds typed
+//! buffers ([`Pod`]), buffer labels that errors show (see [`MemoryId`]),
+//! launches checked at the call ([`LaunchValidation`]), and one method per
+//! stream, profiling, graph, memory and collective call.
 
 pub mod client;
 mod collective;
@@ -27,7 +30,9 @@ mod handle;
 pub mod hostcopy;
 mod id;
 mod kernel;
+mod label;
 mod memory;
+pub mod pod;
 mod profile;
 mod server;
 mod storage;
@@ -38,15 +43,16 @@ pub use collective::{ComputeWait, DType, ReduceOp, Reduction};
 pub use error::{ProfileError, ServerError};
 pub use handle::{BufferBinding, CopyDescriptor, Handle, ManagedMemoryHandle, ReleaseQueue};
 pub use id::{DeviceId, GraphId, KernelId, MemoryId, StorageId, StreamId};
-pub use kernel::{CubeCount, CubeKernel, KernelArguments, LaunchMode};
+pub use kernel::{AccessChecks, CubeCount, CubeKernel, KernelArguments, LaunchMode};
 pub use memory::{
     MemoryAllocationMode, MemoryConfiguration, MemoryDeviceProperties, MemoryPoolOptions, PoolKind,
     PoolReport, StreamMemoryReport,
 };
+pub use pod::Pod;
 pub use profile::{ProfileDuration, ProfilingToken, TimingMethod};
 pub use server::{
-    DeviceService, DeviceServiceStage, DynFut, Server, ServerCommunication, ServerStorage,
-    ServerUtilitiesHandle,
+    DeviceService, DeviceServiceStage, DynFut, LaunchValidation, Server, ServerCommunication,
+    ServerStorage, ServerUtilitiesHandle,
 };
 pub use storage::{ComputeStorage, ManagedResource, StorageHandle};
 pub use utilities::{AdapterSummary, LogCategory, LogLevel, ServerLogger, ServerUtilities};

@@ -163,6 +163,67 @@ impl StreamMemoryReport {
     pub fn bytes_reserved(&self) -> u64 {
         self.pools.iter().map(|p| p.bytes_reserved).sum()
     }
+
+    /// Sum of `pages` over the pools.
+    pub fn pages(&self) -> u64 {
+        self.pools.iter().map(|p| p.pages).sum()
+    }
+}
+
+/// One line: `in use 1.0 MiB in 3 allocations, reserved 8.0 MiB in 1 page
+/// (peak in use 2.0 MiB)`, then one line per pool that holds anything.
+impl std::fmt::Display for StreamMemoryReport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let allocations: u64 = self.pools.iter().map(|p| p.allocations).sum();
+        let peak: u64 = self.pools.iter().map(|p| p.peak_bytes_in_use).sum();
+        write!(
+            f,
+            "in use {} in {allocations} allocation(s), reserved {} in {} page(s) (peak in use {})",
+            human(self.bytes_in_use()),
+            human(self.bytes_reserved()),
+            self.pages(),
+            human(peak)
+        )?;
+        for p in self
+            .pools
+            .iter()
+            .filter(|p| p.pages > 0 || p.allocations > 0)
+        {
+            let kind = match p.kind {
+                PoolKind::Sliced { page_size, .. } => {
+                    format!("sliced ({} pages)", human(page_size))
+                }
+                PoolKind::Exclusive { max_slice } => {
+                    format!("exclusive (up to {})", human(max_slice))
+                }
+                PoolKind::Persistent => "persistent".to_string(),
+            };
+            write!(
+                f,
+                "\n  {kind}: {} in use, {} reserved, {} page(s)",
+                human(p.bytes_in_use),
+                human(p.bytes_reserved),
+                p.pages
+            )?;
+        }
+        Ok(())
+    }
+}
+
+/// Bytes in B, KiB, MiB or GiB.
+fn human(bytes: u64) -> String {
+    const UNITS: [&str; 4] = ["B", "KiB", "MiB", "GiB"];
+    let mut v = bytes as f64;
+    let mut unit = 0;
+    while v >= 1024.0 && unit + 1 < UNITS.len() {
+        v /= 1024.0;
+        unit += 1;
+    }
+    if unit == 0 {
+        format!("{bytes} B")
+    } else {
+        format!("{v:.1} {}", UNITS[unit])
+    }
 }
 
 #[cfg(test)]

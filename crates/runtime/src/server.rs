@@ -15,10 +15,10 @@ use std::sync::Arc;
 use bytes::Bytes;
 
 use crate::{
-    BufferBinding, ComputeStorage, ComputeWait, CopyDescriptor, CubeCount, CubeKernel, DeviceId,
-    GraphId, Handle, KernelArguments, LaunchMode, ManagedMemoryHandle, ManagedResource,
-    MemoryAllocationMode, ProfileDuration, ProfileError, ProfilingToken, Reduction, ServerError,
-    ServerLogger, ServerUtilities, StreamId, StreamMemoryReport,
+    AccessChecks, BufferBinding, ComputeStorage, ComputeWait, CopyDescriptor, CubeCount,
+    CubeKernel, DeviceId, GraphId, Handle, KernelArguments, LaunchMode, ManagedMemoryHandle,
+    ManagedResource, MemoryAllocationMode, ProfileDuration, ProfileError, ProfilingToken,
+    Reduction, ServerError, ServerLogger, ServerUtilities, StreamId, StreamMemoryReport,
 };
 
 /// A boxed, sendable future: what waiting calls return.
@@ -180,6 +180,31 @@ pub trait Server: Send + 'static {
         &mut self,
         stream_id: StreamId,
     ) -> Result<ProfilingToken, ServerError>;
+}
+
+/// A server that can check a launch without enqueuing it: the check the
+/// client makes so that a launch whose arguments do not fit its kernel is
+/// an error at the call rather than at the next `flush`, and so that a
+/// bounds-checked kernel can be launched without `unsafe`.
+///
+/// # Safety
+///
+/// `Ok(AccessChecks::Checked)` is a promise that launching `kernel` with
+/// these arguments on this server cannot read or write memory outside its
+/// bindings: [`crate::client::ComputeClient::launch`] relies on it to be a
+/// safe function.
+pub unsafe trait LaunchValidation: Server {
+    /// Checks `kernel` against `count` and `args` as `launch` would before
+    /// encoding it (argument counts, bindings, sizes, limits; compiling the
+    /// kernel if it is not yet), enqueuing nothing, and says whether its
+    /// accesses are checked at run time.
+    fn validate_launch(
+        &mut self,
+        kernel: &dyn CubeKernel,
+        count: &CubeCount,
+        args: &KernelArguments,
+        stream_id: StreamId,
+    ) -> Result<AccessChecks, ServerError>;
 }
 
 /// Collective operations between the servers of several devices.

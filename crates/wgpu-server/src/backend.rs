@@ -371,7 +371,7 @@ impl SchedulerStreamBackend for ScheduledWgpuBackend {
     /// happen) is a [`BatchFailure`] naming what it wrote, never an
     /// uncaptured error that a later `sync` of any stream would report.
     ///
-    /// A batch held behind a `Wait` collective ([`WgpuStream::held_by`])
+    /// A batch held behind a `Wait` collective (`WgpuStream::held_by`)
     /// stays pending when the submit is only opportunistic; when it must
     /// happen, it waits for the collective. If the collective failed (or
     /// never completed), the held work is dropped, its writes poisoned with

@@ -15,6 +15,23 @@
 //! those is tested without a GPU; what is tested here is that the wiring
 //! holds on a real device.
 //!
+//! **Start here:** [`prelude`] has what a program needs, and
+//! [`WgpuServerOptions::client`] opens the default adapter as a
+//! [`DefaultClient`]: typed buffers, checked launches of IR and WGSL
+//! kernels, streams, profiling, graphs, memory reports, collectives.
+//!
+//! ```
+//! use wgpu_server::prelude::*;
+//!
+//! let client = WgpuServerOptions::new().client()?;
+//! let x = client.create_from_slice(&[1.0f32, 2.0, 3.0])?;
+//! assert_eq!(client.read_vec::<f32>(&x)?, [1.0, 2.0, 3.0]);
+//! # Ok::<(), ServerError>(())
+//! ```
+//!
+//! The crates underneath are re-exported whole ([`runtime`], [`ir`],
+//! [`wgsl`]), so a runtime built on this server needs this one dependency.
+//!
 //! [`Server`]: compute_runtime::Server
 //! [`WgpuCompiler`]: compute_wgsl::WgpuCompiler
 
@@ -25,8 +42,13 @@ mod graph;
 mod launch;
 mod memory;
 mod options;
+pub mod prelude;
 mod server;
 mod timing;
+
+pub use compute_ir as ir;
+pub use compute_runtime as runtime;
+pub use compute_wgsl as wgsl;
 
 pub use backend::{ScheduledWgpuBackend, WgpuStream};
 pub use device::adapter;
@@ -37,8 +59,8 @@ pub use server::{DEFAULT_TASKS_MAX, WgpuServer};
 pub use timing::timeline::{Timeline, TimelineEvent};
 
 pub use compute_wgsl::{
-    BindingAccess, BoundsChecks, IrCompiler, WgpuCompilationOptions, WgpuCompiler, WgslKernel,
-    WgslPassthrough,
+    BindingAccess, BoundsChecks, DefaultCompiler, IrCompiler, WgpuCompilationOptions, WgpuCompiler,
+    WgslKernel, WgslPassthrough,
 };
 pub use wgpu::Backend;
 
@@ -46,3 +68,16 @@ pub use wgpu::Backend;
 /// it: `compute_graph`'s registry of this server's [`WgpuGraph`]s. Clone it
 /// to share graphs between servers of one device.
 pub type DeviceCaptures = compute_graph::DeviceCaptures<WgpuGraph>;
+
+/// The server most programs want: IR kernels ([`ir::Kernel`]) and WGSL
+/// kernels ([`WgslKernel`]) on one device, through [`DefaultCompiler`].
+pub type DefaultServer = WgpuServer<DefaultCompiler>;
+
+/// A client of a [`DefaultServer`]: what [`WgpuServerOptions::client`]
+/// opens.
+pub type DefaultClient = compute_runtime::client::ComputeClient<DefaultServer>;
+
+/// The README's code blocks, compiled and run as doc tests.
+#[cfg(doctest)]
+#[doc = include_str!("../../../README.md")]
+pub struct ReadmeDoctests;

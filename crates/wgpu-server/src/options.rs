@@ -19,11 +19,12 @@
 
 use std::sync::Arc;
 
-use compute_runtime::{DeviceId, MemoryConfiguration, ServerLogger, TimingMethod};
-use compute_wgsl::WgpuCompilationOptions;
+use compute_runtime::client::ComputeClient;
+use compute_runtime::{DeviceId, MemoryConfiguration, ServerError, ServerLogger, TimingMethod};
+use compute_wgsl::{DefaultCompiler, WgpuCompilationOptions};
 
-use crate::DeviceCaptures;
 use crate::server::DEFAULT_TASKS_MAX;
+use crate::{DefaultClient, DeviceCaptures};
 
 /// The environment variable that overrides the default `tasks_max`.
 pub const TASKS_MAX_ENV: &str = "WGPU_SERVER_TASKS_MAX";
@@ -100,6 +101,25 @@ impl WgpuServerOptions {
     pub fn captures(mut self, captures: DeviceCaptures) -> Self {
         self.captures = Some(captures);
         self
+    }
+
+    /// Opens the adapter these options name and wraps the new server in a
+    /// client bound to [`StreamId::DEFAULT`](compute_runtime::StreamId):
+    /// IR and WGSL kernels ([`DefaultCompiler`]). For another compiler,
+    /// `ComputeClient::new(id, options.open::<C>()?)`.
+    ///
+    /// ```
+    /// use wgpu_server::prelude::*;
+    ///
+    /// let client = WgpuServerOptions::new()
+    ///     .memory(MemoryConfiguration::ExclusivePages)
+    ///     .client()?;
+    /// assert_eq!(client.device(), DeviceId(0));
+    /// # Ok::<(), ServerError>(())
+    /// ```
+    pub fn client(self) -> Result<DefaultClient, ServerError> {
+        let device = self.device_id;
+        Ok(ComputeClient::new(device, self.open::<DefaultCompiler>()?))
     }
 
     /// `tasks_max` as set, else from the environment, else the default.

@@ -9,8 +9,9 @@
 //!
 //! **Owns:** the [`WgpuCompiler`] trait, the IR backend ([`IrCompiler`]:
 //! `compute_ir` kernels to WGSL), the pass-through backend
-//! ([`WgslPassthrough`], for callers who hand WGSL source) and naga
-//! validation with diagnostics a person can read.
+//! ([`WgslPassthrough`], for callers who hand WGSL source), the
+//! [`DefaultCompiler`] that takes both on one server, and naga validation
+//! with diagnostics a person can read.
 //!
 //! **Leaves to the server:** the device, shader modules, pipelines, caching,
 //! dispatch. This crate names no wgpu object: the device is described by
@@ -24,6 +25,7 @@
 //! kernel type; nothing here or in the server changes.
 
 mod compiler;
+mod default;
 pub mod ir;
 mod passthrough;
 mod reflect;
@@ -33,6 +35,7 @@ pub use compiler::{
     BindingAccess, BoundsChecks, CompiledKernel, DeviceCaps, KernelLayout, WgpuCompilationOptions,
     WgpuCompiler,
 };
+pub use default::DefaultCompiler;
 pub use ir::IrCompiler;
 pub use passthrough::{WgslKernel, WgslPassthrough};
 pub use reflect::{ModuleInterface, StorageInterface, check_layout, module_interface};

@@ -21,7 +21,29 @@ use crate::{
     WgpuCompiler,
 };
 
-/// A kernel given as WGSL source.
+/// A kernel given as WGSL source, with its interface declared (and
+/// checked against the source before any pipeline exists).
+///
+/// ```
+/// use compute_wgsl::{BindingAccess, WgslKernel};
+///
+/// let saxpy = WgslKernel::new(
+///     "saxpy",
+///     "struct P { alpha: f32, n: u32 }
+///      @group(0) @binding(0) var<storage, read> x: array<f32>;
+///      @group(0) @binding(1) var<storage, read_write> y: array<f32>;
+///      @group(0) @binding(2) var<uniform> p: P;
+///      @compute @workgroup_size(256)
+///      fn main(@builtin(global_invocation_id) id: vec3<u32>) {
+///          if (id.x < p.n) { y[id.x] = p.alpha * x[id.x] + y[id.x]; }
+///      }",
+///     "main",
+///     [256, 1, 1],
+///     vec![BindingAccess::ReadOnly, BindingAccess::ReadWrite],
+/// )
+/// .with_scalars(); // the uniform block after the buffers
+/// assert!(saxpy.layout().scalars);
+/// ```
 #[derive(Clone, Debug)]
 pub struct WgslKernel {
     name: Arc<str>,

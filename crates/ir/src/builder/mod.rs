@@ -269,7 +269,30 @@ impl KernelBuilder {
         }
     }
 
-    /// A read-write buffer of `atomic<elem>` (`i32` or `u32`), at the next binding.
+    /// A read-write buffer of `atomic<elem>` (`i32` or `u32`), at the next
+    /// binding, accessed with the `atomic_*` methods.
+    ///
+    /// ```
+    /// use compute_ir::{KernelBuilder, Scalar, interp};
+    /// use compute_runtime::pod;
+    ///
+    /// // A histogram of 4 bins: hist[v % 4] += 1 for every value.
+    /// let mut k = KernelBuilder::new("hist", [8, 1, 1]);
+    /// let values = k.input(Scalar::U32);
+    /// let hist = k.atomic_buffer(Scalar::U32);
+    /// let gid = k.global_id();
+    /// let i = k.x(gid);
+    /// let v = k.load(values, i);
+    /// let four = k.u32(4);
+    /// let bin = k.rem(v, four);
+    /// let one = k.u32(1);
+    /// k.atomic_add(hist, bin, one);
+    /// let kernel = k.build()?;
+    /// let mut buffers = vec![pod::to_bytes(&[0u32, 1, 2, 3, 4, 5, 9, 13]), vec![0; 16]];
+    /// interp::run(&kernel, [1, 1, 1], &mut buffers, &[])?;
+    /// assert_eq!(pod::from_bytes::<u32>(&buffers[1])?, [2, 4, 1, 1]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn atomic_buffer(&mut self, elem: Scalar) -> AtomicBuf {
         AtomicBuf {
             binding: self.buffer(elem, Access::ReadWrite, true),
@@ -278,7 +301,32 @@ impl KernelBuilder {
     }
 
     /// The next scalar argument of the uniform block (`i32`, `u32` or `f32`),
-    /// read where this is called.
+    /// read where this is called. A launch passes them packed:
+    /// [`Kernel::pack_scalars`].
+    ///
+    /// ```
+    /// use compute_ir::{KernelBuilder, Lit, Scalar, interp};
+    /// use compute_runtime::pod;
+    ///
+    /// // x[i] = x[i] * scale + shift
+    /// let mut k = KernelBuilder::new("affine", [4, 1, 1]);
+    /// let x = k.output(Scalar::F32);
+    /// let (scale, shift) = (k.scalar_arg(Scalar::F32), k.scalar_arg(Scalar::F32));
+    /// let gid = k.global_id();
+    /// let i = k.x(gid);
+    /// let v = k.load(x, i);
+    /// let v = k.fma(v, scale, shift);
+    /// k.store(x, i, v);
+    /// let kernel = k.build()?;
+    /// let scalars = kernel.pack_scalars(&[Lit::F32(2.0), Lit::F32(0.5)])?;
+    /// assert_eq!(scalars.len(), 16); // one 16-byte uniform block
+    /// let mut buffers = vec![pod::to_bytes(&[1.0f32, 2.0, 3.0, 4.0])];
+    /// interp::run(&kernel, [1, 1, 1], &mut buffers, &scalars)?;
+    /// assert_eq!(pod::from_bytes::<f32>(&buffers[0])?, [2.5, 4.5, 6.5, 8.5]);
+    /// // Arguments of the wrong type are refused.
+    /// assert!(kernel.pack_scalars(&[Lit::U32(2), Lit::F32(0.5)]).is_err());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn scalar_arg(&mut self, ty: Scalar) -> Val {
         let index = self.def.scalars.len() as u32;
         self.def.scalars.push(ty);
@@ -286,6 +334,40 @@ impl KernelBuilder {
     }
 
     /// A workgroup-shared array of `len` elements, zero at workgroup start.
+    /// Invocations of a workgroup see each other's stores after a
+    /// [`barrier`](Self::barrier).
+    ///
+    /// ```
+    /// use compute_ir::{KernelBuilder, Scalar, interp};
+    /// use compute_runtime::pod;
+    ///
+    /// // out[0] = sum of a[0..4], through shared memory.
+    /// let mut k = KernelBuilder::new("sum4", [4, 1, 1]);
+    /// let (a, out) = (k.input(Scalar::U32), k.output(Scalar::U32));
+    /// let tile = k.shared(Scalar::U32, 4);
+    /// let l = k.local_index();
+    /// let v = k.load(a, l);
+    /// k.store(tile, l, v);
+    /// k.barrier();
+    /// let zero = k.u32(0);
+    /// let first = k.eq(l, zero);
+    /// k.if_(first, |k| {
+    ///     let acc = k.var(zero);
+    ///     let four = k.u32(4);
+    ///     k.for_range(zero, four, |k, i| {
+    ///         let (s, x) = (k.get(acc), k.load(tile, i));
+    ///         let s = k.add(s, x);
+    ///         k.set(acc, s);
+    ///     });
+    ///     let s = k.get(acc);
+    ///     k.store(out, zero, s);
+    /// });
+    /// let kernel = k.build()?;
+    /// let mut buffers = vec![pod::to_bytes(&[1u32, 2, 3, 4]), vec![0; 4]];
+    /// interp::run(&kernel, [1, 1, 1], &mut buffers, &[])?;
+    /// assert_eq!(pod::from_bytes::<u32>(&buffers[1])?, [10]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn shared(&mut self, elem: Scalar, len: u32) -> Shared {
         let index = self.def.shared.len() as u32;
         self.def.shared.push(SharedDecl { elem, len });
@@ -374,6 +456,33 @@ impl KernelBuilder {
     }
 
     /// `if cond { then } else { otherwise }`.
+    ///
+    /// ```
+    /// use compute_ir::{KernelBuilder, Scalar, interp};
+    /// use compute_runtime::pod;
+    ///
+    /// // out[i] = a[i] >= 0 ? a[i] : -a[i]
+    /// let mut k = KernelBuilder::new("abs", [4, 1, 1]);
+    /// let (a, out) = (k.input(Scalar::I32), k.output(Scalar::I32));
+    /// let gid = k.global_id();
+    /// let i = k.x(gid);
+    /// let v = k.load(a, i);
+    /// let zero = k.i32(0);
+    /// let positive = k.ge(v, zero);
+    /// k.if_else(
+    ///     positive,
+    ///     |k| k.store(out, i, v),
+    ///     |k| {
+    ///         let n = k.neg(v);
+    ///         k.store(out, i, n);
+    ///     },
+    /// );
+    /// let kernel = k.build()?;
+    /// let mut buffers = vec![pod::to_bytes(&[-2i32, 3, -4, 0]), vec![0; 16]];
+    /// interp::run(&kernel, [1, 1, 1], &mut buffers, &[])?;
+    /// assert_eq!(pod::from_bytes::<i32>(&buffers[1])?, [2, 3, 4, 0]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn if_else(
         &mut self,
         cond: Val,
@@ -446,7 +555,22 @@ impl KernelBuilder {
         self.push(Stmt::Barrier(Barrier::Storage));
     }
 
-    /// The kernel, or the first type or structure error.
+    /// The kernel, or the first type or structure error (the operation
+    /// named, as the builder method is).
+    ///
+    /// ```
+    /// use compute_ir::{KernelBuilder, Scalar};
+    ///
+    /// let mut k = KernelBuilder::new("bad", [1, 1, 1]);
+    /// let out = k.output(Scalar::F32);
+    /// let i = k.u32(0);
+    /// let one = k.u32(1);
+    /// let half = k.f32(0.5);
+    /// let mixed = k.add(one, half); // u32 + f32
+    /// k.store(out, i, mixed);
+    /// let err = k.build().unwrap_err();
+    /// assert_eq!(err.op(), "add");
+    /// ```
     pub fn build(mut self) -> Result<Kernel, IrError> {
         if let Some(e) = self.error.take() {
             return Err(e);

@@ -72,6 +72,28 @@ pub const DEFAULT_SUBGROUP_SIZE: u32 = 32;
 /// `@binding(i)`; `scalars` is the packed uniform block
 /// ([`crate::pack_scalars`]). Subgroups are [`DEFAULT_SUBGROUP_SIZE`]
 /// invocations.
+///
+/// ```
+/// use compute_ir::{KernelBuilder, RunError, Scalar, interp};
+/// use compute_runtime::pod;
+///
+/// // x[i] = i * 2 for every invocation: no bounds check.
+/// let mut k = KernelBuilder::new("iota2", [4, 1, 1]);
+/// let x = k.output(Scalar::U32);
+/// let gid = k.global_id();
+/// let i = k.x(gid);
+/// let two = k.u32(2);
+/// let v = k.mul(i, two);
+/// k.store(x, i, v);
+/// let kernel = k.build()?;
+/// let mut buffers = vec![vec![0u8; 4 * 8]];
+/// interp::run(&kernel, [2, 1, 1], &mut buffers, &[])?;
+/// assert_eq!(pod::from_bytes::<u32>(&buffers[0])?, [0, 2, 4, 6, 8, 10, 12, 14]);
+/// // One workgroup too many: the oracle refuses what a GPU would clamp.
+/// let err = interp::run(&kernel, [3, 1, 1], &mut buffers, &[]).unwrap_err();
+/// assert!(matches!(err, RunError::OutOfBounds { .. }));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub fn run(
     kernel: &Kernel,
     workgroups: [u32; 3],

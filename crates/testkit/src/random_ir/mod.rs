@@ -125,7 +125,7 @@ pub fn program(seed: u64, cfg: &Config) -> RandomProgram {
     let scalars = compute_ir::pack_scalars(&[
         Lit::U32(rand_u32(&mut rng)),
         Lit::I32(rand_u32(&mut rng) as i32),
-        Lit::f32(rand_f32(&mut rng, true)),
+        Lit::F32(rand_f32(&mut rng, true)),
     ]);
     RandomProgram {
         kernel,

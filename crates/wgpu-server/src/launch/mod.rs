@@ -8,7 +8,9 @@
 //!   and a replay both do;
 //! - `pipeline`: compiled pipelines by kernel id and options;
 //! - `bind`: bind groups by resolved ranges and scalars;
-//! - `queued`: `LaunchMode::Queue` launches held until `compile_queued`.
+//! - `queued`: `LaunchMode::Queue` launches held until `compile_queued`;
+//! - `validate`: the checks of `resolve` without enqueuing anything, for
+//!   the client's checked launch (`LaunchValidation`).
 
 pub(crate) mod audit;
 pub(crate) mod bind;
@@ -17,6 +19,7 @@ pub mod path;
 pub(crate) mod pipeline;
 pub(crate) mod queued;
 pub(crate) mod resolve;
+mod validate;
 
 use compute_wgsl::{WgpuCompilationOptions, WgpuCompiler};
 

@@ -38,6 +38,9 @@ pub struct CachedPipeline {
     pub sizes: BindingSizes,
     /// The kernel's name.
     pub name: String,
+    /// Whether the module checks its accesses at run time (the kernel's
+    /// own policy, else the options').
+    pub bounds_checks: BoundsChecks,
 }
 
 /// Compiled pipelines of one device.
@@ -87,6 +90,7 @@ impl PipelineCache {
         };
         let (module, sizes) = checked_module(&compiled)?;
         let layout = compiled.layout.clone();
+        let bounds_checks = compiled.bounds_checks.unwrap_or(options.bounds_checks);
         let (pipeline, bind_group_layout) = scoped(device, || {
             let bgl = bind_group_layout(device, &layout, &sizes);
             let pipeline_layout = device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
@@ -98,7 +102,7 @@ impl PipelineCache {
                 label: Some(&compiled.name),
                 source: wgpu::ShaderSource::Naga(std::borrow::Cow::Owned(module)),
             };
-            let module = match compiled.bounds_checks.unwrap_or(options.bounds_checks) {
+            let module = match bounds_checks {
                 BoundsChecks::Checked => device.create_shader_module(source),
                 // SAFETY: the caller chose unchecked accesses (options or the
                 // kernel's own policy); the kernel's memory safety is then the
@@ -129,6 +133,7 @@ impl PipelineCache {
             layout: compiled.layout,
             sizes,
             name: compiled.name,
+            bounds_checks,
         });
         logger.log(LogCategory::Compile, LogLevel::Basic, || {
             format!(

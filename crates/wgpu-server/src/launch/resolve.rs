@@ -101,22 +101,7 @@ pub(crate) fn resolve_launch<C: WgpuCompiler>(
     count: CubeCount,
     args: &KernelArguments,
 ) -> Result<ResolvedLaunch, ServerError> {
-    if args.buffers.len() != layout.bindings.len() {
-        return Err(invalid(format!(
-            "kernel `{}` declares {} buffers, the launch passes {}",
-            kernel.name(),
-            layout.bindings.len(),
-            args.buffers.len()
-        )));
-    }
-    if layout.scalars == args.scalars.is_empty() {
-        return Err(invalid(format!(
-            "kernel `{}` {} scalars, the launch passes {} bytes of them",
-            kernel.name(),
-            if layout.scalars { "takes" } else { "takes no" },
-            args.scalars.len()
-        )));
-    }
+    check_arguments(kernel, layout, args)?;
     check_counts(&s.gpu.caps.limits, layout, &count)?;
     let pipeline = match cached {
         Some(p) => p,
@@ -130,15 +115,7 @@ pub(crate) fn resolve_launch<C: WgpuCompiler>(
         )?,
     };
     let ranges = resolve_bindings(s, &pipeline, args)?;
-    let scalars_needed = pipeline.sizes.uniform;
-    if (args.scalars.len() as u64) < scalars_needed {
-        return Err(ServerError::BindingTooSmall {
-            kernel: pipeline.name.clone(),
-            binding: ranges.len() as u32,
-            size: args.scalars.len() as u64,
-            min: scalars_needed,
-        });
-    }
+    check_scalars(&pipeline, args)?;
 
     // Bind group: cached when the ranges and scalars repeat.
     let key = BindKey::new(pipeline.id, &ranges, &args.scalars);
@@ -194,9 +171,52 @@ pub(crate) fn resolve_launch<C: WgpuCompiler>(
     })
 }
 
+/// The launch passes as many buffers as the kernel declares, and scalars
+/// exactly when it takes them.
+pub(crate) fn check_arguments(
+    kernel: &dyn CubeKernel,
+    layout: &KernelLayout,
+    args: &KernelArguments,
+) -> Result<(), ServerError> {
+    if args.buffers.len() != layout.bindings.len() {
+        return Err(invalid(format!(
+            "kernel `{}` declares {} buffers, the launch passes {}",
+            kernel.name(),
+            layout.bindings.len(),
+            args.buffers.len()
+        )));
+    }
+    if layout.scalars == args.scalars.is_empty() {
+        return Err(invalid(format!(
+            "kernel `{}` {} scalars, the launch passes {} bytes of them",
+            kernel.name(),
+            if layout.scalars { "takes" } else { "takes no" },
+            args.scalars.len()
+        )));
+    }
+    Ok(())
+}
+
+/// The scalar block is at least the module's uniform block.
+pub(crate) fn check_scalars(
+    pipeline: &CachedPipeline,
+    args: &KernelArguments,
+) -> Result<(), ServerError> {
+    let needed = pipeline.sizes.uniform;
+    if (args.scalars.len() as u64) < needed {
+        return Err(ServerError::BindingTooSmall {
+            kernel: pipeline.name.clone(),
+            binding: args.buffers.len() as u32,
+            size: args.scalars.len() as u64,
+            min: needed,
+        });
+    }
+    Ok(())
+}
+
 /// Each binding resolved to its page range, checked against the device
 /// and the module.
-fn resolve_bindings<C: WgpuCompiler>(
+pub(crate) fn resolve_bindings<C: WgpuCompiler>(
     s: &WgpuServer<C>,
     pipeline: &CachedPipeline,
     args: &KernelArguments,
@@ -320,7 +340,7 @@ impl<C: WgpuCompiler> WgpuServer<C> {
     }
 }
 
-fn check_counts(
+pub(crate) fn check_counts(
     limits: &wgpu::Limits,
     layout: &KernelLayout,
     count: &CubeCount,

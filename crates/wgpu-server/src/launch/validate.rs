@@ -1,0 +1,73 @@
+//! [`LaunchValidation`] for the wgpu server: the checks of `resolve.rs`,
+//! made without enqueuing anything, for the client's checked launch.
+//!
+//! The checks are the launch path's own (`check_arguments`, `check_counts`,
+//! `resolve_bindings`, `check_scalars`), in its order: the layout (known
+//! without compiling), then the pipeline (compiled on a miss, as the launch
+//! that follows would), then the bindings against the device and the
+//! module. The answer's [`AccessChecks`] is the pipeline's own policy, so a
+//! kernel compiled `Unchecked` (by its own choice or the server's options)
+//! is never called checked.
+
+use std::borrow::Cow;
+
+use compute_runtime::{
+    AccessChecks, CubeCount, CubeKernel, KernelArguments, LaunchValidation, ServerError, StreamId,
+};
+use compute_wgsl::{BoundsChecks, WgpuCompiler};
+
+use crate::WgpuServer;
+use crate::launch::resolve::{
+    INDIRECT_BYTES, check_arguments, check_counts, check_scalars, resolve_bindings,
+};
+
+// SAFETY: `Checked` is answered only for a pipeline whose module was
+// created with `create_shader_module` (wgpu's run-time bounds checks), and
+// every binding of the launch was resolved inside its slice.
+unsafe impl<C: WgpuCompiler> LaunchValidation for WgpuServer<C> {
+    fn validate_launch(
+        &mut self,
+        kernel: &dyn CubeKernel,
+        count: &CubeCount,
+        args: &KernelArguments,
+        _stream_id: StreamId,
+    ) -> Result<AccessChecks, ServerError> {
+        self.enter()?;
+        let cached = self
+            .kernels
+            .pipelines
+            .get(kernel.id(), &self.kernels.options)
+            .cloned();
+        let layout = match &cached {
+            Some(p) => Cow::Borrowed(&p.layout),
+            None => Cow::Owned(self.kernels.compiler.layout(kernel)?),
+        };
+        check_arguments(kernel, &layout, args)?;
+        check_counts(&self.gpu.caps.limits, &layout, count)?;
+        let pipeline = match cached {
+            Some(p) => p,
+            None => self.kernels.pipelines.get_or_compile(
+                &mut self.kernels.compiler,
+                kernel,
+                &self.kernels.options,
+                &self.gpu.caps,
+                &self.gpu.device,
+                &self.logger,
+            )?,
+        };
+        resolve_bindings(self, &pipeline, args)?;
+        check_scalars(&pipeline, args)?;
+        if let CubeCount::Dynamic(binding) = count {
+            let h = self.resolve(binding)?;
+            if h.offset % 4 != 0 || binding.size < INDIRECT_BYTES {
+                return Err(ServerError::InvalidArgument {
+                    reason: "an indirect count needs 12 bytes at a 4-byte aligned offset".into(),
+                });
+            }
+        }
+        Ok(match pipeline.bounds_checks {
+            BoundsChecks::Checked => AccessChecks::Checked,
+            BoundsChecks::Unchecked => AccessChecks::Unchecked,
+        })
+    }
+}

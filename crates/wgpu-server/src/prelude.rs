@@ -1,0 +1,38 @@
+//! What a program on the server needs, in one import:
+//! `use wgpu_server::prelude::*;`.
+//!
+//! - opening a device: [`WgpuServerOptions`], [`DefaultClient`] (a
+//!   [`ComputeClient`] of a [`DefaultServer`]), [`DeviceId`], [`StreamId`];
+//! - buffers: [`Handle`], [`Pod`], [`Bytes`];
+//! - kernels: the IR builder ([`KernelBuilder`], [`Kernel`], [`Val`],
+//!   [`Buf`], [`Scalar`], [`Lit`]), WGSL kernels ([`WgslKernel`],
+//!   [`BindingAccess`], [`BoundsChecks`]), and launching them
+//!   ([`CubeCount`], [`KernelArguments`]);
+//! - collectives: [`Reduction`], [`ReduceOp`], [`DType`], [`ComputeWait`];
+//! - errors: [`ServerError`], [`ProfileError`], [`IrError`];
+//! - the server traits, for calls the client does not wrap ([`Server`],
+//!   [`ServerCommunication`], reached through [`ComputeClient::server`]).
+//!
+//! ```
+//! use wgpu_server::prelude::*;
+//!
+//! let client: DefaultClient = WgpuServerOptions::new().client()?;
+//! let ones = client.create_from_slice(&[1u32; 8])?;
+//! assert_eq!(client.read_vec::<u32>(&ones)?.iter().sum::<u32>(), 8);
+//! # Ok::<(), ServerError>(())
+//! ```
+
+pub use compute_ir::{Buf, IrError, Kernel, KernelBuilder, Lit, Scalar, Val};
+pub use compute_runtime::client::ComputeClient;
+pub use compute_runtime::{
+    AccessChecks, Bytes, ComputeWait, CubeCount, CubeKernel, DType, DeviceId, GraphId, Handle,
+    KernelArguments, LaunchMode, MemoryAllocationMode, MemoryConfiguration, Pod, ProfileError,
+    ReduceOp, Reduction, Server, ServerCommunication, ServerError, StreamId, StreamMemoryReport,
+    TimingMethod,
+};
+pub use compute_wgsl::{
+    BindingAccess, BoundsChecks, DefaultCompiler, IrCompiler, WgpuCompilationOptions, WgslKernel,
+    WgslPassthrough,
+};
+
+pub use crate::{DefaultClient, DefaultServer, WgpuServer, WgpuServerOptions};
