@@ -29,5 +29,5 @@ pub use scheduler::{
     Access, BatchFailure, MAX_IDLE_STREAMS, SchedulerMultiStream, SchedulerStreamBackend,
     Submitted, Urgency,
 };
-pub use scope::{WriteScoped, settle_batch_failures, write_scope};
+pub use scope::{WriteScoped, settle_batch_failures, write_scope, write_scope_ids};
 pub use trust::TrustRegistry;

@@ -19,7 +19,7 @@
 
 use std::sync::Arc;
 
-use compute_runtime::{BufferBinding, ServerError, StreamId};
+use compute_runtime::{BufferBinding, MemoryId, ServerError, StreamId};
 
 use crate::{SchedulerMultiStream, SchedulerStreamBackend};
 
@@ -96,6 +96,33 @@ where
             streams.defer_error(stream, &cause);
             server.on_failure(stream, error);
         }
+    }
+    settle_batch_failures(server);
+    result
+}
+
+/// [`write_scope`] for work that never makes its writes trusted again (a
+/// launch, a replay), over the ids it writes: the launch path's form, with
+/// nothing to clone.
+pub fn write_scope_ids<S, B, R>(
+    server: &mut S,
+    stream: StreamId,
+    writes: &[MemoryId],
+    body: impl FnOnce(&mut S) -> Result<R, ServerError>,
+) -> Result<R, ServerError>
+where
+    S: WriteScoped<Streams = SchedulerMultiStream<B>>,
+    B: SchedulerStreamBackend,
+{
+    let result = body(server);
+    if let Err(error) = &result {
+        let cause = Arc::new(error.clone());
+        let streams = server.write_streams();
+        for m in writes {
+            streams.trust_mut().poison(*m, &cause);
+        }
+        streams.defer_error(stream, &cause);
+        server.on_failure(stream, error);
     }
     settle_batch_failures(server);
     result

@@ -221,6 +221,7 @@ fn assemble<C: WgpuCompiler + Default>(
             pipelines: Default::default(),
             bind_groups: Default::default(),
             held: Vec::new(),
+            launches: Default::default(),
         },
         timing: Timing {
             profiler: Profiler::new(timing),

@@ -14,6 +14,7 @@
 
 pub(crate) mod audit;
 pub(crate) mod bind;
+pub(crate) mod cache;
 pub(crate) mod dispatch;
 pub mod path;
 pub(crate) mod pipeline;
@@ -33,4 +34,6 @@ pub(crate) struct Kernels<C: WgpuCompiler> {
     pub bind_groups: bind::BindGroupCache,
     /// Queued launches waiting for `compile_queued`, in order.
     pub held: Vec<queued::HeldLaunch>,
+    /// Resolved launches, for launches that repeat.
+    pub launches: cache::LaunchCache,
 }

@@ -297,6 +297,7 @@ impl<C: WgpuCompiler> Server for WgpuServer<C> {
         for page in &pages {
             self.streams.forget_page(*page);
             self.kernels.bind_groups.forget_page(*page);
+            self.kernels.launches.forget_page(*page);
         }
         self.logger.log(LogCategory::Memory, LogLevel::Basic, || {
             format!(
