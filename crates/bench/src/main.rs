@@ -9,6 +9,7 @@
 //! holds the baselines. See `docs/benchmarks.md` for what each figure
 //! means.
 
+mod collective;
 mod harness;
 mod kernel;
 mod launch;
@@ -55,6 +56,9 @@ fn main() -> Result<(), ServerError> {
     }
     if o.wants("transfer.") {
         transfer::figures(&mut s, &o, &mut figures)?;
+    }
+    if o.wants("collective.") {
+        collective::figures(&o, &mut figures)?;
     }
     if let Some(f) = &o.filter {
         figures.retain(|x| x.name.starts_with(f.as_str()));
