@@ -12,6 +12,7 @@
 //! means.
 
 mod chart;
+mod collective;
 mod graph;
 mod harness;
 mod kernel;
@@ -68,6 +69,9 @@ fn main() -> Result<(), ServerError> {
     }
     if o.wants("transfer.") {
         transfer::figures(&mut s, &o, &mut figures)?;
+    }
+    if o.wants("collective.") {
+        collective::figures(&o, &mut figures)?;
     }
     // Step timings only when asked: they explain figures, they are not ones.
     if o.filter.as_deref().is_some_and(|f| f.starts_with("steps")) {

@@ -191,3 +191,69 @@ pub fn sum_words(bytes: &[u8]) -> u64 {
 pub fn sync_poll(device: &wgpu::Device) {
     wait(device);
 }
+
+/// One device of the host-staged bound of a collective
+/// ([`read_write`]): a device buffer and a `MAP_READ` staging buffer of the
+/// same size, reused from call to call.
+#[derive(Debug)]
+pub struct Rank {
+    device: wgpu::Device,
+    queue: wgpu::Queue,
+    buf: wgpu::Buffer,
+    staging: wgpu::Buffer,
+    size: u64,
+}
+
+impl Rank {
+    pub fn new(device: &wgpu::Device, queue: &wgpu::Queue, size: u64) -> Self {
+        Rank {
+            device: device.clone(),
+            queue: queue.clone(),
+            buf: buffer(
+                device,
+                size,
+                wgpu::BufferUsages::STORAGE
+                    | wgpu::BufferUsages::COPY_SRC
+                    | wgpu::BufferUsages::COPY_DST,
+            ),
+            staging: buffer(
+                device,
+                size,
+                wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+            ),
+            size,
+        }
+    }
+
+    /// One download and one upload: copy the buffer into staging, map it,
+    /// `write_buffer` the mapped bytes back, submit, wait.
+    fn read_write(&self) {
+        let mut enc = self.device.create_command_encoder(&Default::default());
+        enc.copy_buffer_to_buffer(&self.buf, 0, &self.staging, 0, self.size);
+        self.queue.submit(Some(enc.finish()));
+        self.staging.map_async(wgpu::MapMode::Read, .., |_| {});
+        wait(&self.device);
+        if let Ok(view) = self.staging.get_mapped_range(..) {
+            self.queue.write_buffer(&self.buf, 0, &view);
+        }
+        self.staging.unmap();
+        self.queue.submit(std::iter::empty());
+        wait(&self.device);
+    }
+}
+
+/// The raw baseline of the collective figures (`raw.read_write_*`): the
+/// bytes a host-staged collective must move, with nothing else: every rank
+/// downloads its buffer and uploads it again ([`Rank::read_write`]), each
+/// rank on a thread of its own (the server's ranks stage, map and write on
+/// their own poller and applier threads, side by side). The wall time of
+/// the whole.
+pub fn read_write(ranks: &[Rank]) -> Duration {
+    let t = Instant::now();
+    std::thread::scope(|s| {
+        for r in ranks {
+            s.spawn(|| r.read_write());
+        }
+    });
+    t.elapsed()
+}

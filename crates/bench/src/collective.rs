@@ -1,0 +1,367 @@
+//! `collective.*`: an nccl-tests-like table of the collectives on 2 and 4
+//! ranks, and the figure `collective.all_reduce_64mib_busbw_gbps` against
+//! the host-staged bound (`raw::read_write`).
+//!
+//! Ranks are servers on separate wgpu devices of one adapter (as in
+//! `tests/gpu/collective.rs`), one communicator over them. Every collective
+//! on wgpu is host-staged: each rank's `src` is copied into mapped staging,
+//! the communicator combines the ranks' inputs on the host, and each rank's
+//! result is written back with `write_buffer`.
+//!
+//! **One call, timed**: one thread drives every rank. It posts the
+//! collective on every rank in turn (`ComputeWait::Wait`), then calls every
+//! rank's `sync` and only then waits on the returned futures. A `sync`
+//! submits at the call (after the collective's result is in) and its future
+//! only waits for the GPU, so the ranks' uploads run side by side, as the
+//! downloads do (each rank's staging, map and write happen on its server's
+//! own poller and applier threads). One thread per rank was tried and was
+//! not faster (see `docs/benchmarks.md`), so the bench keeps one thread.
+//! The time of a round of all ranks is the time of one call; a row is the
+//! mean over `iters` rounds after `warmup` rounds.
+//!
+//! **Rows** (nccl-tests' columns): `size` is the larger per-rank buffer in
+//! bytes (`dst` of `all_gather`, `src` of `reduce_scatter`, either of the
+//! others), `count` its f32 elements; `algbw = size / time`; `busbw =
+//! algbw * factor`, the factor nccl-tests uses to compare with the link
+//! bandwidth: `all_reduce` 2(n-1)/n; `all_gather`, `reduce_scatter`,
+//! `all_to_all` (n-1)/n; `broadcast` 1. `#wrong` counts the elements, over
+//! every rank, that differ from the expected result of the size's last call
+//! (`dst` is filled with NaN before the size's first call, so a call that
+//! wrote nothing cannot pass). Buffers are allocated once at the largest
+//! size; each row binds their first bytes.
+
+use std::time::Instant;
+
+use compute_runtime::{
+    BufferBinding, Bytes, ComputeWait, CopyDescriptor, DType, DeviceId, Handle, Reduction, Server,
+    ServerCommunication, ServerError,
+};
+use wgpu_server::{WgpuServerOptions, WgslPassthrough};
+
+use crate::harness::{Options, STREAM, alloc, gbps, interleaved};
+use crate::report::Figure;
+use crate::{S, raw};
+
+const MIB: u64 = 1 << 20;
+/// The figure's size.
+const FIGURE_SIZE: u64 = 64 * MIB;
+
+/// The collectives of the table.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Op {
+    AllReduce,
+    AllGather,
+    ReduceScatter,
+    Broadcast,
+    AllToAll,
+}
+
+impl Op {
+    const ALL: [Op; 5] = [
+        Op::AllReduce,
+        Op::AllGather,
+        Op::ReduceScatter,
+        Op::Broadcast,
+        Op::AllToAll,
+    ];
+
+    fn name(self) -> &'static str {
+        match self {
+            Op::AllReduce => "all_reduce",
+            Op::AllGather => "all_gather",
+            Op::ReduceScatter => "reduce_scatter",
+            Op::Broadcast => "broadcast",
+            Op::AllToAll => "all_to_all",
+        }
+    }
+
+    fn redop(self) -> &'static str {
+        match self {
+            Op::AllReduce | Op::ReduceScatter => "sum",
+            _ => "none",
+        }
+    }
+
+    /// nccl-tests' bus-bandwidth factor on `n` ranks.
+    fn bus_factor(self, n: usize) -> f64 {
+        let n = n as f64;
+        match self {
+            Op::AllReduce => 2.0 * (n - 1.0) / n,
+            Op::AllGather | Op::ReduceScatter | Op::AllToAll => (n - 1.0) / n,
+            Op::Broadcast => 1.0,
+        }
+    }
+
+    /// Bytes of `src` and `dst` per rank for a row of `size` bytes.
+    fn lens(self, size: u64, n: u64) -> (u64, u64) {
+        match self {
+            Op::AllGather => (size / n, size),
+            Op::ReduceScatter => (size, size / n),
+            Op::AllReduce | Op::Broadcast | Op::AllToAll => (size, size),
+        }
+    }
+
+    /// Element `i` of rank `rank`'s result, for a row of `count` elements.
+    fn expected(self, rank: usize, i: usize, n: usize, count: usize) -> f32 {
+        let chunk = count / n;
+        match self {
+            Op::AllReduce => (0..n).map(|q| value(q, i)).sum(),
+            Op::AllGather => value(i / chunk, i % chunk),
+            Op::ReduceScatter => (0..n).map(|q| value(q, rank * chunk + i)).sum(),
+            Op::Broadcast => value(0, i),
+            Op::AllToAll => value(i / chunk, rank * chunk + i % chunk),
+        }
+    }
+}
+
+/// Element `i` of rank `rank`'s `src`: small integers, so sums of up to 4
+/// ranks are exact in f32 and the check can compare bits.
+fn value(rank: usize, i: usize) -> f32 {
+    ((i * 7 + rank * 131) % 1031) as f32
+}
+
+/// `n` servers on one adapter, a communicator over them, and each rank's
+/// `src` (filled with [`value`]) and `dst` of `max` bytes.
+struct Ranks {
+    servers: Vec<S>,
+    ids: Vec<DeviceId>,
+    src: Vec<Handle>,
+    dst: Vec<Handle>,
+    /// `max` bytes of NaN, to reset `dst` before each row.
+    nan: Bytes,
+}
+
+impl Ranks {
+    fn open(n: usize, first_id: u64, max: u64) -> Result<Self, ServerError> {
+        let ids: Vec<DeviceId> = (0..n as u64).map(|i| DeviceId(first_id + i)).collect();
+        let mut servers = ids
+            .iter()
+            .map(|id| {
+                WgpuServerOptions::new()
+                    .device_id(*id)
+                    .adapter(0)
+                    .open::<WgslPassthrough>()
+            })
+            .collect::<Result<Vec<S>, _>>()?;
+        let (mut src, mut dst) = (Vec::new(), Vec::new());
+        for (r, s) in servers.iter_mut().enumerate() {
+            s.comm_init(ids.clone())?;
+            let data: Vec<u8> = (0..(max / 4) as usize)
+                .flat_map(|i| value(r, i).to_le_bytes())
+                .collect();
+            let h = alloc(s, max)?;
+            s.write(vec![(h.copy_descriptor(), Bytes::from(data))], STREAM);
+            src.push(h);
+            dst.push(alloc(s, max)?);
+        }
+        for s in servers.iter_mut() {
+            futures::executor::block_on(s.sync(vec![], STREAM))?;
+        }
+        Ok(Ranks {
+            servers,
+            ids,
+            src,
+            dst,
+            nan: Bytes::from(vec![0xff; max as usize]),
+        })
+    }
+
+    fn n(&self) -> usize {
+        self.servers.len()
+    }
+
+    /// Posts `op` on every rank in turn, then syncs them all: one call.
+    fn round(&mut self, op: Op, size: u64) -> Result<(), ServerError> {
+        let n = self.n();
+        let (src_len, dst_len) = op.lens(size, n as u64);
+        let red = Reduction::sum(DType::F32);
+        for (r, s) in self.servers.iter_mut().enumerate() {
+            let src = prefix(&self.src[r], src_len);
+            let dst = prefix(&self.dst[r], dst_len);
+            let ids = self.ids.clone();
+            match op {
+                Op::AllReduce => s.all_reduce(src, dst, red, STREAM, ids, ComputeWait::Wait),
+                Op::AllGather => s.all_gather(src, dst, STREAM, ids),
+                Op::ReduceScatter => s.reduce_scatter(src, dst, red, STREAM, ids),
+                Op::Broadcast => {
+                    let root = self.ids[0];
+                    s.broadcast((r == 0).then_some(src), dst, STREAM, root, ids)
+                }
+                Op::AllToAll => s.all_to_all(src, dst, STREAM, ids),
+            }?;
+        }
+        // Every rank's sync submits now; the futures only wait.
+        let waits: Vec<_> = self
+            .servers
+            .iter_mut()
+            .map(|s| s.sync(vec![], STREAM))
+            .collect();
+        for w in waits {
+            futures::executor::block_on(w)?;
+        }
+        Ok(())
+    }
+
+    /// Fills every rank's `dst` with NaN up to `len` bytes.
+    fn reset_dst(&mut self, len: u64) -> Result<(), ServerError> {
+        for (s, dst) in self.servers.iter_mut().zip(&self.dst) {
+            let d = CopyDescriptor::contiguous(prefix(dst, len));
+            s.write(vec![(d, self.nan.slice(..len as usize))], STREAM);
+        }
+        for s in self.servers.iter_mut() {
+            futures::executor::block_on(s.sync(vec![], STREAM))?;
+        }
+        Ok(())
+    }
+
+    /// Elements of every rank's `dst` that differ from `op`'s result.
+    fn wrong(&mut self, op: Op, size: u64) -> Result<usize, ServerError> {
+        let n = self.n();
+        let (_, dst_len) = op.lens(size, n as u64);
+        let count = (size / 4) as usize;
+        let mut wrong = 0;
+        for (r, s) in self.servers.iter_mut().enumerate() {
+            let d = CopyDescriptor::contiguous(prefix(&self.dst[r], dst_len));
+            let got = futures::executor::block_on(s.read(vec![d], STREAM))?;
+            let got = got.first().map_or(&[][..], |b| &b[..]);
+            let (words, _) = got.as_chunks::<4>();
+            wrong += words
+                .iter()
+                .enumerate()
+                .filter(|(i, w)| f32::from_le_bytes(**w) != op.expected(r, *i, n, count))
+                .count();
+            wrong += (dst_len as usize / 4).saturating_sub(words.len());
+        }
+        Ok(wrong)
+    }
+}
+
+/// The first `len` bytes of `h`.
+fn prefix(h: &Handle, len: u64) -> BufferBinding {
+    BufferBinding {
+        memory: h.memory.clone(),
+        offset: h.offset,
+        size: len,
+    }
+}
+
+/// The table's sizes: 4 KiB to 256 MiB (16 MiB quick), x4 steps.
+fn sizes(o: &Options) -> Vec<u64> {
+    let max = if o.quick { 16 * MIB } else { 256 * MIB };
+    std::iter::successors(Some(4096u64), |s| Some(s * 4))
+        .take_while(|s| *s <= max)
+        .collect()
+}
+
+/// Warm-up and timed rounds for a row of `size` bytes.
+fn iterations(o: &Options, size: u64) -> (usize, usize) {
+    if o.quick {
+        (1, (64 * MIB / size).clamp(2, 5) as usize)
+    } else {
+        let warmup = if size >= 16 * MIB { 1 } else { 2 };
+        (warmup, (512 * MIB / size).clamp(2, 20) as usize)
+    }
+}
+
+/// The table for `ranks`, one block per collective, printed as it runs.
+fn table(ranks: &mut Ranks, o: &Options) -> Result<(), ServerError> {
+    let n = ranks.n();
+    for op in Op::ALL {
+        println!(
+            "\n# {} on {n} ranks (host-staged; one thread drives every rank)",
+            op.name()
+        );
+        println!(
+            "# {:>10} {:>10} {:>6} {:>6} {:>12} {:>12} {:>12} {:>7}",
+            "size", "count", "type", "redop", "time(us)", "algbw(GB/s)", "busbw(GB/s)", "#wrong"
+        );
+        for size in sizes(o) {
+            let (warmup, iters) = iterations(o, size);
+            let (_, dst_len) = op.lens(size, n as u64);
+            ranks.reset_dst(dst_len)?;
+            for _ in 0..warmup {
+                ranks.round(op, size)?;
+            }
+            let t = Instant::now();
+            for _ in 0..iters {
+                ranks.round(op, size)?;
+            }
+            let time = t.elapsed() / iters as u32;
+            let wrong = ranks.wrong(op, size)?;
+            let algbw = gbps(size, time);
+            println!(
+                "  {:>10} {:>10} {:>6} {:>6} {:>12.1} {:>12.3} {:>12.3} {:>7}",
+                size,
+                size / 4,
+                "float",
+                op.redop(),
+                time.as_secs_f64() * 1e6,
+                algbw,
+                algbw * op.bus_factor(n),
+                wrong
+            );
+        }
+    }
+    Ok(())
+}
+
+/// The figure: busbw of a 64 MiB f32 sum on 2 ranks against the same bytes
+/// downloaded and uploaded once per rank by raw wgpu.
+fn figure(ranks: &mut Ranks, o: &Options, out: &mut Vec<Figure>) -> Result<(), ServerError> {
+    let n = ranks.n();
+    let devices: Vec<(wgpu::Device, wgpu::Queue)> = ranks
+        .servers
+        .iter()
+        .map(|s| (s.device().clone(), s.queue().clone()))
+        .collect();
+    let raw_ranks: Vec<raw::Rank> = devices
+        .iter()
+        .map(|(d, q)| raw::Rank::new(d, q, FIGURE_SIZE))
+        .collect();
+    let mut failed = None;
+    let mut ours = || {
+        let t = Instant::now();
+        match ranks.round(Op::AllReduce, FIGURE_SIZE) {
+            Ok(()) => gbps(FIGURE_SIZE, t.elapsed()) * Op::AllReduce.bus_factor(n),
+            Err(e) => {
+                failed.get_or_insert(e);
+                f64::NAN
+            }
+        }
+    };
+    let raw_loop = || gbps(FIGURE_SIZE, raw::read_write(&raw_ranks));
+    // Untimed: the first call of a size allocates staging on both paths.
+    ours();
+    raw_loop();
+    let (v, b) = interleaved(o.rounds(3, 7), ours, raw_loop);
+    if let Some(e) = failed {
+        return Err(e);
+    }
+    out.push(Figure::new(
+        "collective.all_reduce_64mib_busbw_gbps",
+        v,
+        "GB/s bus bandwidth, 2 ranks, f32 sum (higher is better; target ratio >= 0.8)",
+        "raw.read_write_64mib_gbps",
+        b,
+    ));
+    Ok(())
+}
+
+pub fn figures(o: &Options, out: &mut Vec<Figure>) -> Result<(), ServerError> {
+    let largest = sizes(o).last().copied().unwrap_or(4096);
+    for (n, first_id) in [(2usize, 100u64), (4, 200)] {
+        // The figure runs on the 2 ranks, at 64 MiB even in a quick run.
+        let max = if n == 2 {
+            largest.max(FIGURE_SIZE)
+        } else {
+            largest
+        };
+        let mut ranks = Ranks::open(n, first_id, max)?;
+        table(&mut ranks, o)?;
+        if n == 2 {
+            figure(&mut ranks, o, out)?;
+        }
+    }
+    println!();
+    Ok(())
+}
