@@ -18,11 +18,12 @@
 use std::sync::{Arc, LazyLock, Mutex, Weak};
 use std::time::Instant;
 
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 use compute_runtime::{DeviceId, Reduction, ServerError};
 use hashbrown::HashMap;
 
 use crate::call::{CallId, Descriptor, Link, describe};
+use crate::outbuf::OutputPool;
 use crate::reduce::{Parallelism, reduce};
 use crate::rendezvous::{self, Hub, Join, Phase};
 use crate::transport::Transport;
@@ -172,9 +173,10 @@ impl InProcessTransport {
     ) -> Result<Bytes, ServerError> {
         let len = same_len(inputs, what)?;
         let refs: Vec<&[u8]> = inputs.iter().map(|b| b.as_ref()).collect();
-        let mut out = vec![0u8; len];
+        let pool = OutputPool::global();
+        let mut out = pool.take(len);
         reduce(reduction, &refs, &mut out, self.parallelism)?;
-        Ok(Bytes::from(out))
+        Ok(pool.freeze(out))
     }
 }
 
@@ -268,9 +270,10 @@ impl Transport for InProcessTransport {
             input,
             deadline,
             |inputs| {
-                let mut out = BytesMut::with_capacity(inputs.iter().map(Bytes::len).sum());
+                let pool = OutputPool::global();
+                let mut out = pool.take_empty(inputs.iter().map(Bytes::len).sum());
                 inputs.iter().for_each(|b| out.extend_from_slice(b));
-                Ok(vec![out.freeze(); inputs.len()])
+                Ok(vec![pool.freeze(out); inputs.len()])
             },
         )
     }
@@ -344,11 +347,12 @@ impl Transport for InProcessTransport {
                 }
                 Ok((0..n)
                     .map(|r| {
-                        let mut out = BytesMut::with_capacity(len);
+                        let pool = OutputPool::global();
+                        let mut out = pool.take_empty(len);
                         inputs
                             .iter()
                             .for_each(|src| out.extend_from_slice(&chunk(src, r, n)));
-                        out.freeze()
+                        pool.freeze(out)
                     })
                     .collect())
             },

@@ -57,6 +57,7 @@ mod communicator;
 mod engine;
 pub mod half;
 mod inprocess;
+mod outbuf;
 pub mod reduce;
 mod rendezvous;
 mod result;

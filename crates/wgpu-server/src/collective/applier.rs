@@ -29,6 +29,7 @@ use crate::collective::stage::Staged;
 use crate::device::faults::scoped;
 use crate::device::poller::PollerHandle;
 use crate::launch::audit::BatchAudit;
+use crate::memory::upload::{self, MIN_UPLOAD, UploadPool};
 
 /// Where a `Wait` collective's result goes.
 #[derive(Debug)]
@@ -77,6 +78,8 @@ pub(crate) struct Context {
     /// How long an outcome may take (past the communicator's own timeout,
     /// which always completes a call first).
     pub outcome_wait: Duration,
+    /// Mapped upload buffers, for large results.
+    pub upload: UploadPool,
 }
 
 /// The applier thread; dropping it lets the thread finish its queue and end.
@@ -215,8 +218,25 @@ fn run(cx: &Context, job: Job) {
 }
 
 /// Writes a result into `dst` (a whole number of words: the padding past an
-/// odd length belongs to the slice).
+/// odd length belongs to the slice). A large result goes through a mapped
+/// upload buffer filled on several threads and a copy submitted at once
+/// (`memory/upload.rs`); it runs before the stream's held batch, which is
+/// submitted only after the gate settles.
 fn write(cx: &Context, t: &Target, bytes: &[u8]) -> Result<(), ServerError> {
+    if bytes.len() as u64 >= MIN_UPLOAD {
+        let staging = cx.upload.take(&cx.device, bytes.len() as u64)?;
+        upload::fill(&staging, bytes)?;
+        let mut encoder = cx
+            .device
+            .create_command_encoder(&wgpu::CommandEncoderDescriptor {
+                label: Some("collective result"),
+            });
+        encoder.copy_buffer_to_buffer(&staging, 0, &t.buffer, t.offset, t.padded_len);
+        let index = scoped(&cx.device, || cx.queue.submit(Some(encoder.finish())))?;
+        cx.upload.recycle(staging);
+        cx.poller.kick(index);
+        return Ok(());
+    }
     scoped(&cx.device, || {
         if bytes.len() as u64 == t.padded_len {
             cx.queue.write_buffer(&t.buffer, t.offset, bytes);

@@ -133,6 +133,7 @@ impl<C: WgpuCompiler> ServerCommunication for WgpuServer<C> {
                 late: Arc::clone(self.streams.trust().late()),
                 indirect_max: self.gpu.caps.limits.max_compute_workgroups_per_dimension,
                 outcome_wait: wait,
+                upload: self.memory.upload.clone(),
             })?);
         }
         c.comms.push(comm);
