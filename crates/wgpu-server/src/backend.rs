@@ -15,7 +15,7 @@ use compute_stream::{BatchFailure, LateFaults, SchedulerStreamBackend, Submitted
 
 use crate::collective::gate::Gate;
 use crate::device::faults::scoped;
-use crate::device::poller::PollerHandle;
+use crate::device::poller::PollLock;
 use crate::launch::audit::BatchAudit;
 use crate::memory::upload::{HostCopies, UploadPool};
 
@@ -231,8 +231,8 @@ pub struct ScheduledWgpuBackend {
     pub(crate) upload: UploadPool,
     /// Large host writes' copies, submitted before the next submit.
     host_copies: HostCopies,
-    /// Drives the map callbacks that return upload buffers.
-    pub(crate) poller: Option<PollerHandle>,
+    /// Held to poll the device (one thread polls at a time).
+    pub(crate) poll_lock: Option<PollLock>,
     /// How long a submission that must happen waits for the collective that
     /// holds its batch (past the communicator's timeout, which always
     /// completes a call first).
@@ -249,7 +249,7 @@ impl ScheduledWgpuBackend {
             collective_wait: DEFAULT_COLLECTIVE_WAIT,
             upload: UploadPool::default(),
             host_copies: HostCopies::default(),
-            poller: None,
+            poll_lock: None,
             device,
             queue,
             last_submission: None,
@@ -305,8 +305,13 @@ impl ScheduledWgpuBackend {
                 for upload in uploads {
                     self.upload.recycle(upload);
                 }
-                if let Some(poller) = &self.poller {
-                    poller.kick(index.clone());
+                // The upload buffers come back through map callbacks, run by
+                // whatever polls next; a poll that does not wait runs those
+                // already due, so a loop of writes with no waits recycles.
+                if let Some(lock) = &self.poll_lock
+                    && let Some(_polling) = lock.try_lock()
+                {
+                    let _ = self.device.poll(wgpu::PollType::Poll);
                 }
                 self.submitted(index);
             }

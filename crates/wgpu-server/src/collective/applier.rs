@@ -203,7 +203,7 @@ fn run(cx: &Context, job: Job) {
                     audit.submitted(stream, cx.indirect_max, &cx.late);
                     match staged {
                         Some(s) => s.map_and_provide(&cx.poller, index),
-                        None => cx.poller.kick(index),
+                        None => drop(index),
                     }
                 }
                 Err(e) => {
@@ -234,7 +234,7 @@ fn write(cx: &Context, t: &Target, bytes: &[u8]) -> Result<(), ServerError> {
         encoder.copy_buffer_to_buffer(&staging, 0, &t.buffer, t.offset, t.padded_len);
         let index = scoped(&cx.device, || cx.queue.submit(Some(encoder.finish())))?;
         cx.upload.recycle(staging);
-        cx.poller.kick(index);
+        drop(index);
         return Ok(());
     }
     scoped(&cx.device, || {

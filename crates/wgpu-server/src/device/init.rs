@@ -189,7 +189,7 @@ fn assemble<C: WgpuCompiler + Default>(
     // scheduler's own trust registry.
     streams.backend_mut().late = Arc::clone(streams.trust().late());
     let upload = streams.backend().upload.clone();
-    streams.backend_mut().poller = Some(poller.handle());
+    streams.backend_mut().poll_lock = Some(poll_lock.clone());
     let waiter = Waiter::new(
         device.clone(),
         poller.handle(),
