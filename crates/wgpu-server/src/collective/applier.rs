@@ -201,9 +201,8 @@ fn run(cx: &Context, job: Job) {
             match submitted {
                 Ok(index) => {
                     audit.submitted(stream, cx.indirect_max, &cx.late);
-                    match staged {
-                        Some(s) => s.map_and_provide(&cx.poller, index),
-                        None => drop(index),
+                    if let Some(s) = staged {
+                        s.map_and_provide(&cx.poller, index);
                     }
                 }
                 Err(e) => {
@@ -232,9 +231,8 @@ fn write(cx: &Context, t: &Target, bytes: &[u8]) -> Result<(), ServerError> {
                 label: Some("collective result"),
             });
         encoder.copy_buffer_to_buffer(&staging, 0, &t.buffer, t.offset, t.padded_len);
-        let index = scoped(&cx.device, || cx.queue.submit(Some(encoder.finish())))?;
+        scoped(&cx.device, || cx.queue.submit(Some(encoder.finish())))?;
         cx.upload.recycle(staging);
-        drop(index);
         return Ok(());
     }
     scoped(&cx.device, || {
