@@ -28,9 +28,6 @@ enum Request {
     Stop,
 }
 
-/// The longest the poller waits in one poll (see `start`).
-pub const WAIT_SLICE: std::time::Duration = std::time::Duration::from_millis(2);
-
 /// The right to poll a device: one thread at a time (see
 /// [`DevicePoller::start`]).
 #[derive(Clone, Debug, Default)]
@@ -72,21 +69,12 @@ impl DevicePoller {
             .name("wgpu-server-poller".into())
             .spawn(move || {
                 while let Ok(Request::Wait(job)) = rx.recv() {
-                    // In slices: a wait holds wgpu's fence, and a submit on
-                    // another thread waits for it, so no wait holds it for
-                    // more than a slice.
-                    let wait = |index: Option<wgpu::SubmissionIndex>| loop {
-                        let polled = {
-                            let _polling = poll_lock.lock();
-                            device.poll(wgpu::PollType::Wait {
-                                submission_index: index.clone(),
-                                timeout: Some(WAIT_SLICE),
-                            })
-                        };
-                        match polled {
-                            Err(wgpu::PollError::Timeout) => continue,
-                            other => break other,
-                        }
+                    let wait = |index| {
+                        let _polling = poll_lock.lock();
+                        device.poll(wgpu::PollType::Wait {
+                            submission_index: index,
+                            timeout: None,
+                        })
                     };
                     let result = match wait(job.index) {
                         // A submission that failed validation has an index
