@@ -231,7 +231,9 @@ pub struct ScheduledWgpuBackend {
     pub(crate) upload: UploadPool,
     /// Large host writes' copies, submitted before the next submit.
     host_copies: HostCopies,
-    /// Held to poll the device (one thread polls at a time).
+    /// Held to poll the device, and to submit: wgpu 30's poll asserts on
+    /// a race with another thread's poll or submit (fixed upstream after
+    /// 30.0.2), so polls and submits of one device are serialized.
     pub(crate) poll_lock: Option<PollLock>,
     /// How long a submission that must happen waits for the collective that
     /// holds its batch (past the communicator's timeout, which always
@@ -300,7 +302,11 @@ impl ScheduledWgpuBackend {
             return;
         };
         let queue = &self.queue;
-        match scoped(&self.device, || queue.submit(Some(commands))) {
+        let submitted = {
+            let _submitting = self.poll_lock.as_ref().map(PollLock::lock);
+            scoped(&self.device, || queue.submit(Some(commands)))
+        };
+        match submitted {
             Ok(index) => {
                 for upload in uploads {
                     self.upload.recycle(upload);
@@ -340,7 +346,10 @@ impl ScheduledWgpuBackend {
         &mut self,
         commands: wgpu::CommandBuffer,
     ) -> (wgpu::SubmissionIndex, u64) {
-        let index = self.queue.submit(Some(commands));
+        let index = {
+            let _submitting = self.poll_lock.as_ref().map(PollLock::lock);
+            self.queue.submit(Some(commands))
+        };
         self.submitted(index.clone());
         (index, self.submits_made)
     }
@@ -350,7 +359,10 @@ impl ScheduledWgpuBackend {
     pub(crate) fn flush_host_writes(&mut self) -> Option<wgpu::SubmissionIndex> {
         self.flush_host_copies();
         if self.host_writes_pending {
-            let index = self.queue.submit(std::iter::empty());
+            let index = {
+                let _submitting = self.poll_lock.as_ref().map(PollLock::lock);
+                self.queue.submit(std::iter::empty())
+            };
             self.submitted(index);
         }
         self.last_submission.clone()
@@ -364,8 +376,10 @@ impl SchedulerStreamBackend for ScheduledWgpuBackend {
         WgpuStream {
             stamps: self.timing.as_ref().map(BatchTiming::stamps),
             // A fresh stream (or one retired and used again) may have work
-            // in flight from before: waiting for it means waiting for all.
-            last_submission: None,
+            // in flight from before: the newest submission covers it. (Not
+            // `None`: a wait for "everything" keeps waiting while other
+            // threads submit.)
+            last_submission: self.last_submission.clone(),
             last_submit_no: self.submits_made,
             ..WgpuStream::default()
         }
@@ -430,7 +444,10 @@ impl SchedulerStreamBackend for ScheduledWgpuBackend {
                 self.flush_host_writes();
             }
             if std::mem::take(&mut stream.parked) {
-                stream.last_submission = None;
+                // Parked work went to the queue before this point (the
+                // applier submits it before the gate settles): the newest
+                // submission covers it.
+                stream.last_submission = self.last_submission.clone();
                 stream.last_submit_no = self.submits_made;
             }
             return Ok(Submitted::Yes);
@@ -440,7 +457,11 @@ impl SchedulerStreamBackend for ScheduledWgpuBackend {
             _ => None,
         };
         let queue = &self.queue;
-        let submitted = scoped(&self.device, || queue.submit(Some(encoder.finish())));
+        let commands = encoder.finish();
+        let submitted = {
+            let _submitting = self.poll_lock.as_ref().map(PollLock::lock);
+            scoped(&self.device, || queue.submit(Some(commands)))
+        };
         let index = match submitted {
             Ok(index) => index,
             Err(error) => {
@@ -458,9 +479,10 @@ impl SchedulerStreamBackend for ScheduledWgpuBackend {
             t.after_submit(r);
         }
         audit.submitted(id, self.indirect_max, &self.late);
-        // After parked work, only "everything submitted" covers the
-        // stream's work (`None` waits for all).
-        stream.last_submission = (!std::mem::take(&mut stream.parked)).then(|| index.clone());
+        // Parked work of this stream was submitted before this batch, so
+        // this batch's index covers it too.
+        stream.parked = false;
+        stream.last_submission = Some(index.clone());
         self.submitted(index);
         stream.last_submit_no = self.submits_made;
         Ok(Submitted::Yes)

@@ -27,7 +27,7 @@ use compute_stream::LateFaults;
 use crate::collective::gate::{Gate, GateState};
 use crate::collective::stage::Staged;
 use crate::device::faults::scoped;
-use crate::device::poller::PollerHandle;
+use crate::device::poller::{PollLock, PollerHandle};
 use crate::launch::audit::BatchAudit;
 use crate::memory::upload::{self, MIN_UPLOAD, UploadPool};
 
@@ -80,6 +80,8 @@ pub(crate) struct Context {
     pub outcome_wait: Duration,
     /// Mapped upload buffers, for large results.
     pub upload: UploadPool,
+    /// Held to submit (see `DevicePoller::start`).
+    pub poll_lock: PollLock,
 }
 
 /// The applier thread; dropping it lets the thread finish its queue and end.
@@ -192,10 +194,12 @@ fn run(cx: &Context, job: Job) {
             };
             let submitted = match cause {
                 Some(e) => Err(e),
-                None => scoped(&cx.device, || cx.queue.submit(Some(batch))).map_err(|e| {
-                    ServerError::BatchRejected {
-                        reason: e.to_string(),
-                    }
+                None => {
+                    let _submitting = cx.poll_lock.lock();
+                    scoped(&cx.device, || cx.queue.submit(Some(batch)))
+                }
+                .map_err(|e| ServerError::BatchRejected {
+                    reason: e.to_string(),
                 }),
             };
             match submitted {
@@ -231,7 +235,11 @@ fn write(cx: &Context, t: &Target, bytes: &[u8]) -> Result<(), ServerError> {
                 label: Some("collective result"),
             });
         encoder.copy_buffer_to_buffer(&staging, 0, &t.buffer, t.offset, t.padded_len);
-        scoped(&cx.device, || cx.queue.submit(Some(encoder.finish())))?;
+        let commands = encoder.finish();
+        {
+            let _submitting = cx.poll_lock.lock();
+            scoped(&cx.device, || cx.queue.submit(Some(commands)))?;
+        }
         cx.upload.recycle(staging);
         return Ok(());
     }

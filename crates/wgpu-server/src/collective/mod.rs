@@ -134,6 +134,7 @@ impl<C: WgpuCompiler> ServerCommunication for WgpuServer<C> {
                 indirect_max: self.gpu.caps.limits.max_compute_workgroups_per_dimension,
                 outcome_wait: wait,
                 upload: self.memory.upload.clone(),
+                poll_lock: self.gpu.poll_lock.clone(),
             })?);
         }
         c.comms.push(comm);

@@ -194,7 +194,7 @@ fn assemble<C: WgpuCompiler + Default>(
         device.clone(),
         poller.handle(),
         Arc::clone(&faults),
-        poll_lock,
+        poll_lock.clone(),
     );
     Ok(WgpuServer {
         gpu: Gpu {
@@ -205,6 +205,7 @@ fn assemble<C: WgpuCompiler + Default>(
             faults,
             poller,
             waiter,
+            poll_lock,
         },
         streams,
         memory: Memory {

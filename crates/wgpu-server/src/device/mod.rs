@@ -32,4 +32,6 @@ pub(crate) struct Gpu {
     pub poller: poller::DevicePoller,
     /// How futures wait for submissions (inline first, then the poller).
     pub waiter: wait::Waiter,
+    /// Held to poll or submit (see `poller::DevicePoller::start`).
+    pub poll_lock: poller::PollLock,
 }

@@ -59,17 +59,22 @@ impl Waiter {
         no <= self.completed.load(Ordering::Acquire)
     }
 
-    /// Waits until submission `index` (number `no`; `None`: everything
-    /// submitted, `no` then being the newest number) has run, and the map
-    /// callbacks of the work it covers with it.
+    /// Waits until submission `index` (number `no`) has run, and the map
+    /// callbacks of the work it covers with it. `None`: nothing submitted.
     pub async fn wait(
         self,
         index: Option<wgpu::SubmissionIndex>,
         no: u64,
     ) -> Result<(), ServerError> {
+        // `None`: nothing was ever submitted (callers pass the newest
+        // submission otherwise), so nothing to wait for.
+        let Some(index) = index else {
+            return Ok(());
+        };
         if self.is_done(no) {
             return Ok(());
         }
+        let index = Some(index);
         let poll = |index: Option<wgpu::SubmissionIndex>, timeout| {
             self.device.poll(wgpu::PollType::Wait {
                 submission_index: index,

@@ -10,7 +10,7 @@
 use std::sync::{Arc, Mutex};
 
 /// Bytes of staging the pool keeps at most.
-pub const MAX_POOLED_BYTES: u64 = 1 << 30;
+pub const MAX_POOLED_BYTES: u64 = 256 << 20;
 
 #[derive(Debug, Default)]
 struct Free {

@@ -27,7 +27,7 @@ use crate::device::faults::scoped;
 pub const MIN_UPLOAD: u64 = 1 << 20;
 
 /// Bytes of idle upload buffers kept at most.
-pub const MAX_POOLED_BYTES: u64 = 512 << 20;
+pub const MAX_POOLED_BYTES: u64 = 128 << 20;
 
 /// Mapped upload buffers; clones share the pool.
 #[derive(Clone, Debug, Default)]
