@@ -247,6 +247,14 @@ impl<C: WgpuCompiler> WgpuServer<C> {
         len: usize,
         contribution: compute_collective::Contribution,
     ) -> Result<(), ServerError> {
+        // An empty input has nothing to copy and depends on no earlier work:
+        // it is provided now. (Submitting a stream held behind an earlier
+        // collective to carry an empty batch would wait for that
+        // collective, that is, for the other ranks.)
+        if len == 0 {
+            contribution.provide(Ok(compute_runtime::Bytes::new()));
+            return Ok(());
+        }
         // A batch held behind a collective that has settled goes first: if
         // that collective failed, the held work is dropped, and the copy
         // below must not go with it.
@@ -273,16 +281,14 @@ impl<C: WgpuCompiler> WgpuServer<C> {
                 })
             })?,
         };
-        if len > 0 {
-            let (_, ws) = self.streams.encoder(stream);
-            ws.encoder_for_copy(&device).copy_buffer_to_buffer(
-                &buffer,
-                start,
-                &staging,
-                0,
-                end - start,
-            );
-        }
+        let (_, ws) = self.streams.encoder(stream);
+        ws.encoder_for_copy(&device).copy_buffer_to_buffer(
+            &buffer,
+            start,
+            &staging,
+            0,
+            end - start,
+        );
         self.streams.task_done(stream);
         let staged = Staged {
             buffer: staging,

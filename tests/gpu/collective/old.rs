@@ -1,33 +1,15 @@
 //! Collectives across servers on separate devices of one adapter.
 
-use compute_runtime::{ComputeWait, DType, DeviceId, Reduction, ServerCommunication, StreamId};
-use wgpu_server::{WgpuServerOptions, WgslPassthrough};
+use compute_runtime::{ComputeWait, DType, Reduction, ServerCommunication, StreamId};
 
+use super::group::Group;
 use crate::common::*;
 
 const S0: StreamId = StreamId(0);
 
-fn ranks(n: u64) -> (Vec<TestServer>, Vec<DeviceId>) {
-    let ids: Vec<DeviceId> = (0..n).map(|i| DeviceId(1000 + i)).collect();
-    let servers = ids
-        .iter()
-        .map(|id| {
-            WgpuServerOptions::new()
-                .device_id(*id)
-                .adapter(0)
-                .open::<WgslPassthrough>()
-                .expect("server")
-        })
-        .collect();
-    (servers, ids)
-}
-
 #[test]
 fn all_reduce_sums_across_two_ranks_from_one_thread() {
-    let (mut s, ids) = ranks(2);
-    for server in s.iter_mut() {
-        server.comm_init(ids.clone()).expect("comm_init");
-    }
+    let Group { mut s, ids } = Group::new(2);
     let n = 1000;
     let mut dsts = Vec::new();
     for (r, server) in s.iter_mut().enumerate() {
@@ -55,10 +37,7 @@ fn all_reduce_sums_across_two_ranks_from_one_thread() {
 
 #[test]
 fn consecutive_collectives_and_launches_on_one_rank_before_the_other_is_called() {
-    let (mut s, ids) = ranks(2);
-    for server in s.iter_mut() {
-        server.comm_init(ids.clone()).expect("comm_init");
-    }
+    let Group { mut s, ids } = Group::new(2);
     let n = 64usize;
     let mut outs = Vec::new();
     // Rank 0 does everything first, then rank 1: nothing may wait.
