@@ -3,13 +3,11 @@
 //! every rank in turn, one thread per rank). Nothing but `read`, `sync` and
 //! `sync_collective` may wait for another rank.
 
-use compute_runtime::{ComputeWait, DType, Reduction, ServerCommunication};
+use compute_runtime::{ComputeWait, DType, Handle, Reduction, Server, ServerCommunication};
 
 use super::group::*;
 use crate::common::*;
 
-/// A 0-byte collective behind a `Wait` collective on the same stream has
-/// nothing to stage and must not wait for the earlier one (it did: staging
 /// submitted the held stream, which waited for the other ranks).
 #[test]
 fn zero_byte_collectives_behind_a_wait_collective_do_not_wait_for_the_other_ranks() {
@@ -59,5 +57,81 @@ fn zero_byte_collectives_behind_a_wait_collective_do_not_wait_for_the_other_rank
     for (s, (_, y, z, _, _)) in g.s.iter_mut().zip(&outs) {
         assert_eq!(bytes_u32(&read(s, y, S0).expect("y")), vec![3; 4]);
         assert_eq!(bytes_u32(&read(s, z, S0).expect("z")), vec![6; 4]);
+    }
+}
+
+/// copy is held. The collectives still see `src` as of their call.
+#[test]
+fn host_writes_behind_a_wait_collective_do_not_wait_for_the_other_ranks() {
+    let n = 2;
+    let g = Group::new(n);
+    let red = Reduction::sum(DType::U32);
+    let (mut g, outs) = within(NO_WAIT, "rank by rank", move || {
+        let mut g = g;
+        let mut outs = Vec::new();
+        for (r, s) in g.s.iter_mut().enumerate() {
+            let ids = g.ids.clone();
+            let r = r as u32;
+            let a = upload(s, u32_bytes(&[r + 1; 4]), S0);
+            let b = alloc(s, 16, S0);
+            s.all_reduce(
+                a.binding(),
+                b.binding(),
+                red,
+                S0,
+                ids.clone(),
+                ComputeWait::Wait,
+            )
+            .expect("first");
+            // Its input copy is held behind the first.
+            let x = upload(s, u32_bytes(&[10 * (r + 1); 4]), S0);
+            let y = alloc(s, 16, S0);
+            s.all_reduce(
+                x.binding(),
+                y.binding(),
+                red,
+                S0,
+                ids.clone(),
+                ComputeWait::Wait,
+            )
+            .expect("second");
+            // Refill the src for the next step.
+            s.write(
+                vec![(x.copy_descriptor(), u32_bytes(&[1000; 4]).into())],
+                S0,
+            );
+            // A src freed while its input copy is held; then fresh writes.
+            let t = upload(s, u32_bytes(&[100 * (r + 1); 4]), S0);
+            let u = alloc(s, 16, S0);
+            s.all_reduce(t.binding(), u.binding(), red, S0, ids, ComputeWait::Overlap)
+                .expect("third");
+            drop(t);
+            let fresh: Vec<Handle> = (0..4)
+                .map(|k| upload(s, u32_bytes(&[k + 7; 4]), S0))
+                .collect();
+            outs.push((a, b, x, y, u, fresh));
+        }
+        (g, outs)
+    });
+    for (s, (_, b, x, y, u, fresh)) in g.s.iter_mut().zip(&outs) {
+        s.sync_collective(S0).expect("sync_collective");
+        assert_eq!(bytes_u32(&read(s, b, S0).expect("b")), vec![3; 4]);
+        assert_eq!(
+            bytes_u32(&read(s, y, S0).expect("y")),
+            vec![30; 4],
+            "src as of the call"
+        );
+        assert_eq!(
+            bytes_u32(&read(s, x, S0).expect("x")),
+            vec![1000; 4],
+            "refilled"
+        );
+        assert_eq!(bytes_u32(&read(s, u, S0).expect("u")), vec![300; 4]);
+        for (k, h) in fresh.iter().enumerate() {
+            assert_eq!(
+                bytes_u32(&read(s, h, S0).expect("fresh")),
+                vec![k as u32 + 7; 4]
+            );
+        }
     }
 }

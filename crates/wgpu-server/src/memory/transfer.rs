@@ -54,7 +54,7 @@ pub(crate) fn write<C: WgpuCompiler>(
     server: &mut WgpuServer<C>,
     descriptor: &CopyDescriptor,
     data: &Bytes,
-    _stream: StreamId,
+    stream: StreamId,
 ) -> Result<(), ServerError> {
     let size = check_descriptor(descriptor)?;
     if data.len() as u64 != size {
@@ -91,6 +91,15 @@ pub(crate) fn write<C: WgpuCompiler>(
         .ok_or(ServerError::UnknownHandle {
             memory: descriptor.binding.memory_id(),
         })?;
+    // A stream held behind a `Wait` collective: a queue write would have to
+    // wait for the held work on its range to be submitted, that is for the
+    // other ranks. The write is encoded on the stream instead, after that
+    // work (and dropped with it, its target poisoned, if the collective
+    // fails).
+    let (_, ws) = server.streams.encoder(stream);
+    if ws.is_held() {
+        return write_on_stream(server, stream, target, &buffer, descriptor, data);
+    }
     server.streams.prepare_host_write(&[target]);
     let queue = &server.gpu.queue;
     scoped(&server.gpu.device, || {
@@ -107,6 +116,44 @@ pub(crate) fn write<C: WgpuCompiler>(
     // Counted toward the flush thresholds: staged bytes reach the GPU (and
     // wgpu recycles them) only with a submit.
     server.streams.backend_mut().host_write(size);
+    Ok(())
+}
+
+/// A checked write on a held `stream`: a copy from a mapped-at-creation
+/// staging buffer, encoded on the stream (the padding up to the next word
+/// is the slice's, as in the queue path).
+fn write_on_stream<C: WgpuCompiler>(
+    server: &mut WgpuServer<C>,
+    stream: StreamId,
+    target: StorageHandle,
+    buffer: &wgpu::Buffer,
+    descriptor: &CopyDescriptor,
+    data: &Bytes,
+) -> Result<(), ServerError> {
+    server.streams.prepare(stream, &[(target, Access::Write)]);
+    let padded = (data.len() as u64).next_multiple_of(ALIGN);
+    let device = server.gpu.device.clone();
+    let staging = scoped(&device, || {
+        device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("write staging"),
+            size: padded,
+            usage: wgpu::BufferUsages::COPY_SRC,
+            mapped_at_creation: true,
+        })
+    })?;
+    staging
+        .get_mapped_range_mut(..)
+        .map_err(|e| ServerError::Mapping {
+            reason: format!("write staging: {e}"),
+        })?
+        .slice(..data.len())
+        .copy_from_slice(data);
+    staging.unmap();
+    let (_, ws) = server.streams.encoder(stream);
+    ws.encoder_for_copy(&device)
+        .copy_buffer_to_buffer(&staging, 0, buffer, target.offset, padded);
+    ws.wrote(&[descriptor.binding.memory_id()]);
+    server.streams.task_done(stream);
     Ok(())
 }
 
