@@ -3,7 +3,9 @@
 //! every rank in turn, one thread per rank). Nothing but `read`, `sync` and
 //! `sync_collective` may wait for another rank.
 
-use compute_runtime::{ComputeWait, DType, Handle, Reduction, Server, ServerCommunication};
+use compute_runtime::{
+    ComputeWait, CubeCount, DType, Handle, Reduction, Server, ServerCommunication,
+};
 
 use super::group::*;
 use crate::common::*;
@@ -134,4 +136,52 @@ fn host_writes_behind_a_wait_collective_do_not_wait_for_the_other_ranks() {
             );
         }
     }
+}
+
+/// second all-reduce must see `x` before the increment.
+#[test]
+fn later_work_never_overtakes_a_batch_held_behind_a_collective() {
+    let n = 2;
+    let rounds = 200u32;
+    let g = Group::open(n);
+    within(NO_WAIT * 2, "rounds", move || {
+        let mut g = g;
+        let ids = g.ids.clone();
+        std::thread::scope(|scope| {
+            for (r, s) in g.s.iter_mut().enumerate() {
+                let ids = ids.clone();
+                scope.spawn(move || {
+                    s.comm_init(ids.clone()).expect("comm_init");
+                    let red = Reduction::sum(DType::U32);
+                    for round in 0..rounds {
+                        if r == 1 {
+                            std::thread::sleep(std::time::Duration::from_millis(2));
+                        }
+                        let a = upload(s, u32_bytes(&[1; 64]), S0);
+                        let b = alloc(s, 256, S0);
+                        let x = upload(s, u32_bytes(&[10; 64]), S0);
+                        let y = alloc(s, 256, S0);
+                        let ids = ids.clone();
+                        s.all_reduce(
+                            a.binding(),
+                            b.binding(),
+                            red,
+                            S0,
+                            ids.clone(),
+                            ComputeWait::Wait,
+                        )
+                        .expect("first");
+                        s.all_reduce(x.binding(), y.binding(), red, S0, ids, ComputeWait::Overlap)
+                            .expect("second");
+                        launch(s, inc_kernel(), CubeCount::x(1), &[&x], S0);
+                        assert_eq!(bytes_u32(&read(s, &b, S0).expect("b")), vec![2; 64]);
+                        s.sync_collective(S0).expect("sync_collective");
+                        let got = bytes_u32(&read(s, &y, S0).expect("y"));
+                        assert_eq!(got, vec![20; 64], "round {round}, rank {r}: y");
+                        assert_eq!(bytes_u32(&read(s, &x, S0).expect("x")), vec![11; 64]);
+                    }
+                });
+            }
+        });
+    });
 }

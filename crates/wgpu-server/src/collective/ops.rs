@@ -304,6 +304,11 @@ impl<C: WgpuCompiler> WgpuServer<C> {
             // Nothing encoded, or nothing holding it after all: submitted
             // below like any batch.
             if let (Some((batch, writes, audit)), Some(after)) = (ws.park(), after) {
+                // The stream's later work goes after this batch, not only
+                // after `after`: the applier settles `submitted` once it has
+                // submitted the batch (or dropped it, with `after`'s error).
+                let submitted = Arc::new(Gate::new());
+                ws.held_by = Some(Arc::clone(&submitted));
                 return self.applier()?.push(Job::Parked {
                     after,
                     batch,
@@ -311,6 +316,7 @@ impl<C: WgpuCompiler> WgpuServer<C> {
                     audit,
                     stream,
                     staged: Some(staged),
+                    submitted,
                 });
             }
         }
