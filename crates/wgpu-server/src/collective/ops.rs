@@ -25,8 +25,6 @@ const ALIGN: u64 = wgpu::COPY_BUFFER_ALIGNMENT;
 pub(crate) enum Peers<'a> {
     /// The one of exactly these ranks.
     Ranks(&'a [DeviceId]),
-    /// These ranks, with a root that must be one of them.
-    Root(&'a [DeviceId], DeviceId),
     /// The most recent one with this peer (point to point).
     Peer(DeviceId),
 }
@@ -67,14 +65,6 @@ impl<C: WgpuCompiler> WgpuServer<C> {
         }
         let comm = match peers {
             Peers::Ranks(ids) => self.collectives.by_ranks(ids)?,
-            Peers::Root(ids, root) => {
-                if !ids.contains(&root) {
-                    return Err(ServerError::CollectiveState {
-                        reason: format!("broadcast root {root} is not one of {ids:?}"),
-                    });
-                }
-                self.collectives.by_ranks(ids)?
-            }
             Peers::Peer(peer) => {
                 let (comm, rank) = self.collectives.with_peer(peer)?;
                 if let CollectiveCall::Send { peer, .. } | CollectiveCall::Recv { peer, .. } =
