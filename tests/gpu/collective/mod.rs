@@ -4,3 +4,4 @@ mod group;
 mod mismatch;
 mod old;
 mod ordering;
+mod poison;

@@ -194,6 +194,7 @@ pub(crate) fn read<C: WgpuCompiler>(
     let memories: Vec<_> = descriptors.iter().map(|d| d.binding.memory_id()).collect();
 
     let mut pending = Vec::with_capacity(ranges.len());
+    let mut copies = Vec::with_capacity(ranges.len());
     for (target, size) in &ranges {
         let start = target.offset - target.offset % ALIGN;
         let end = (target.offset + size).next_multiple_of(ALIGN);
@@ -237,6 +238,7 @@ pub(crate) fn read<C: WgpuCompiler>(
             s.encoder_for_copy(&device)
                 .copy_buffer_to_buffer(&buffer, start, &staging, 0, copy_len);
         }
+        copies.push((buffer, start, staging.clone(), copy_len));
         pending.push((
             staging,
             copy_len.max(ALIGN),
@@ -246,6 +248,29 @@ pub(crate) fn read<C: WgpuCompiler>(
     }
     server.streams.task_done(stream);
     server.streams.submit(stream);
+    // The batch did not run (it was held behind a collective that failed
+    // and was dropped with it, or the queue refused it): what it wrote is
+    // poisoned now (checked again), and the copies are made again in a batch
+    // of their own, rather than mapping what the staging buffers held.
+    if std::mem::take(&mut server.streams.encoder(stream).1.last_failed) {
+        for d in &descriptors {
+            server.streams.check(d.binding.memory_id())?;
+        }
+        let device = server.gpu.device.clone();
+        let (_, s) = server.streams.encoder(stream);
+        for (buffer, start, staging, copy_len) in copies.iter().filter(|c| c.3 > 0) {
+            s.encoder_for_copy(&device)
+                .copy_buffer_to_buffer(buffer, *start, staging, 0, *copy_len);
+        }
+        server.streams.task_done(stream);
+        server.streams.submit(stream);
+        if std::mem::take(&mut server.streams.encoder(stream).1.last_failed) {
+            server.streams.take_deferred(stream)?;
+            return Err(ServerError::BatchRejected {
+                reason: "the batch of a read's copies did not run".into(),
+            });
+        }
+    }
 
     let mut reads = Vec::with_capacity(pending.len());
     for (staging, mapped_len, start, len) in pending {
