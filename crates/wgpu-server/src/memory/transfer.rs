@@ -91,13 +91,14 @@ pub(crate) fn write<C: WgpuCompiler>(
         .ok_or(ServerError::UnknownHandle {
             memory: descriptor.binding.memory_id(),
         })?;
-    // A stream held behind a `Wait` collective: a queue write would have to
-    // wait for the held work on its range to be submitted, that is for the
-    // other ranks. The write is encoded on the stream instead, after that
-    // work (and dropped with it, its target poisoned, if the collective
-    // fails).
+    // A stream with work held behind a `Wait` collective: a queue write
+    // would have to wait for the held work on its range to be submitted,
+    // that is for the other ranks, and would land before it. The write is
+    // encoded on the stream instead, after that work (and dropped with it,
+    // its target poisoned, if the collective failed, whether or not that is
+    // known yet).
     let (_, ws) = server.streams.encoder(stream);
-    if ws.is_held() {
+    if ws.held_by.is_some() {
         return write_on_stream(server, stream, target, &buffer, descriptor, data);
     }
     server.streams.prepare_host_write(&[target]);
