@@ -12,8 +12,7 @@
 //! poisoned with [`ServerError::CollectiveInput`] naming it.
 
 use compute_runtime::{
-    BufferBinding, ComputeWait, DType, DeviceId, Handle, Reduction, ServerCommunication,
-    ServerError,
+    ComputeWait, DType, DeviceId, Handle, Reduction, ServerCommunication, ServerError,
 };
 
 use super::group::*;
@@ -446,6 +445,3 @@ fn a_send_and_recv_of_different_sizes_fail_on_both_ranks() {
     );
     g.assert_still_works(S0, "after the messages");
 }
-
-#[allow(dead_code)]
-fn _binding(_: BufferBinding) {}
