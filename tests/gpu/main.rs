@@ -3,9 +3,10 @@
 //! and linked once. `common` holds the shared helpers.
 //!
 //! A test that changes process-global state gets a binary of its own
-//! instead (`sync_timing.rs` sets `COMPUTE_LOG`). No test here asserts a
-//! duration: tests run concurrently, and lavapipe runs every test's kernels
-//! on the same CPU.
+//! instead (`sync_timing.rs` sets `COMPUTE_LOG`, `collective_timeout.rs`
+//! sets `COMPUTE_COLLECTIVE_TIMEOUT_MS`). No test here asserts a duration:
+//! tests run concurrently, and lavapipe runs every test's kernels on the same
+//! CPU.
 
 mod collective;
 mod common;

@@ -63,6 +63,10 @@ pub(crate) enum Job {
         audit: BatchAudit,
         stream: StreamId,
         staged: Option<Staged>,
+        /// What the stream's later work is held by: settled once the batch
+        /// is submitted (or dropped: failed with `after`'s error), so that
+        /// work can never reach the queue before it.
+        submitted: Arc<Gate>,
     },
 }
 
@@ -183,6 +187,7 @@ fn run(cx: &Context, job: Job) {
             audit,
             stream,
             staged,
+            submitted: later,
         } => {
             // The gate was settled by an earlier job of this queue.
             let cause = match after.wait(Duration::ZERO) {
@@ -192,6 +197,7 @@ fn run(cx: &Context, job: Job) {
                     reason: "the stream stopped waiting for an earlier collective".into(),
                 }),
             };
+            let held = cause.clone();
             let submitted = match cause {
                 Some(e) => Err(e),
                 None => {
@@ -216,6 +222,10 @@ fn run(cx: &Context, job: Job) {
                     }
                 }
             }
+            later.settle(|| match held {
+                Some(e) => GateState::Failed(e),
+                None => GateState::Written,
+            });
         }
     }
 }

@@ -211,19 +211,22 @@ impl<C: WgpuCompiler> ServerCommunication for WgpuServer<C> {
         device_ids: Vec<DeviceId>,
     ) -> Result<(), ServerError> {
         let call = CollectiveCall::Broadcast {
-            // A root outside the list is refused by `Peers::root` before the
-            // call is posted.
+            // A root outside the list is a rank past the last: the call is
+            // posted, invalid, so every rank fails with the same mismatch and
+            // the ranks' calls stay paired (refused here, it took no turn,
+            // and the other ranks' broadcast paired with this rank's next
+            // call).
             root: device_ids
                 .iter()
                 .position(|d| *d == root)
-                .unwrap_or(usize::MAX),
+                .unwrap_or(device_ids.len()),
             len: dst.size as usize,
             has_src: src.is_some(),
         };
         let operands = Operands::new(src, Some(dst));
         self.collective(
             call,
-            Peers::Root(&device_ids, root),
+            Peers::Ranks(&device_ids),
             operands,
             stream_id,
             ComputeWait::Wait,

@@ -25,8 +25,6 @@ const ALIGN: u64 = wgpu::COPY_BUFFER_ALIGNMENT;
 pub(crate) enum Peers<'a> {
     /// The one of exactly these ranks.
     Ranks(&'a [DeviceId]),
-    /// These ranks, with a root that must be one of them.
-    Root(&'a [DeviceId], DeviceId),
     /// The most recent one with this peer (point to point).
     Peer(DeviceId),
 }
@@ -67,14 +65,6 @@ impl<C: WgpuCompiler> WgpuServer<C> {
         }
         let comm = match peers {
             Peers::Ranks(ids) => self.collectives.by_ranks(ids)?,
-            Peers::Root(ids, root) => {
-                if !ids.contains(&root) {
-                    return Err(ServerError::CollectiveState {
-                        reason: format!("broadcast root {root} is not one of {ids:?}"),
-                    });
-                }
-                self.collectives.by_ranks(ids)?
-            }
             Peers::Peer(peer) => {
                 let (comm, rank) = self.collectives.with_peer(peer)?;
                 if let CollectiveCall::Send { peer, .. } | CollectiveCall::Recv { peer, .. } =
@@ -247,6 +237,14 @@ impl<C: WgpuCompiler> WgpuServer<C> {
         len: usize,
         contribution: compute_collective::Contribution,
     ) -> Result<(), ServerError> {
+        // An empty input has nothing to copy and depends on no earlier work:
+        // it is provided now. (Submitting a stream held behind an earlier
+        // collective to carry an empty batch would wait for that
+        // collective, that is, for the other ranks.)
+        if len == 0 {
+            contribution.provide(Ok(compute_runtime::Bytes::new()));
+            return Ok(());
+        }
         // A batch held behind a collective that has settled goes first: if
         // that collective failed, the held work is dropped, and the copy
         // below must not go with it.
@@ -273,16 +271,14 @@ impl<C: WgpuCompiler> WgpuServer<C> {
                 })
             })?,
         };
-        if len > 0 {
-            let (_, ws) = self.streams.encoder(stream);
-            ws.encoder_for_copy(&device).copy_buffer_to_buffer(
-                &buffer,
-                start,
-                &staging,
-                0,
-                end - start,
-            );
-        }
+        let (_, ws) = self.streams.encoder(stream);
+        ws.encoder_for_copy(&device).copy_buffer_to_buffer(
+            &buffer,
+            start,
+            &staging,
+            0,
+            end - start,
+        );
         self.streams.task_done(stream);
         let staged = Staged {
             buffer: staging,
@@ -298,6 +294,11 @@ impl<C: WgpuCompiler> WgpuServer<C> {
             // Nothing encoded, or nothing holding it after all: submitted
             // below like any batch.
             if let (Some((batch, writes, audit)), Some(after)) = (ws.park(), after) {
+                // The stream's later work goes after this batch, not only
+                // after `after`: the applier settles `submitted` once it has
+                // submitted the batch (or dropped it, with `after`'s error).
+                let submitted = Arc::new(Gate::new());
+                ws.held_by = Some(Arc::clone(&submitted));
                 return self.applier()?.push(Job::Parked {
                     after,
                     batch,
@@ -305,6 +306,7 @@ impl<C: WgpuCompiler> WgpuServer<C> {
                     audit,
                     stream,
                     staged: Some(staged),
+                    submitted,
                 });
             }
         }

@@ -95,6 +95,16 @@ pub(crate) fn write<C: WgpuCompiler>(
         .ok_or(ServerError::UnknownHandle {
             memory: descriptor.binding.memory_id(),
         })?;
+    // A stream with work held behind a `Wait` collective: a queue write
+    // would have to wait for the held work on its range to be submitted,
+    // that is for the other ranks, and would land before it. The write is
+    // encoded on the stream instead, after that work (and dropped with it,
+    // its target poisoned, if the collective failed, whether or not that is
+    // known yet).
+    let (_, ws) = server.streams.encoder(stream);
+    if ws.held_by.is_some() {
+        return write_on_stream(server, stream, target, &buffer, descriptor, data);
+    }
     if size >= MIN_UPLOAD {
         return upload(server, target, memory_of(descriptor), &buffer, data, stream);
     }
@@ -153,6 +163,44 @@ fn upload<C: WgpuCompiler>(
     Ok(())
 }
 
+/// A checked write on a held `stream`: a copy from a mapped-at-creation
+/// staging buffer, encoded on the stream (the padding up to the next word
+/// is the slice's, as in the queue path).
+fn write_on_stream<C: WgpuCompiler>(
+    server: &mut WgpuServer<C>,
+    stream: StreamId,
+    target: StorageHandle,
+    buffer: &wgpu::Buffer,
+    descriptor: &CopyDescriptor,
+    data: &Bytes,
+) -> Result<(), ServerError> {
+    server.streams.prepare(stream, &[(target, Access::Write)]);
+    let padded = (data.len() as u64).next_multiple_of(ALIGN);
+    let device = server.gpu.device.clone();
+    let staging = scoped(&device, || {
+        device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("write staging"),
+            size: padded,
+            usage: wgpu::BufferUsages::COPY_SRC,
+            mapped_at_creation: true,
+        })
+    })?;
+    staging
+        .get_mapped_range_mut(..)
+        .map_err(|e| ServerError::Mapping {
+            reason: format!("write staging: {e}"),
+        })?
+        .slice(..data.len())
+        .copy_from_slice(data);
+    staging.unmap();
+    let (_, ws) = server.streams.encoder(stream);
+    ws.encoder_for_copy(&device)
+        .copy_buffer_to_buffer(&staging, 0, buffer, target.offset, padded);
+    ws.wrote(&[descriptor.binding.memory_id()]);
+    server.streams.task_done(stream);
+    Ok(())
+}
+
 struct PendingRead {
     staging: wgpu::Buffer,
     mapped_len: u64,
@@ -190,6 +238,7 @@ pub(crate) fn read<C: WgpuCompiler>(
     let memories: Vec<_> = descriptors.iter().map(|d| d.binding.memory_id()).collect();
 
     let mut pending = Vec::with_capacity(ranges.len());
+    let mut copies = Vec::with_capacity(ranges.len());
     for (target, size) in &ranges {
         let start = target.offset - target.offset % ALIGN;
         let end = (target.offset + size).next_multiple_of(ALIGN);
@@ -233,6 +282,7 @@ pub(crate) fn read<C: WgpuCompiler>(
             s.encoder_for_copy(&device)
                 .copy_buffer_to_buffer(&buffer, start, &staging, 0, copy_len);
         }
+        copies.push((buffer, start, staging.clone(), copy_len));
         pending.push((
             staging,
             copy_len.max(ALIGN),
@@ -242,6 +292,29 @@ pub(crate) fn read<C: WgpuCompiler>(
     }
     server.streams.task_done(stream);
     server.streams.submit(stream);
+    // The batch did not run (it was held behind a collective that failed
+    // and was dropped with it, or the queue refused it): what it wrote is
+    // poisoned now (checked again), and the copies are made again in a batch
+    // of their own, rather than mapping what the staging buffers held.
+    if std::mem::take(&mut server.streams.encoder(stream).1.last_failed) {
+        for d in &descriptors {
+            server.streams.check(d.binding.memory_id())?;
+        }
+        let device = server.gpu.device.clone();
+        let (_, s) = server.streams.encoder(stream);
+        for (buffer, start, staging, copy_len) in copies.iter().filter(|c| c.3 > 0) {
+            s.encoder_for_copy(&device)
+                .copy_buffer_to_buffer(buffer, *start, staging, 0, *copy_len);
+        }
+        server.streams.task_done(stream);
+        server.streams.submit(stream);
+        if std::mem::take(&mut server.streams.encoder(stream).1.last_failed) {
+            server.streams.take_deferred(stream)?;
+            return Err(ServerError::BatchRejected {
+                reason: "the batch of a read's copies did not run".into(),
+            });
+        }
+    }
 
     let mut reads = Vec::with_capacity(pending.len());
     for (staging, mapped_len, start, len) in pending {
