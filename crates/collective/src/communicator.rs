@@ -105,6 +105,20 @@ impl Communicator {
         Self::with_transport(Arc::new(transport), device_ids.to_vec(), config)
     }
 
+    /// Joins the cross-process communicator over `device_ids` as `me`'s
+    /// rank, through MPI (one rank per process); blocks until every rank
+    /// has joined or `config.timeout` passes. See
+    /// [`MpiTransport::join`](crate::mpi::MpiTransport::join).
+    #[cfg(feature = "mpi")]
+    pub fn join_mpi(
+        device_ids: &[DeviceId],
+        me: DeviceId,
+        config: CommConfig,
+    ) -> Result<Self, ServerError> {
+        let transport = crate::mpi::MpiTransport::join(device_ids, me, &config)?;
+        Self::with_transport(Arc::new(transport), device_ids.to_vec(), config)
+    }
+
     /// A communicator over any transport; `device_ids` names its ranks (one
     /// per rank, in rank order).
     pub fn with_transport(
