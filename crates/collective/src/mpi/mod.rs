@@ -29,6 +29,7 @@
 //!   error themselves.
 
 mod ops;
+mod pool;
 mod transport;
 mod worker;
 mod world;

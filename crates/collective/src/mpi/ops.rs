@@ -25,11 +25,13 @@
 //! propagate NaN the way [`reduce`] does.
 
 use std::os::raw::{c_int, c_void};
+use std::sync::Arc;
 
 use bytes::Bytes;
 use compute_runtime::{DType, ReduceOp, Reduction, ServerError};
 use mpi::ffi;
 
+use super::pool::Pool;
 use super::world::{Comm, Dt, Op, World, check, count};
 use crate::reduce;
 
@@ -312,19 +314,26 @@ fn narrow_mean(w: Widen, sums: &[u8], ranks: usize) -> Vec<u8> {
 }
 
 /// What a reduction's MPI call leaves, made into the call's result.
-fn finish(r: Reduction, p: &Plan, mut out: Vec<u8>, ranks: usize) -> Result<Bytes, ServerError> {
+fn finish(
+    r: Reduction,
+    p: &Plan,
+    mut out: Vec<u8>,
+    ranks: usize,
+    pool: &Arc<Pool>,
+) -> Result<Bytes, ServerError> {
     if let Some(w) = p.widen {
         return Ok(Bytes::from(narrow_mean(w, &out, ranks)));
     }
     if r.op == ReduceOp::Mean {
         reduce::finish(r, &mut out, ranks)?;
     }
-    Ok(Bytes::from(out))
+    Ok(pool.bytes(out))
 }
 
 /// `MPI_Allreduce` of `input` over `comm` (`ranks` ranks).
 pub(crate) fn all_reduce(
     world: &World,
+    pool: &Arc<Pool>,
     comm: Comm,
     ranks: usize,
     r: Reduction,
@@ -339,7 +348,7 @@ pub(crate) fn all_reduce(
         }
         None => &input,
     };
-    let mut out = vec![0u8; send.len()];
+    let mut out = pool.take(send.len());
     let n = count(send.len() / p.elem)?;
     // SAFETY: both buffers hold `n` elements of `p.dt`; MPI reads `send`
     // only.
@@ -354,12 +363,13 @@ pub(crate) fn all_reduce(
         )
     };
     check(rc, "MPI_Allreduce")?;
-    finish(r, &p, out, ranks)
+    finish(r, &p, out, ranks, pool)
 }
 
 /// `MPI_Reduce_scatter_block` of `input` (one chunk per rank) over `comm`.
 pub(crate) fn reduce_scatter(
     world: &World,
+    pool: &Arc<Pool>,
     comm: Comm,
     ranks: usize,
     r: Reduction,
@@ -375,7 +385,7 @@ pub(crate) fn reduce_scatter(
         None => &input,
     };
     let chunk = send.len() / ranks.max(1);
-    let mut out = vec![0u8; chunk];
+    let mut out = pool.take(chunk);
     let n = count(chunk / p.elem)?;
     // SAFETY: `send` holds `ranks * n` elements, `out` `n`.
     let rc = unsafe {
@@ -389,7 +399,7 @@ pub(crate) fn reduce_scatter(
         )
     };
     check(rc, "MPI_Reduce_scatter_block")?;
-    finish(r, &p, out, ranks)
+    finish(r, &p, out, ranks, pool)
 }
 
 #[cfg(test)]

@@ -28,6 +28,7 @@ use hashbrown::HashMap;
 use mpi::ffi;
 
 use super::ops;
+use super::pool::Pool;
 use super::worker::{Fail, Slot, Worker, run_until};
 use super::world::{self, Comm, World, byte, check, comm_world, count};
 use crate::call::{CallId, Descriptor, Link, describe};
@@ -76,6 +77,8 @@ pub struct MpiTransport {
     world: &'static World,
     worker: Worker,
     state: Mutex<State>,
+    /// Output buffers, reused across calls.
+    pool: Arc<Pool>,
 }
 
 impl MpiTransport {
@@ -145,6 +148,7 @@ impl MpiTransport {
                 world,
                 worker,
                 state: Mutex::new(State::default()),
+                pool: Arc::default(),
             }),
             Err(Some(e)) => {
                 worker.stop();
@@ -635,15 +639,17 @@ impl Transport for MpiTransport {
         deadline: Instant,
     ) -> Result<Bytes, ServerError> {
         let (world, comm, size) = (self.world, self.comm, self.size);
+        let pool = Arc::clone(&self.pool);
         self.data(CallId::Group { seq }, "all_reduce", deadline, move || {
-            ops::all_reduce(world, comm, size, reduction, input)
+            ops::all_reduce(world, &pool, comm, size, reduction, input)
         })
     }
 
     fn all_gather(&self, seq: u64, input: Bytes, deadline: Instant) -> Result<Bytes, ServerError> {
         let (comm, size) = (self.comm, self.size);
+        let pool = Arc::clone(&self.pool);
         self.data(CallId::Group { seq }, "all_gather", deadline, move || {
-            let mut out = vec![0u8; input.len() * size];
+            let mut out = pool.take(input.len() * size);
             let n = count(input.len())?;
             // SAFETY: `n` bytes sent, `n` per rank received into `out`.
             let rc = unsafe {
@@ -658,7 +664,7 @@ impl Transport for MpiTransport {
                 )
             };
             check(rc, "MPI_Allgather")?;
-            Ok(Bytes::from(out))
+            Ok(pool.bytes(out))
         })
     }
 
@@ -670,11 +676,12 @@ impl Transport for MpiTransport {
         deadline: Instant,
     ) -> Result<Bytes, ServerError> {
         let (world, comm, size) = (self.world, self.comm, self.size);
+        let pool = Arc::clone(&self.pool);
         self.data(
             CallId::Group { seq },
             "reduce_scatter",
             deadline,
-            move || ops::reduce_scatter(world, comm, size, reduction, input),
+            move || ops::reduce_scatter(world, &pool, comm, size, reduction, input),
         )
     }
 
@@ -687,6 +694,7 @@ impl Transport for MpiTransport {
         deadline: Instant,
     ) -> Result<Bytes, ServerError> {
         let (comm, rank) = (self.comm, self.rank);
+        let pool = Arc::clone(&self.pool);
         self.data(CallId::Group { seq }, "broadcast", deadline, move || {
             let n = count(len)?;
             let root_c = count(root)?;
@@ -704,23 +712,24 @@ impl Transport for MpiTransport {
                 check(rc, "MPI_Bcast")?;
                 Ok(input)
             } else {
-                let mut out = vec![0u8; len];
+                let mut out = pool.take(len);
                 // SAFETY: `out` holds `n` bytes.
                 let rc = unsafe {
                     ffi::MPI_Bcast(out.as_mut_ptr().cast(), n, byte().0, root_c, comm.raw())
                 };
                 check(rc, "MPI_Bcast")?;
-                Ok(Bytes::from(out))
+                Ok(pool.bytes(out))
             }
         })
     }
 
     fn all_to_all(&self, seq: u64, input: Bytes, deadline: Instant) -> Result<Bytes, ServerError> {
         let (comm, size) = (self.comm, self.size);
+        let pool = Arc::clone(&self.pool);
         self.data(CallId::Group { seq }, "all_to_all", deadline, move || {
             let chunk = input.len() / size.max(1);
             let n = count(chunk)?;
-            let mut out = vec![0u8; input.len()];
+            let mut out = pool.take(input.len());
             // SAFETY: `size` chunks of `n` bytes each way.
             let rc = unsafe {
                 ffi::MPI_Alltoall(
@@ -734,7 +743,7 @@ impl Transport for MpiTransport {
                 )
             };
             check(rc, "MPI_Alltoall")?;
-            Ok(Bytes::from(out))
+            Ok(pool.bytes(out))
         })
     }
 
@@ -752,9 +761,10 @@ impl Transport for MpiTransport {
 
     fn recv(&self, link: Link, len: usize, deadline: Instant) -> Result<Bytes, ServerError> {
         let comm = self.comm;
+        let pool = Arc::clone(&self.pool);
         self.data(CallId::P2p(link), "recv", deadline, move || {
             let (n, from) = (count(len)?, count(link.from)?);
-            let mut out = vec![0u8; len];
+            let mut out = pool.take(len);
             // SAFETY: an out-parameter.
             let mut status = unsafe { std::mem::zeroed::<ffi::MPI_Status>() };
             // SAFETY: `out` holds `n` bytes.
@@ -782,7 +792,7 @@ impl Transport for MpiTransport {
                     actual: got.max(0) as u64,
                 });
             }
-            Ok(Bytes::from(out))
+            Ok(pool.bytes(out))
         })
     }
 
