@@ -15,8 +15,8 @@
 #[path = "../gpu/common.rs"]
 #[allow(dead_code, unused_imports)]
 mod common;
+// The in-process suite's oracle (it allows its own dead code).
 #[path = "../../crates/collective/tests/common/mod.rs"]
-#[allow(dead_code)]
 mod oracle;
 
 use std::panic::{AssertUnwindSafe, catch_unwind};

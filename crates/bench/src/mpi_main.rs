@@ -15,7 +15,8 @@
 //!   (`write_buffer`, submit, wait).
 //!
 //! Each round starts at an `MPI_Barrier`; a round's time is the slowest
-//! rank's; the figure is the median of interleaved rounds. Rank 0 prints
+//! rank's; the figure is the median of 11 interleaved rounds (3 with
+//! `--quick`, which also measures only 1 and 64 MiB). Rank 0 prints
 //! the table and writes `--out` (default `target/bench/report-mpi.json`),
 //! and merges its figures into the report named by `COMPUTE_BENCH_MERGE`
 //! when set (replacing figures of the same name).
@@ -150,7 +151,9 @@ fn measure(
     ranks: usize,
     size: usize,
 ) -> Result<(f64, f64), ServerError> {
-    let rounds = o.rounds(3, 7);
+    // More rounds than the single-process figures: three processes on
+    // shared cores make each round noisier.
+    let rounds = o.rounds(3, 11);
     let count = size / 4;
     let data: Vec<f32> = (0..count).map(|i| (i % 251) as f32).collect();
     let bytes = f32s_as_bytes(&data).to_vec();

@@ -8,7 +8,7 @@
 //!
 //! **Buys:** a server owns one `Communicator` per device list and drives it
 //! from its own thread through `&mut self`, like the rest of the server; the
-//! transport behind it is a trait object, so in-process and (later) MPI
+//! transport behind it is a trait object, so in-process and MPI
 //! communicators are the same type. **Doesn't buy:** sharing one rank's
 //! communicator between threads (the sequence numbers are the rank's order
 //! of calls; two threads posting would make that order a race).

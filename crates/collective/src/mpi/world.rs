@@ -260,9 +260,7 @@ fn init(dpp: Result<usize, ServerError>) -> Result<Started, ServerError> {
     };
     check(rc, "MPI_Allgather of the devices per process")?;
     if all.iter().any(|d| *d != mine) || mine == 0 {
-        if let Err(e) = dpp {
-            return Err(e);
-        }
+        dpp?;
         return Err(ServerError::CollectiveMismatch {
             reason: format!(
                 "the processes disagree on {} (per process, 0 = unreadable): {all:?}",

@@ -29,6 +29,12 @@
 //! dropped with its writes poisoned. A `dst` the call covers whole is
 //! trusted again at the call, like a host write, unless the call fails.
 //!
+//! Ranks in other processes: with `CollectiveTransport::Mpi` (feature
+//! `mpi`) `comm_init` joins through `compute_collective::mpi::MpiTransport`
+//! (one rank per process, `DeviceId = world_rank * devices_per_process +
+//! local_index`, blocking until every rank joined); the device side is the
+//! same. See `docs/mpi.md`.
+//!
 //! Inside a graph capture collectives are refused (`CaptureState`): a graph
 //! replays recorded dispatches, and a collective is a host exchange.
 
