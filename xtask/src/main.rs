@@ -125,11 +125,21 @@ fn has_command(name: &str) -> bool {
         .is_some_and(|paths| std::env::split_paths(&paths).any(|dir| dir.join(name).is_file()))
 }
 
+/// libclang itself (`libclang.so`, `libclang-14.so.1`), which bindgen
+/// loads; not `libclang-cpp`, which other packages bring.
 fn has_libclang() -> bool {
     Command::new("ldconfig")
         .arg("-p")
         .output()
-        .map(|o| String::from_utf8_lossy(&o.stdout).contains("libclang"))
+        .map(|o| {
+            String::from_utf8_lossy(&o.stdout).lines().any(|l| {
+                let name = l.trim_start();
+                name.starts_with("libclang.so")
+                    || name
+                        .strip_prefix("libclang-")
+                        .is_some_and(|rest| rest.starts_with(|c: char| c.is_ascii_digit()))
+            })
+        })
         .unwrap_or(false)
 }
 
@@ -168,7 +178,7 @@ fn setup() -> Result {
     update.arg("update").arg("-qq");
     run(update)?;
     let mut apt = Command::new("apt-get");
-    apt.args(["install", "-y", "-qq", "--no-install-recommends"])
+    apt.args(["install", "-y", "-qq"])
         .args(&missing)
         .env("DEBIAN_FRONTEND", "noninteractive");
     run(apt)?;

@@ -3,7 +3,7 @@
 //! how to run it, on one host and on two.
 //!
 //! - **Ranks.** One rank per process; a device id names its process by
-//!   [`MpiLayout`](crate::MpiLayout)'s rule,
+//!   [`MpiLayout`]'s rule,
 //!   `DeviceId = world_rank * devices_per_process + local_index`
 //!   ([`local_device`] gives a process its ids).
 //! - **Transport.** Each communicator is an MPI communicator of the ranks'
