@@ -46,6 +46,22 @@ pub struct WgpuServerOptions {
 /// How `comm_init` joins a communicator: the ranks of one process meet in
 /// memory, or the ranks are processes of an MPI job (one server per
 /// process and device; see `docs/mpi.md`).
+///
+/// ```
+/// use compute_runtime::{DeviceId, ServerCommunication, ServerError};
+/// use wgpu_server::{CollectiveTransport, WgpuServer, WgpuServerOptions, WgslPassthrough};
+///
+/// let mut server: WgpuServer<WgslPassthrough> = WgpuServerOptions::new()
+///     .transport(CollectiveTransport::Mpi)
+///     .open()?;
+/// // Built without its `mpi` feature, the server refuses the transport at
+/// // `comm_init`, at once.
+/// if !cfg!(feature = "mpi") {
+///     let e = server.comm_init(vec![DeviceId(0)]).expect_err("no MPI");
+///     assert!(matches!(e, ServerError::Unsupported { .. }), "{e}");
+/// }
+/// # Ok::<(), ServerError>(())
+/// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum CollectiveTransport {
