@@ -8,7 +8,7 @@
 //!
 //! **Buys:** a server owns one `Communicator` per device list and drives it
 //! from its own thread through `&mut self`, like the rest of the server; the
-//! transport behind it is a trait object, so in-process and (later) MPI
+//! transport behind it is a trait object, so in-process and MPI
 //! communicators are the same type. **Doesn't buy:** sharing one rank's
 //! communicator between threads (the sequence numbers are the rank's order
 //! of calls; two threads posting would make that order a race).
@@ -102,6 +102,20 @@ impl Communicator {
         config: CommConfig,
     ) -> Result<Self, ServerError> {
         let transport = InProcessTransport::join(device_ids, me, config.parallelism)?;
+        Self::with_transport(Arc::new(transport), device_ids.to_vec(), config)
+    }
+
+    /// Joins the cross-process communicator over `device_ids` as `me`'s
+    /// rank, through MPI (one rank per process); blocks until every rank
+    /// has joined or `config.timeout` passes. See
+    /// [`MpiTransport::join`](crate::mpi::MpiTransport::join).
+    #[cfg(feature = "mpi")]
+    pub fn join_mpi(
+        device_ids: &[DeviceId],
+        me: DeviceId,
+        config: CommConfig,
+    ) -> Result<Self, ServerError> {
+        let transport = crate::mpi::MpiTransport::join(device_ids, me, &config)?;
         Self::with_transport(Arc::new(transport), device_ids.to_vec(), config)
     }
 

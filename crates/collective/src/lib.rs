@@ -51,21 +51,38 @@
 //! process) implements the same trait and is handed to
 //! [`Communicator::with_transport`]. Everything above the seam (numbering,
 //! validation, poison, results) is shared by both.
+//!
+//! ## Across processes (feature `mpi`)
+//!
+//! `mpi::MpiTransport` is that MPI transport: one rank per process, device
+//! ids mapped to processes by [`MpiLayout`]
+//! (`DeviceId = world_rank * devices_per_process + local_index`), MPI's own
+//! collectives for the data, every blocking MPI call on a worker thread
+//! bounded by the call's deadline. `Communicator::join_mpi` joins one;
+//! `docs/mpi.md` has the design and the commands.
 
 mod call;
 mod communicator;
 mod engine;
 pub mod half;
 mod inprocess;
+mod layout;
+#[cfg(feature = "mpi")]
+pub mod mpi;
 mod outbuf;
 pub mod reduce;
 mod rendezvous;
 mod result;
 mod transport;
+// The wire format of the cross-process transport: pure, tested in every
+// build, used by the `mpi` feature.
+#[cfg_attr(not(feature = "mpi"), allow(dead_code))]
+mod wire;
 
 pub use call::{CallId, CollectiveCall, Descriptor, Link, Verdict, agree, agree_pair, describe};
 pub use communicator::{CommConfig, Communicator};
 pub use inprocess::InProcessTransport;
+pub use layout::MpiLayout;
 pub use reduce::Parallelism;
 pub use result::{Contribution, Outcome, PendingResult};
 pub use transport::Transport;

@@ -20,13 +20,17 @@
 //! | `all_to_all`      | `MPI_Alltoall`                                        |
 //! | `send` / `recv`   | `MPI_Send` / `MPI_Recv`, tag from [`Link::seq`]       |
 //!
-//! An MPI transport must keep the crate's arithmetic: a non-commutative user
-//! op (so MPI applies it in rank order), `Mean` as a sum finished by
-//! [`crate::reduce::finish`], integer means on widened elements, and the
-//! descriptors' input errors carried as text. It polls (`MPI_Test`) rather
-//! than blocking so it can honour `deadline` and [`Transport::abort`]; its
-//! `abort` is local (peers in other processes time out by their own
-//! deadline), and `missing` may answer an empty list when it cannot know.
+//! An MPI transport must keep the crate's arithmetic (user ops over
+//! [`crate::reduce::combine`] where MPI's built-in ops would differ, `Mean`
+//! as a sum finished by [`crate::reduce::finish`], integer means on widened
+//! elements) and carry the descriptors' input errors as text. Its calls
+//! block in MPI, where a dead peer means forever, so it must honour
+//! `deadline` and [`Transport::abort`] some other way: the one built
+//! (`mpi::MpiTransport`, feature `mpi`) runs them on a worker thread and
+//! waits until the deadline. Its `abort` reaches the peers through the
+//! exchange (a call this rank abandoned still takes its place, carrying the
+//! abort), and `missing` answers an empty list for group calls (MPI does not
+//! say who is absent).
 //!
 //! **Buys:** ordering, validation, poison and results live above the seam,
 //! once, so every transport behaves the same on mismatches and failures; a

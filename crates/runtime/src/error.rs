@@ -279,6 +279,16 @@ pub enum ServerError {
         /// Why it was aborted.
         reason: String,
     },
+    /// An error that happened on another rank in another process (a
+    /// collective peer over MPI), carried as its words: the variant does not
+    /// cross the wire, the text does, so it reads the same on every rank.
+    #[error("{message}")]
+    CollectiveRemote {
+        /// The rank (in the communicator) where it happened.
+        rank: usize,
+        /// The error as that rank displayed it.
+        message: String,
+    },
 }
 
 fn later_note(later: u32) -> String {

@@ -54,7 +54,7 @@ pub use backend::{ScheduledWgpuBackend, WgpuStream};
 pub use device::adapter;
 pub use graph::WgpuGraph;
 pub use memory::storage::{WgpuResource, WgpuStorage};
-pub use options::{TASKS_MAX_ENV, WgpuServerOptions};
+pub use options::{CollectiveTransport, TASKS_MAX_ENV, WgpuServerOptions};
 pub use server::{DEFAULT_TASKS_MAX, WgpuServer};
 pub use timing::timeline::{Timeline, TimelineEvent};
 

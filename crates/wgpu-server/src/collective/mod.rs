@@ -29,6 +29,12 @@
 //! dropped with its writes poisoned. A `dst` the call covers whole is
 //! trusted again at the call, like a host write, unless the call fails.
 //!
+//! Ranks in other processes: with `CollectiveTransport::Mpi` (feature
+//! `mpi`) `comm_init` joins through `compute_collective::mpi::MpiTransport`
+//! (one rank per process, `DeviceId = world_rank * devices_per_process +
+//! local_index`, blocking until every rank joined); the device side is the
+//! same. See `docs/mpi.md`.
+//!
 //! Inside a graph capture collectives are refused (`CaptureState`): a graph
 //! replays recorded dispatches, and a collective is a host exchange.
 
@@ -48,10 +54,10 @@ use compute_runtime::{
 use compute_wgsl::WgpuCompiler;
 use hashbrown::HashMap;
 
-use crate::WgpuServer;
 use crate::collective::applier::Applier;
 use crate::collective::gate::Gate;
 use crate::collective::ops::{Operands, Peers};
+use crate::{CollectiveTransport, WgpuServer};
 use compute_collective::CollectiveCall;
 
 /// A collective posted on a stream and not yet synced.
@@ -67,15 +73,18 @@ pub(crate) struct Posted {
 pub(crate) struct Collectives {
     /// This server's device: its rank in each communicator.
     pub device_id: DeviceId,
+    /// The transport its options named (else the environment's).
+    transport: Option<CollectiveTransport>,
     comms: Vec<Communicator>,
     applier: Option<Applier>,
     posted: HashMap<StreamId, Vec<Posted>>,
 }
 
 impl Collectives {
-    pub fn new(device_id: DeviceId) -> Self {
+    pub fn new(device_id: DeviceId, transport: Option<CollectiveTransport>) -> Self {
         Collectives {
             device_id,
+            transport,
             comms: Vec::new(),
             applier: None,
             posted: HashMap::new(),
@@ -104,6 +113,25 @@ impl Collectives {
     }
 }
 
+/// Joins through MPI: one rank per process, blocking until every rank's
+/// process joined or the communicator's timeout passed.
+#[cfg(feature = "mpi")]
+fn join_mpi(
+    device_ids: &[DeviceId],
+    me: DeviceId,
+    config: CommConfig,
+) -> Result<Communicator, ServerError> {
+    Communicator::join_mpi(device_ids, me, config)
+}
+
+#[cfg(not(feature = "mpi"))]
+fn join_mpi(_: &[DeviceId], _: DeviceId, _: CommConfig) -> Result<Communicator, ServerError> {
+    Err(ServerError::Unsupported {
+        what: "the MPI collective transport",
+        reason: "wgpu-server was built without its `mpi` feature",
+    })
+}
+
 /// Waits on a gate and what to do with its outcome are in `ops.rs`; this is
 /// the seed's surface.
 impl<C: WgpuCompiler> ServerCommunication for WgpuServer<C> {
@@ -124,7 +152,14 @@ impl<C: WgpuCompiler> ServerCommunication for WgpuServer<C> {
         let config = CommConfig::from_env();
         // Past the communicator's own timeout, which completes every call.
         let wait = config.timeout.saturating_mul(3) / 2 + Duration::from_secs(30);
-        let comm = Communicator::join_in_process(&device_ids, c.device_id, config)?;
+        let transport = match c.transport {
+            Some(t) => t,
+            None => CollectiveTransport::from_env()?,
+        };
+        let comm = match transport {
+            CollectiveTransport::Mpi => join_mpi(&device_ids, c.device_id, config)?,
+            _ => Communicator::join_in_process(&device_ids, c.device_id, config)?,
+        };
         if c.applier.is_none() {
             c.applier = Some(Applier::start(applier::Context {
                 device: self.gpu.device.clone(),

@@ -74,6 +74,7 @@ impl WgpuServerOptions {
                 timing,
                 captures: self.captures.clone().unwrap_or_default(),
                 device_id: self.device_id,
+                transport: self.transport,
             },
             device,
             queue,
@@ -127,6 +128,7 @@ impl<C: WgpuCompiler + Default> WgpuServer<C> {
             // The seed's constructor names no device; collectives see this
             // server as device 0 (build through `WgpuServerOptions` to set it).
             device_id: DeviceId(0),
+            transport: None,
         };
         match assemble(wiring, device, queue, utilities) {
             Ok(server) => server,
@@ -145,6 +147,7 @@ struct Wiring {
     timing: TimingMethod,
     captures: DeviceCaptures,
     device_id: DeviceId,
+    transport: Option<crate::CollectiveTransport>,
 }
 
 /// Makes every part of a server on `device`.
@@ -229,7 +232,7 @@ fn assemble<C: WgpuCompiler + Default>(
             last_sync_gpu_ns: Arc::new(AtomicU64::new(u64::MAX)),
         },
         graphs: Graphs::new(w.captures),
-        collectives: Collectives::new(w.device_id),
+        collectives: Collectives::new(w.device_id, w.transport),
         utilities: Arc::new(utilities),
         logger,
         failures: 0,
