@@ -3,8 +3,10 @@
 //! allocation back to this pool once the queue has copied it.
 //!
 //! What it buys: a steady upload loop allocates and page-faults nothing on
-//! the host; the caller fills memory that is already resident, and the one
-//! host copy left is wgpu's own (`write_buffer` into its staging belt).
+//! the host; the caller fills memory that is already resident. The one host
+//! copy left is the write's: into a mapped upload buffer on several threads
+//! for a megabyte or more (`upload.rs`), else `write_buffer` into wgpu's
+//! staging belt.
 //!
 //! What it does not buy: the caller's bytes are not the GPU-visible upload
 //! buffer itself. That would need `bytes::Bytes` over a mapped wgpu range
