@@ -19,7 +19,8 @@
 //! - `bench`  setup, then the benchmarks (`--quick`, `--filter PREFIX`),
 //!   writing `target/bench/report.json` and its chart,
 //!   `target/bench/report.svg`;
-//! - `device-bundle` builds the bench binary in release and gathers what the
+//! - `device-bundle` builds the bench, the `tour` and `mlp` examples (release)
+//!   and the GPU test binary, and gathers what the
 //!   H200 device machine needs to run it (see `xtask/h200/`).
 
 use std::io::Read;
@@ -514,6 +515,8 @@ fn device_bundle() -> Result {
         "bench",
         "--example",
         "tour",
+        "--example",
+        "mlp",
     ]);
     run(build)?;
     let out = root().join(".h200");
@@ -521,6 +524,7 @@ fn device_bundle() -> Result {
     for (dir, name) in [
         ("target/release", "bench"),
         ("target/release/examples", "tour"),
+        ("target/release/examples", "mlp"),
     ] {
         let bin = root().join(dir).join(name);
         std::fs::copy(&bin, out.join(name)).map_err(|e| format!("copy {}: {e}", bin.display()))?;
@@ -563,8 +567,9 @@ fn device_bundle() -> Result {
     libs.arg(root().join("xtask/h200/fetch-libs.sh"));
     run(libs)?;
     eprintln!(
-        "device-bundle: .h200/bench, .h200/tour, .h200/test-gpu and .gl/ are ready. On the device \
-         machine run\n  source xtask/h200/env.sh && .h200/tour && .h200/test-gpu && .h200/bench \
+        "device-bundle: .h200/bench, .h200/tour, .h200/mlp, .h200/test-gpu and .gl/ are ready. On \
+         the device machine run\n  source xtask/h200/env.sh && .h200/tour && .h200/mlp && \
+         .h200/test-gpu && .h200/bench \
          --out $OUT/report.json\ncarrying .gl and .h200."
     );
     Ok(())
