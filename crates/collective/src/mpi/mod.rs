@@ -28,6 +28,8 @@
 //!   `docs/mpi.md` for the settings under which the survivors report the
 //!   error themselves.
 
+mod collectives;
+mod exchange;
 mod ops;
 mod pool;
 mod transport;

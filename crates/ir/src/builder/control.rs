@@ -1,0 +1,119 @@
+//! Control flow and barriers for [`KernelBuilder`]: each closure body
+//! becomes a block of its own, checked as it is built (see the parent
+//! module).
+
+use super::{KernelBuilder, Val};
+use crate::Scalar;
+use crate::ir::{Barrier, Stmt};
+
+impl KernelBuilder {
+    /// `if cond { then }`.
+    pub fn if_(&mut self, cond: Val, then: impl FnOnce(&mut Self)) {
+        let then = self.block(then);
+        self.push(Stmt::If {
+            cond: cond.id,
+            then,
+            otherwise: Vec::new(),
+        });
+    }
+
+    /// `if cond { then } else { otherwise }`.
+    ///
+    /// ```
+    /// use compute_ir::{KernelBuilder, Scalar, interp};
+    /// use compute_runtime::pod;
+    ///
+    /// // out[i] = a[i] >= 0 ? a[i] : -a[i]
+    /// let mut k = KernelBuilder::new("abs", [4, 1, 1]);
+    /// let (a, out) = (k.input(Scalar::I32), k.output(Scalar::I32));
+    /// let gid = k.global_id();
+    /// let i = k.x(gid);
+    /// let v = k.load(a, i);
+    /// let zero = k.i32(0);
+    /// let positive = k.ge(v, zero);
+    /// k.if_else(
+    ///     positive,
+    ///     |k| k.store(out, i, v),
+    ///     |k| {
+    ///         let n = k.neg(v);
+    ///         k.store(out, i, n);
+    ///     },
+    /// );
+    /// let kernel = k.build()?;
+    /// let mut buffers = vec![pod::to_bytes(&[-2i32, 3, -4, 0]), vec![0; 16]];
+    /// interp::run(&kernel, [1, 1, 1], &mut buffers, &[])?;
+    /// assert_eq!(pod::from_bytes::<i32>(&buffers[1])?, [2, 3, 4, 0]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn if_else(
+        &mut self,
+        cond: Val,
+        then: impl FnOnce(&mut Self),
+        otherwise: impl FnOnce(&mut Self),
+    ) {
+        let then = self.block(then);
+        let otherwise = self.block(otherwise);
+        self.push(Stmt::If {
+            cond: cond.id,
+            then,
+            otherwise,
+        });
+    }
+
+    /// `for (i = start; i < end; i += 1) { body(i) }`.
+    pub fn for_range(&mut self, start: Val, end: Val, body: impl FnOnce(&mut Self, Val)) {
+        let one = match start.ty.scalar {
+            Scalar::I32 => self.i32(1),
+            _ => self.u32(1),
+        };
+        self.for_range_step(start, end, one, body);
+    }
+
+    /// `for (i = start; i < end; i += step) { body(i) }`.
+    pub fn for_range_step(
+        &mut self,
+        start: Val,
+        end: Val,
+        step: Val,
+        body: impl FnOnce(&mut Self, Val),
+    ) {
+        let index = Val {
+            id: self.fresh(start.ty),
+            ty: start.ty,
+        };
+        let body = self.block(|k| body(k, index));
+        self.push(Stmt::For {
+            index: index.id,
+            start: start.id,
+            end: end.id,
+            step: step.id,
+            body,
+        });
+    }
+
+    /// `loop { body }`; leave it with [`break_`](Self::break_).
+    pub fn loop_(&mut self, body: impl FnOnce(&mut Self)) {
+        let body = self.block(body);
+        self.push(Stmt::Loop(body));
+    }
+    /// `break`.
+    pub fn break_(&mut self) {
+        self.push(Stmt::Break);
+    }
+    /// `continue`.
+    pub fn continue_(&mut self) {
+        self.push(Stmt::Continue);
+    }
+    /// `return`: ends this invocation.
+    pub fn ret(&mut self) {
+        self.push(Stmt::Return);
+    }
+    /// `workgroupBarrier()`.
+    pub fn barrier(&mut self) {
+        self.push(Stmt::Barrier(Barrier::Workgroup));
+    }
+    /// `storageBarrier()`.
+    pub fn storage_barrier(&mut self) {
+        self.push(Stmt::Barrier(Barrier::Storage));
+    }
+}

@@ -1,0 +1,79 @@
+//! `cargo xtask device-bundle`: what the H200 device machine needs to run
+//! the bench, the examples and the GPU tests.
+
+use std::process::Command;
+
+use crate::{Result, cargo, root, run};
+
+pub(crate) fn device_bundle() -> Result {
+    let mut build = cargo();
+    build.args([
+        "build",
+        "--release",
+        "-p",
+        "compute-bench",
+        "-p",
+        "wgpu-server",
+        "--bin",
+        "bench",
+        "--example",
+        "tour",
+        "--example",
+        "mlp",
+    ]);
+    run(build)?;
+    let out = root().join(".h200");
+    std::fs::create_dir_all(&out).map_err(|e| format!("create {}: {e}", out.display()))?;
+    for (dir, name) in [
+        ("target/release", "bench"),
+        ("target/release/examples", "tour"),
+        ("target/release/examples", "mlp"),
+    ] {
+        let bin = root().join(dir).join(name);
+        std::fs::copy(&bin, out.join(name)).map_err(|e| format!("copy {}: {e}", bin.display()))?;
+    }
+    // The GPU test binary, to run the suite on the device too.
+    let mut tests = cargo();
+    tests.args([
+        "test",
+        "-p",
+        "compute-tests",
+        "--test",
+        "gpu",
+        "--no-run",
+        "--message-format=json",
+    ]);
+    let shown = format!("{tests:?}");
+    eprintln!("$ {shown}");
+    let built = tests
+        .output()
+        .map_err(|e| format!("could not start {shown}: {e}"))?;
+    if !built.status.success() {
+        return Err(format!(
+            "{shown} failed: {}",
+            String::from_utf8_lossy(&built.stderr)
+        ));
+    }
+    let listing = String::from_utf8_lossy(&built.stdout);
+    let exe = listing
+        .lines()
+        .filter(|l| l.contains("\"name\":\"gpu\"") && l.contains("\"executable\":\""))
+        .find_map(|l| {
+            let at = l.find("\"executable\":\"")? + "\"executable\":\"".len();
+            l[at..].split('"').next().map(str::to_owned)
+        })
+        .ok_or("could not find the gpu test binary in cargo's output")?;
+    std::fs::copy(&exe, out.join("test-gpu")).map_err(|e| format!("copy {exe}: {e}"))?;
+    // Debug symbols would take it past what travels to the device (64 MiB).
+    let _ = Command::new("strip").arg(out.join("test-gpu")).status();
+    let mut libs = Command::new("bash");
+    libs.arg(root().join("xtask/h200/fetch-libs.sh"));
+    run(libs)?;
+    eprintln!(
+        "device-bundle: .h200/bench, .h200/tour, .h200/mlp, .h200/test-gpu and .gl/ are ready. On \
+         the device machine run\n  source xtask/h200/env.sh && .h200/tour && .h200/mlp && \
+         .h200/test-gpu && .h200/bench \
+         --out $OUT/report.json\ncarrying .gl and .h200."
+    );
+    Ok(())
+}
