@@ -2,7 +2,9 @@
 //! computations, and random programs against the CPU interpreter.
 
 use compute_ir::{Kernel, Lit, Scalar, interp};
-use compute_runtime::{CubeCount, DeviceId, Handle, KernelArguments, LaunchMode, Server, StreamId};
+use compute_runtime::{
+    CubeCount, DeviceId, Handle, KernelArguments, LaunchMode, Server, ServerError, StreamId,
+};
 use compute_testkit::bytes::{bytes_f32, bytes_u32, f32_bytes, f64_bytes, u32_bytes, u64_bytes};
 use compute_testkit::random_ir::{self, Config, FloatOps};
 use compute_testkit::{Rng, kernels};
@@ -70,6 +72,55 @@ fn elementwise_add_matches_the_host() {
     let c = bytes_f32(&read(&mut s, &hc));
     let expected: Vec<f32> = a.iter().zip(&b).map(|(x, y)| x + y).collect();
     assert_eq!(c, expected);
+}
+
+/// Buffers of `vec4<f32>`: the device moves 16 bytes per load and store and
+/// adds lane by lane, exactly as the host does; a binding of fewer bytes
+/// than one vector is refused before anything runs.
+#[test]
+fn vec4_buffers_add_lane_by_lane_on_the_device() {
+    let mut s = server();
+    let k = kernels::elementwise_add_vec(Scalar::F32, 4, 64).expect("kernel");
+    let vectors = 2_500u32;
+    let n = vectors * 4;
+    let mut r = Rng::new(11);
+    let a: Vec<f32> = (0..n).map(|_| f32_data(&mut r)).collect();
+    let b: Vec<f32> = (0..n).map(|_| f32_data(&mut r)).collect();
+    let (ha, hb) = (upload(&mut s, f32_bytes(&a)), upload(&mut s, f32_bytes(&b)));
+    let hc = upload(&mut s, vec![0; n as usize * 4]);
+    let scalars = k.pack_scalars(&[Lit::U32(vectors)]).expect("scalars");
+    run(
+        &mut s,
+        &k,
+        [vectors.div_ceil(64), 1, 1],
+        &[ha, hb, hc.clone()],
+        scalars,
+    );
+    let c = bytes_f32(&read(&mut s, &hc));
+    let expected: Vec<f32> = a.iter().zip(&b).map(|(x, y)| x + y).collect();
+    assert_eq!(c, expected);
+
+    // 8 bytes bound where one element is 16: refused at the launch, and
+    // the output it would have written is poisoned, not half-written.
+    let small = upload(&mut s, vec![0; 8]);
+    let out = upload(&mut s, vec![0; 16]);
+    let scalars = k.pack_scalars(&[Lit::U32(1)]).expect("scalars");
+    run(
+        &mut s,
+        &k,
+        [1, 1, 1],
+        &[small.clone(), small, out.clone()],
+        scalars,
+    );
+    let err = common::sync(&mut s, S).expect_err("an 8-byte binding of vec4<f32> is refused");
+    assert!(
+        matches!(err.root_cause(), ServerError::BindingTooSmall { .. }),
+        "{err}"
+    );
+    assert!(
+        common::read(&mut s, &out, S).is_err(),
+        "the refused launch's output reads as poisoned"
+    );
 }
 
 #[test]

@@ -192,16 +192,17 @@ fn matmul(s: &mut Ir, o: &Options, cpu: bool, out: &mut Vec<Figure>) -> Result<(
     Ok(())
 }
 
-/// `kernel.add_gbps`: c = a + b from the IR, 12 bytes moved per element,
-/// against the same add handwritten over `vec4<f32>` on raw wgpu.
+/// `kernel.add_gbps`: c = a + b from the IR over `vec4<f32>` buffers
+/// (`input_vec`), 12 bytes moved per element, against the same add
+/// handwritten over `vec4<f32>` on raw wgpu.
 fn add(s: &mut Ir, o: &Options, cpu: bool, out: &mut Vec<Figure>) -> Result<(), ServerError> {
     let device = s.device().clone();
     let queue = s.queue().clone();
-    let add = kernels::elementwise_add(compute_ir::Scalar::F32, 256).map_err(ir_error)?;
+    let add = kernels::elementwise_add_vec(compute_ir::Scalar::F32, 4, 256).map_err(ir_error)?;
     let elems: u32 = if cpu { 1 << 22 } else { 65_535 * 256 };
     let eb = u64::from(elems) * 4;
     let (xa, xb, xc) = (alloc(s, eb)?, alloc(s, eb)?, alloc(s, eb)?);
-    let scalars = add.pack_scalars(&[Lit::U32(elems)]).map_err(ir_error)?;
+    let scalars = add.pack_scalars(&[Lit::U32(elems / 4)]).map_err(ir_error)?;
     let reps = if cpu { 3 } else { 20 };
     let pipeline = raw::pipeline(&device, ADD_VEC4);
     let storage = || raw::buffer(&device, eb, wgpu::BufferUsages::STORAGE);
@@ -222,7 +223,7 @@ fn add(s: &mut Ir, o: &Options, cpu: bool, out: &mut Vec<Figure>) -> Result<(), 
                 unsafe {
                     s.launch(
                         Box::new(add.clone()),
-                        CubeCount::x(elems / 256),
+                        CubeCount::x(vec4_groups),
                         args,
                         STREAM,
                         LaunchMode::Execute,

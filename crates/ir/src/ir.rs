@@ -30,10 +30,29 @@ pub enum Access {
 pub struct BufferDecl {
     /// Element type (never `bool`).
     pub elem: Scalar,
+    /// 1 for an array of scalars; 2 or 4 for an array of vectors
+    /// (`array<vec4<f32>>`): one element is `lanes` consecutive scalars,
+    /// loaded or stored at once (a 16-byte access for `vec4<f32>`, what
+    /// bandwidth-bound kernels need). Never 3: a `vec3` in a storage array
+    /// is padded to the size of a `vec4`, so its bytes would not be
+    /// consecutive scalars.
+    pub lanes: u8,
     /// Whether the kernel writes it.
     pub access: Access,
     /// An array of `atomic<i32|u32>`: accessed only through atomics.
     pub atomic: bool,
+}
+
+impl BufferDecl {
+    /// The type of one element (a scalar or a vector).
+    pub const fn ty(&self) -> Type {
+        Type::vec(self.elem, self.lanes)
+    }
+
+    /// Bytes per element in a host buffer.
+    pub const fn elem_size(&self) -> usize {
+        self.elem.size() * self.lanes as usize
+    }
 }
 
 /// A `var<workgroup>` array, zero-initialised at the start of each workgroup.

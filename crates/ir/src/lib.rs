@@ -7,7 +7,8 @@
 //! **Owns:** the meaning of a kernel. Its types ([`Scalar`], [`Type`]: bool,
 //! i32, u32, f32; f16, i64, u64 and f64 behind device features; vectors of
 //! 2 to 4), its interface (global buffers read or read-write, of any
-//! non-bool scalar, 8-byte elements for the 64-bit types; atomic buffers of
+//! non-bool scalar or of its 2- or 4-lane vectors (`input_vec`: one 16-byte
+//! access per `vec4<f32>`), 8-byte lanes for the 64-bit types; atomic buffers of
 //! i32/u32; scalar arguments, 4-byte i32/u32/f32 only, packed into one
 //! uniform block by [`pack_scalars`]' rule; workgroup-shared arrays;
 //! invocation builtins, subgroup ones included), its operations

@@ -38,17 +38,17 @@ pub(crate) fn array_elem(
     def: &KernelDef,
     op: &'static str,
     a: ArrayRef,
-) -> Result<(Scalar, bool), IrError> {
+) -> Result<(Type, bool), IrError> {
     match a {
         ArrayRef::Global(i) => def
             .buffers
             .get(i as usize)
-            .map(|b| (b.elem, b.atomic))
+            .map(|b| (b.ty(), b.atomic))
             .ok_or_else(|| IrError::structure(op, format!("buffer {i} does not exist"))),
         ArrayRef::Shared(i) => def
             .shared
             .get(i as usize)
-            .map(|s| (s.elem, false))
+            .map(|s| (Type::scalar(s.elem), false))
             .ok_or_else(|| IrError::structure(op, format!("shared array {i} does not exist"))),
     }
 }
@@ -272,7 +272,7 @@ pub fn op_type(def: &KernelDef, op: &Op) -> Result<Type, IrError> {
             })
         }
         Op::Load(a, i) => {
-            let (elem, atomic) = array_elem(def, name, *a)?;
+            let (ty, atomic) = array_elem(def, name, *a)?;
             if atomic {
                 return Err(IrError::ty(
                     name,
@@ -280,7 +280,7 @@ pub fn op_type(def: &KernelDef, op: &Op) -> Result<Type, IrError> {
                 ));
             }
             index_type(name, val(def, name, *i)?)?;
-            Ok(Type::scalar(elem))
+            Ok(ty)
         }
         Op::ArrayLength(b) => {
             if def.buffers.get(*b as usize).is_none() {

@@ -36,6 +36,22 @@ fn interface(def: &KernelDef) -> Result<(), IrError> {
                 format!("buffer {i}: bool is not host-shareable"),
             ));
         }
+        if !matches!(b.lanes, 1 | 2 | 4) {
+            return Err(IrError::ty(
+                "buffer",
+                format!(
+                    "buffer {i}: {} lanes; a buffer holds scalars or vectors of 2 or 4 \
+                     (a vec3's storage stride is 16 bytes)",
+                    b.lanes
+                ),
+            ));
+        }
+        if b.atomic && b.lanes != 1 {
+            return Err(IrError::ty(
+                "atomic_buffer",
+                format!("buffer {i}: atomics are on scalars"),
+            ));
+        }
         if b.atomic && !matches!(b.elem, Scalar::I32 | Scalar::U32) {
             return Err(IrError::ty(
                 "atomic_buffer",
@@ -176,7 +192,7 @@ impl Checker<'_> {
             ));
         }
         let tv = self.use_value(op, value)?;
-        if tv != Type::scalar(elem) {
+        if tv != elem {
             return Err(IrError::ty(op, format!("value must be {elem}, got {tv}")));
         }
         Ok(())

@@ -23,6 +23,43 @@ fn elementwise_add_matches_host() {
     }
 }
 
+/// Vector buffers: one element is `lanes` consecutive scalars, checked
+/// against plain host Rust lane by lane.
+#[test]
+fn vector_buffers_add_lane_by_lane() {
+    let mut rng = Rng::new(0x5eed_0004);
+    for lanes in [2u8, 4] {
+        let k = kernels::elementwise_add_vec(Scalar::F32, lanes, 64).expect("builds");
+        for vectors in [1usize, 63, 65, 300] {
+            let n = vectors * usize::from(lanes);
+            let a: Vec<f32> = (0..n).map(|_| rng.f32_signed()).collect();
+            let b: Vec<f32> = (0..n).map(|_| rng.f32_signed()).collect();
+            let mut bufs = vec![bytes::f32_bytes(&a), bytes::f32_bytes(&b), vec![0; 4 * n]];
+            let scalars = k.pack_scalars(&[Lit::U32(vectors as u32)]).expect("types");
+            let groups = vectors.div_ceil(64) as u32;
+            interp::run(&k, [groups, 1, 1], &mut bufs, &scalars).expect("runs");
+            let c = bytes::bytes_f32(&bufs[2]);
+            for i in 0..n {
+                assert_eq!(
+                    c[i].to_bits(),
+                    (a[i] + b[i]).to_bits(),
+                    "lanes={lanes} i={i}"
+                );
+            }
+        }
+    }
+    // u32 lanes wrap like scalars.
+    let k = kernels::elementwise_add_vec(Scalar::U32, 2, 4).expect("builds");
+    let mut bufs = vec![
+        bytes::u32_bytes(&[u32::MAX, 1, 2, 3]),
+        bytes::u32_bytes(&[1, 1, 1, 1]),
+        vec![0; 16],
+    ];
+    let scalars = k.pack_scalars(&[Lit::U32(2)]).expect("types");
+    interp::run(&k, [1, 1, 1], &mut bufs, &scalars).expect("runs");
+    assert_eq!(bytes::bytes_u32(&bufs[2]), [0, 2, 3, 4]);
+}
+
 #[test]
 fn elementwise_add_wraps_integers() {
     let k = kernels::elementwise_add(Scalar::I32, 4).expect("builds");

@@ -192,3 +192,32 @@ fn hand_built_ir_goes_through_the_same_checks() {
     let e = Kernel::new(def).expect_err("ill-typed");
     assert_names(&e, "mul");
 }
+
+#[test]
+fn vector_buffers_take_2_or_4_lanes_and_their_own_type() {
+    // vec3 (padded to 16 bytes in storage) and vec5 are refused.
+    for lanes in [0u8, 3, 5] {
+        let e = err(|b| {
+            b.input_vec(Scalar::F32, lanes);
+        });
+        assert_names(&e, "buffer");
+    }
+    // A scalar stored into a buffer of vec4<f32> names the store.
+    let e = err(|b| {
+        let out = b.output_vec(Scalar::F32, 4);
+        let i = b.u32(0);
+        let x = b.f32(1.0);
+        b.store(out, i, x);
+    });
+    assert_names(&e, "store");
+    assert!(e.to_string().contains("vec4<f32>"), "{e}");
+    // A load from one is a vec4<f32>: adding a scalar to it is a type error.
+    let e = err(|b| {
+        let src = b.input_vec(Scalar::F32, 4);
+        let i = b.u32(0);
+        let v = b.load(src, i);
+        let x = b.f32(1.0);
+        b.add(v, x);
+    });
+    assert_names(&e, "add");
+}

@@ -29,6 +29,8 @@ fn reference_kernels_compile_and_validate() {
     let all = [
         kernels::elementwise_add(Scalar::F32, 64),
         kernels::elementwise_add(Scalar::I32, 256),
+        kernels::elementwise_add_vec(Scalar::F32, 4, 256),
+        kernels::elementwise_add_vec(Scalar::U32, 2, 64),
         kernels::workgroup_sum(Scalar::F32, 256),
         kernels::workgroup_sum(Scalar::U32, 64),
         kernels::histogram(64),

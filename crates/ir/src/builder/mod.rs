@@ -47,8 +47,11 @@ pub struct Val {
 pub struct Buf {
     /// Its binding.
     pub binding: u32,
-    /// Element type.
+    /// Element type (of each lane, for a buffer of vectors).
     pub elem: Scalar,
+    /// 1 for scalars; 2 or 4 for a buffer of vectors
+    /// ([`KernelBuilder::input_vec`]).
+    pub lanes: u8,
 }
 
 /// A global buffer of `atomic<i32|u32>`.
@@ -243,10 +246,11 @@ impl KernelBuilder {
 
     // ---- interface ------------------------------------------------------
 
-    fn buffer(&mut self, elem: Scalar, access: Access, atomic: bool) -> u32 {
+    fn buffer(&mut self, elem: Scalar, lanes: u8, access: Access, atomic: bool) -> u32 {
         let binding = self.def.buffers.len() as u32;
         self.def.buffers.push(BufferDecl {
             elem,
+            lanes,
             access,
             atomic,
         });
@@ -255,17 +259,64 @@ impl KernelBuilder {
 
     /// A buffer the kernel only reads, at the next binding.
     pub fn input(&mut self, elem: Scalar) -> Buf {
-        Buf {
-            binding: self.buffer(elem, Access::Read, false),
-            elem,
-        }
+        self.input_vec(elem, 1)
     }
 
     /// A buffer the kernel writes (and may read), at the next binding.
     pub fn output(&mut self, elem: Scalar) -> Buf {
+        self.output_vec(elem, 1)
+    }
+
+    /// A read-only buffer of `vec{lanes}<elem>` (`lanes` 2 or 4; 1 is
+    /// [`input`](Self::input)): element `i` is the scalars `lanes * i ..
+    /// lanes * (i + 1)` of the bound bytes, and a [`load`](Self::load) reads
+    /// all of them at once, the 16-byte loads a bandwidth-bound kernel
+    /// wants. [`array_length`](Self::array_length) counts vectors.
+    ///
+    /// ```
+    /// use compute_ir::{KernelBuilder, Scalar, interp};
+    /// use compute_runtime::pod;
+    ///
+    /// // c[i] = a[i] + b[i], four f32 at a time.
+    /// let mut k = KernelBuilder::new("add4", [64, 1, 1]);
+    /// let a = k.input_vec(Scalar::F32, 4);
+    /// let b = k.input_vec(Scalar::F32, 4);
+    /// let c = k.output_vec(Scalar::F32, 4);
+    /// let gid = k.global_id();
+    /// let i = k.x(gid);
+    /// let n = k.array_length(c);
+    /// let inside = k.lt(i, n);
+    /// k.if_(inside, |k| {
+    ///     let x = k.load(a, i);
+    ///     let y = k.load(b, i);
+    ///     let s = k.add(x, y);
+    ///     k.store(c, i, s);
+    /// });
+    /// let kernel = k.build()?;
+    /// let mut buffers = vec![
+    ///     pod::to_bytes(&[1f32, 2., 3., 4., 5., 6., 7., 8.]),
+    ///     pod::to_bytes(&[10f32; 8]),
+    ///     vec![0; 32],
+    /// ];
+    /// interp::run(&kernel, [1, 1, 1], &mut buffers, &[])?;
+    /// assert_eq!(pod::from_bytes::<f32>(&buffers[2])?, [11., 12., 13., 14., 15., 16., 17., 18.]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn input_vec(&mut self, elem: Scalar, lanes: u8) -> Buf {
         Buf {
-            binding: self.buffer(elem, Access::ReadWrite, false),
+            binding: self.buffer(elem, lanes, Access::Read, false),
             elem,
+            lanes,
+        }
+    }
+
+    /// A buffer of `vec{lanes}<elem>` the kernel writes (and may read); see
+    /// [`input_vec`](Self::input_vec).
+    pub fn output_vec(&mut self, elem: Scalar, lanes: u8) -> Buf {
+        Buf {
+            binding: self.buffer(elem, lanes, Access::ReadWrite, false),
+            elem,
+            lanes,
         }
     }
 
@@ -295,7 +346,7 @@ impl KernelBuilder {
     /// ```
     pub fn atomic_buffer(&mut self, elem: Scalar) -> AtomicBuf {
         AtomicBuf {
-            binding: self.buffer(elem, Access::ReadWrite, true),
+            binding: self.buffer(elem, 1, Access::ReadWrite, true),
             elem,
         }
     }

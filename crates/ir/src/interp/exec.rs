@@ -171,10 +171,15 @@ impl<'k> Invocation<'k> {
             Op::Builtin(b) => self.builtin(ctx, *b),
             Op::Get(var) => self.vars[var.0 as usize],
             Op::Load(ArrayRef::Global(b), i) => {
-                let elem = def.buffers[*b as usize].elem;
+                let decl = def.buffers[*b as usize];
                 let buf = &mem.globals[*b as usize];
-                let i = index("load", self.v(*i), (buf.len() / elem.size()) as u64)?;
-                Value::scalar(elem, read_global(buf, elem, i))
+                let i = index("load", self.v(*i), (buf.len() / decl.elem_size()) as u64)?;
+                let mut out = Value::zero(decl.ty());
+                let lanes = usize::from(decl.lanes);
+                for (lane, bits) in out.lanes[..lanes].iter_mut().enumerate() {
+                    *bits = read_global(buf, decl.elem, i * lanes + lane);
+                }
+                out
             }
             Op::Load(ArrayRef::Shared(s), i) => {
                 let arr = &mem.shared[*s as usize];
@@ -182,10 +187,10 @@ impl<'k> Invocation<'k> {
                 Value::scalar(def.shared[*s as usize].elem, arr[i])
             }
             Op::ArrayLength(b) => {
-                let elem = def.buffers[*b as usize].elem;
+                let decl = def.buffers[*b as usize];
                 Value::scalar(
                     Scalar::U32,
-                    (mem.globals[*b as usize].len() / elem.size()) as u64,
+                    (mem.globals[*b as usize].len() / decl.elem_size()) as u64,
                 )
             }
             Op::AtomicLoad(b, i) => {
@@ -307,10 +312,14 @@ impl<'k> Invocation<'k> {
                     self.vars[var.0 as usize] = self.v(*init);
                 }
                 Stmt::Store(ArrayRef::Global(b), i, v) => {
-                    let elem = ctx.def.buffers[*b as usize].elem;
+                    let decl = ctx.def.buffers[*b as usize];
                     let buf = &mut mem.globals[*b as usize];
-                    let i = index("store", self.v(*i), (buf.len() / elem.size()) as u64)?;
-                    write_global(buf, elem, i, self.v(*v).bits());
+                    let i = index("store", self.v(*i), (buf.len() / decl.elem_size()) as u64)?;
+                    let value = self.v(*v);
+                    let lanes = usize::from(decl.lanes);
+                    for (lane, bits) in value.lanes[..lanes].iter().enumerate() {
+                        write_global(buf, decl.elem, i * lanes + lane, *bits);
+                    }
                 }
                 Stmt::Store(ArrayRef::Shared(a), i, v) => {
                     let x = self.v(*v).bits();

@@ -165,11 +165,11 @@ fn run_full(
         )));
     }
     for (i, (b, d)) in buffers.iter().zip(&def.buffers).enumerate() {
-        if b.len() % d.elem.size() != 0 {
+        if b.len() % d.elem_size() != 0 {
             return Err(RunError::Interface(format!(
                 "buffer {i} holds {} bytes, not a whole number of {}",
                 b.len(),
-                d.elem
+                d.ty()
             )));
         }
     }

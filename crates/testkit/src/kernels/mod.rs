@@ -7,7 +7,7 @@ mod histogram;
 mod matmul;
 mod reduce;
 
-pub use add::elementwise_add;
+pub use add::{elementwise_add, elementwise_add_vec};
 pub use histogram::histogram;
 pub use matmul::{MATMUL_TILE, tiled_matmul};
 pub use reduce::workgroup_sum;

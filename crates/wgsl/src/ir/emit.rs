@@ -51,7 +51,7 @@ pub fn emit_wgsl(kernel: &Kernel) -> String {
         let elem = if b.atomic {
             format!("atomic<{}>", b.elem.wgsl())
         } else {
-            b.elem.wgsl().to_string()
+            b.ty().to_string()
         };
         // Atomic buffers are always declared `ReadWrite` by the IR.
         let access = if b.access == Access::ReadWrite {
