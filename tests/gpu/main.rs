@@ -16,6 +16,7 @@ mod client;
 mod end_to_end;
 mod graph;
 mod ir;
+mod lifetime;
 mod memory;
 mod profile;
 mod queued;

@@ -9,6 +9,8 @@
 //! own limits and the optional features the server uses when present
 //! (timestamp queries, subgroups, f16, i64/u64, f64).
 
+use std::sync::Mutex;
+
 use compute_runtime::{AdapterSummary, DeviceId, MemoryDeviceProperties, ServerError};
 
 /// The environment variable that picks an adapter.
@@ -69,13 +71,30 @@ pub fn ranked_adapters(instance: &wgpu::Instance) -> Vec<wgpu::Adapter> {
     adapters
 }
 
-/// An instance of `backends` (narrowed by `WGPU_BACKEND`), flags from the
-/// environment.
+/// The process's instance of `backends` (narrowed by `WGPU_BACKEND`), flags
+/// from the environment: made on first use and kept for the life of the
+/// process, shared by every server.
+///
+/// Why it is never dropped: dropping the last instance (with the adapters
+/// and devices made from it) has the Vulkan loader unload the driver, and
+/// NVIDIA's driver (seen with 580.159.04 on an H200) leaves a thread-exit
+/// destructor behind in the code it unloaded. Any thread that had used the
+/// driver then jumps into unmapped memory when it ends: a SIGSEGV after
+/// the work is done, on whichever thread dropped the last server, or a
+/// test thread. A driver loaded once and never unloaded has no such exit.
 pub fn instance(backends: wgpu::Backends) -> wgpu::Instance {
+    static INSTANCES: Mutex<Vec<(wgpu::Backends, wgpu::Instance)>> = Mutex::new(Vec::new());
+    let backends = backends & wgpu::Backends::all().with_env();
+    let mut made = INSTANCES.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((_, instance)) = made.iter().find(|(b, _)| *b == backends) {
+        return instance.clone();
+    }
     let mut desc = wgpu::InstanceDescriptor::new_without_display_handle();
-    desc.backends = backends & wgpu::Backends::all().with_env();
+    desc.backends = backends;
     desc.flags = wgpu::InstanceFlags::from_build_config().with_env();
-    wgpu::Instance::new(desc)
+    let instance = wgpu::Instance::new(desc);
+    made.push((backends, instance.clone()));
+    instance
 }
 
 /// The adapters the server chooses from, ranked.
