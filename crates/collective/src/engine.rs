@@ -54,15 +54,33 @@ pub(crate) fn spawn(
 }
 
 fn run(transport: Arc<dyn Transport>, queue: mpsc::Receiver<Job>, timeout: Duration) {
+    // Once a call timed out (or was aborted by a rank that did), a rank is
+    // missing: every later call would wait out the timeout again, one after
+    // the other. They fail at once instead, naming the first timeout.
+    let mut broken: Option<Arc<ServerError>> = None;
     while let Ok(job) = queue.recv() {
-        let result = catch_unwind(AssertUnwindSafe(|| execute(&*transport, &job, timeout)))
-            .unwrap_or_else(|_| {
-                Err(ServerError::CollectiveState {
-                    reason: "the collective engine panicked on this call".into(),
-                })
-            });
+        let result = match &broken {
+            Some(first) => Err(ServerError::CollectiveAborted {
+                call: describe(job.call.name(), job.id),
+                reason: format!("an earlier call on this communicator timed out: {first}"),
+            }),
+            None => catch_unwind(AssertUnwindSafe(|| execute(&*transport, &job, timeout)))
+                .unwrap_or_else(|_| {
+                    Err(ServerError::CollectiveState {
+                        reason: "the collective engine panicked on this call".into(),
+                    })
+                }),
+        };
         if let Err(error) = &result {
             tracing::debug!(rank = transport.rank(), call = %job.call, %error, "collective failed");
+            if broken.is_none()
+                && matches!(
+                    error,
+                    ServerError::CollectiveTimeout { .. } | ServerError::CollectiveAborted { .. }
+                )
+            {
+                broken = Some(Arc::new(error.clone()));
+            }
         }
         job.cell.complete(result);
     }

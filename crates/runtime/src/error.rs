@@ -269,6 +269,19 @@ pub enum ServerError {
         /// What the state refused.
         reason: String,
     },
+    /// The bytes are the destination of a `ComputeWait::Overlap` collective
+    /// that `sync_collective` has not written yet: until it has, they are
+    /// neither the old bytes nor the result, and every use is refused.
+    #[error(
+        "the destination of an Overlap {call} on {stream} is written by sync_collective: call it \
+         before using these bytes"
+    )]
+    CollectivePending {
+        /// The collective, in words (`all_reduce`).
+        call: &'static str,
+        /// The stream whose `sync_collective` writes the result.
+        stream: StreamId,
+    },
     /// A collective was aborted before it completed (another rank timed out
     /// waiting on it, or a rank left the communicator); every rank that
     /// reaches it afterwards gets this at once.

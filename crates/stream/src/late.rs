@@ -1,58 +1,62 @@
-//! Poison that arrives from the GPU after the work was enqueued.
+//! Poison that arrives after the work was enqueued, and follows the data.
 //!
-//! Some failures are only known once the device has run the batch: an
-//! indirect dispatch whose count is over the device's per-dimension limit is
-//! skipped by wgpu without a word, and only a readback of the count says so.
-//! Such a verdict arrives in a buffer-map callback, on whatever thread polls
-//! the device, while the server may be in the middle of another call. It is
-//! recorded here, behind a lock the callback can take, and is part of the
-//! trust state from then on: [`TrustRegistry::check`](crate::TrustRegistry)
-//! consults it, and a read that was already waiting checks it once its
-//! wait is over (the verdict's callback runs in the same poll that completes
-//! the batch, before any later batch's wait returns). The server takes the
-//! reports to defer each error to its stream; a `sync` of the stream whose
-//! wait the verdict arrived during reports it itself ([`LateFaults::claim`]).
+//! Some failures are only known once the device has run a batch (an
+//! indirect dispatch whose count is over the device's per-dimension limit
+//! is skipped by wgpu without a word; only a readback of the count says
+//! so), or once other ranks have answered (a collective's outcome). Such a
+//! verdict arrives on another thread, while the server may be in the middle
+//! of another call. It is recorded here, behind a lock the callback can
+//! take, and is part of the trust state from then on:
+//! [`TrustRegistry::check`](crate::TrustRegistry) consults it, and a read
+//! that was already waiting checks it once its wait is over.
 //!
-//! Work whose verdict will come late is registered when it is encoded
-//! ([`LateFaults::expect`]); a full overwrite of one of its writes before
-//! the verdict arrives takes that slice out of the verdict's reach, so bytes
-//! written after the failed work are never poisoned by it.
+//! Poison follows data here too. Work whose verdict will come late is
+//! registered when it is enqueued ([`LateFaults::expect`]): the slices it
+//! writes are *at risk*. Work enqueued later that reads an at-risk slice
+//! registers itself ([`LateFaults::depend`]): what it writes is at risk
+//! too, behind the same verdict, transitively. A failed verdict
+//! ([`LateFaults::verdict`]) then poisons the judged writes with its error
+//! and every dependent's writes with [`ServerError::UntrustedInput`] naming
+//! the input it read, in program order, and reports each dependent's
+//! failure to its stream once, exactly as if the work had been refused for
+//! that input at enqueue. A full overwrite of a slice ([`LateFaults::clear`],
+//! through the trust registry) takes it out of reach: bytes written after
+//! the failed work are never poisoned by its verdict. What the verdict
+//! reaches is decided by the order of enqueue, never by when it arrives.
 //!
-//! What it buys: "Ok never hands back wrong bytes" holds for failures only
-//! the GPU can see. What it does not: work enqueued on those outputs before
-//! the verdict arrived is not poisoned after the fact (its own inputs were
-//! trusted when it was checked); only reads of the outputs themselves, and
-//! work enqueued after the verdict, see it.
+//! Every verdict on bytes is known before any later submission that reads
+//! them completes (an audit's map callback runs in the poll that retires its
+//! batch, before any later batch's; a collective's outcome is recorded before
+//! the batch held behind it is submitted), so a read, a `sync` or a staged
+//! collective input that waited for the work sees the verdict.
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
+use crate::late_verdict::{Dependent, Event, Inner, Verdict};
 use compute_runtime::{MemoryId, ServerError, StreamId};
-use hashbrown::HashMap;
 
 /// Failures with the stream each happened on.
 pub type Reports = Vec<(StreamId, Arc<ServerError>)>;
 
-#[derive(Debug, Default)]
-struct Inner {
-    poisoned: HashMap<MemoryId, Arc<ServerError>>,
-    reports: Reports,
-    /// Reports a `sync` already handed to its caller ([`LateFaults::claim`]):
-    /// still to be settled by the server, not to be deferred again.
-    claimed: Reports,
-    /// Audited work whose verdict has not arrived, by audit id: the slices
-    /// it writes that no full overwrite has trusted again since it was
-    /// encoded (a verdict must not poison bytes written after the work).
-    pending: HashMap<u64, Vec<MemoryId>>,
-    next_audit: u64,
+/// What a late verdict has said so far about work registered with
+/// [`LateFaults::depend_token`].
+#[derive(Clone, Debug, PartialEq)]
+pub enum DependOutcome {
+    /// A verdict it depends on has not arrived.
+    Pending,
+    /// Every verdict it depends on was good.
+    Clean,
+    /// A verdict poisoned an input it read: the error its writes carry.
+    Poisoned(Arc<ServerError>),
 }
 
 /// Late verdicts; shared (`Arc`) between the registry and the callbacks.
 #[derive(Debug, Default)]
 pub struct LateFaults {
-    /// Fast path: nothing was ever recorded.
+    /// Fast path: nothing was ever poisoned late.
     any: AtomicBool,
-    /// Fast path: audits waiting for their verdict.
+    /// Fast path: verdicts still to come.
     pending: AtomicUsize,
     inner: Mutex<Inner>,
 }
@@ -63,15 +67,12 @@ impl LateFaults {
     }
 
     /// Records that the work of `stream` writing `writes` failed with
-    /// `error`; callable from any thread.
+    /// `error`, known now; callable from any thread.
     pub fn poison(&self, stream: StreamId, writes: &[MemoryId], error: ServerError) {
         let cause = Arc::new(error);
         let mut inner = self.lock();
         for m in writes {
-            inner
-                .poisoned
-                .entry(*m)
-                .or_insert_with(|| Arc::clone(&cause));
+            inner.poison_one(*m, &cause);
         }
         inner.reports.push((stream, cause));
         self.any.store(true, Ordering::Release);
@@ -94,46 +95,149 @@ impl LateFaults {
         }
     }
 
-    /// Whether any late verdict is on record.
+    /// Whether no late verdict is on record.
     pub fn is_empty(&self) -> bool {
         !self.any.load(Ordering::Acquire)
     }
 
-    /// Registers work writing `writes` whose verdict will come late; the
-    /// id is for [`LateFaults::settle`] once it has.
+    /// Verdicts still to come.
+    pub fn pending(&self) -> usize {
+        self.pending.load(Ordering::Acquire)
+    }
+
+    /// Registers work writing `writes` whose verdict will come late; the id
+    /// is for [`LateFaults::verdict`], which must be called once per id.
     pub fn expect(&self, writes: &[MemoryId]) -> u64 {
         let mut inner = self.lock();
-        inner.next_audit += 1;
-        let id = inner.next_audit;
-        inner.pending.insert(id, writes.to_vec());
+        inner.next_id += 1;
+        let id = inner.next_id;
+        inner.verdicts.insert(id, Verdict::new(writes));
         self.pending.fetch_add(1, Ordering::AcqRel);
         id
     }
 
-    /// The slices audit `id` ([`LateFaults::expect`]) writes that are still
-    /// to be judged by its verdict: those no full overwrite has trusted
-    /// again since. Call once per id, whether the verdict came or not.
-    pub fn settle(&self, id: u64) -> Vec<MemoryId> {
-        let writes = self.lock().pending.remove(&id);
-        match writes {
-            Some(w) => {
-                self.pending.fetch_sub(1, Ordering::AcqRel);
-                w
+    /// Work of `stream` that read `reads` and writes `writes`, enqueued
+    /// after its inputs were checked: where an input is at risk, so are its
+    /// writes, behind the same verdicts; where an input was poisoned late
+    /// since it was checked, its writes are poisoned now. Nothing to do (and
+    /// no lock taken) while no verdict is pending or on record.
+    pub fn depend(&self, stream: StreamId, reads: &[MemoryId], writes: &[MemoryId]) {
+        if self.pending() > 0 || !self.is_empty() {
+            self.register(stream, reads, writes, false);
+        }
+    }
+
+    /// [`depend`](Self::depend) for work whose own outcome is asked later
+    /// ([`LateFaults::outcome`]): a collective's staged input. `None` when
+    /// none of `reads` is at risk or poisoned.
+    pub fn depend_token(&self, stream: StreamId, reads: &[MemoryId]) -> Option<u64> {
+        if self.pending() == 0 && self.is_empty() {
+            return None;
+        }
+        self.register(stream, reads, &[], true)
+    }
+
+    fn register(
+        &self,
+        stream: StreamId,
+        reads: &[MemoryId],
+        writes: &[MemoryId],
+        keep: bool,
+    ) -> Option<u64> {
+        let mut inner = self.lock();
+        let poisoned = reads
+            .iter()
+            .find_map(|r| inner.poisoned.get(r).map(|c| (*r, Arc::clone(c))));
+        if let Some((input, cause)) = poisoned {
+            let cause = Arc::new(ServerError::UntrustedInput { input, cause });
+            for m in writes {
+                inner.poison_one(*m, &cause);
             }
-            None => Vec::new(),
+            if keep {
+                return Some(inner.settled_token(cause));
+            }
+            inner.reports.push((stream, cause));
+            return None;
+        }
+        inner.next_id += 1;
+        let dep = inner.next_id;
+        let mut remaining = 0;
+        for v in inner.verdicts.values_mut() {
+            let inputs: Vec<MemoryId> = reads
+                .iter()
+                .copied()
+                .filter(|r| v.live.contains(r))
+                .collect();
+            if inputs.is_empty() {
+                continue;
+            }
+            remaining += 1;
+            v.live.extend(writes.iter().copied());
+            v.events.push(Event::Read {
+                dep,
+                inputs,
+                writes: writes.to_vec(),
+            });
+        }
+        if remaining == 0 {
+            return None;
+        }
+        inner.dependents.insert(
+            dep,
+            Dependent {
+                stream,
+                remaining,
+                cause: None,
+                keep,
+            },
+        );
+        keep.then_some(dep)
+    }
+
+    /// What the verdicts said about work registered with
+    /// [`depend_token`](Self::depend_token); once it is no longer
+    /// [`DependOutcome::Pending`], the token is forgotten.
+    pub fn outcome(&self, token: u64) -> DependOutcome {
+        let mut inner = self.lock();
+        let outcome = match inner.dependents.get(&token) {
+            None => DependOutcome::Clean,
+            Some(d) if d.remaining > 0 => return DependOutcome::Pending,
+            Some(d) => match &d.cause {
+                Some(c) => DependOutcome::Poisoned(Arc::clone(c)),
+                None => DependOutcome::Clean,
+            },
+        };
+        inner.dependents.remove(&token);
+        outcome
+    }
+
+    /// The verdict on the work registered as `id` by
+    /// [`expect`](Self::expect): `Ok` when it ran as enqueued, else the
+    /// failure (of `stream`'s work), which poisons what it wrote and what
+    /// read that since (see the module doc). Call once per id.
+    pub fn verdict(&self, id: u64, stream: StreamId, outcome: Result<(), ServerError>) {
+        let mut inner = self.lock();
+        let Some(v) = inner.verdicts.remove(&id) else {
+            return;
+        };
+        self.pending.fetch_sub(1, Ordering::AcqRel);
+        if inner.apply(v, stream, outcome) {
+            self.any.store(true, Ordering::Release);
         }
     }
 
     /// Clears `memory` (a full overwrite, or the slice was freed), including
-    /// for verdicts still to come on work encoded before.
+    /// for verdicts still to come on work enqueued before.
     pub(crate) fn clear(&self, memory: MemoryId) {
-        let pending = self.pending.load(Ordering::Acquire) > 0;
-        if pending || self.any.load(Ordering::Acquire) {
+        let pending = self.pending() > 0;
+        if pending || !self.is_empty() {
             let mut inner = self.lock();
             inner.poisoned.remove(&memory);
             if pending {
-                for writes in inner.pending.values_mut() {
-                    writes.retain(|m| *m != memory);
+                for v in inner.verdicts.values_mut() {
+                    if v.live.remove(&memory) {
+                        v.events.push(Event::Cleared(memory));
+                    }
                 }
             }
         }
@@ -143,7 +247,7 @@ impl LateFaults {
     /// nobody reported yet, then those a `sync` has reported already
     /// ([`LateFaults::claim`]).
     pub fn take_reports(&self) -> (Reports, Reports) {
-        if !self.any.load(Ordering::Acquire) {
+        if self.is_empty() {
             return (Vec::new(), Vec::new());
         }
         let mut inner = self.lock();
@@ -158,7 +262,7 @@ impl LateFaults {
     /// so they are not deferred again (they still reach
     /// [`LateFaults::take_reports`], as claimed).
     pub fn claim(&self, stream: StreamId) -> Vec<Arc<ServerError>> {
-        if !self.any.load(Ordering::Acquire) {
+        if self.is_empty() {
             return Vec::new();
         }
         let mut inner = self.lock();
@@ -171,55 +275,15 @@ impl LateFaults {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn verdicts_poison_until_cleared_and_report_once() {
-        let late = LateFaults::default();
-        assert!(late.is_empty());
-        assert!(late.check(MemoryId(1)).is_ok());
-        late.poison(
-            StreamId(3),
-            &[MemoryId(1), MemoryId(2)],
-            ServerError::unsupported("x", "late"),
-        );
-        assert!(late.check(MemoryId(1)).is_err());
-        assert!(late.check(MemoryId(2)).is_err());
-        assert!(late.check(MemoryId(9)).is_ok());
-        assert_eq!(late.take_reports().0.len(), 1);
-        assert!(late.take_reports().0.is_empty());
-        late.clear(MemoryId(1));
-        assert!(late.check(MemoryId(1)).is_ok());
-        assert!(late.check(MemoryId(2)).is_err());
-    }
-
-    #[test]
-    fn a_verdict_does_not_poison_what_was_overwritten_after_the_work() {
-        let late = LateFaults::default();
-        let id = late.expect(&[MemoryId(1), MemoryId(2)]);
-        late.clear(MemoryId(1));
-        let writes = late.settle(id);
-        assert_eq!(writes, vec![MemoryId(2)]);
-        assert!(late.settle(id).is_empty(), "settled once");
-        late.poison(StreamId(0), &writes, ServerError::unsupported("x", "late"));
-        assert!(late.check(MemoryId(1)).is_ok());
-        assert!(late.check(MemoryId(2)).is_err());
-    }
-
-    #[test]
-    fn a_claimed_report_is_settled_but_not_reported_again() {
-        let late = LateFaults::default();
-        let error = || ServerError::unsupported("x", "late");
-        late.poison(StreamId(1), &[MemoryId(1)], error());
-        late.poison(StreamId(2), &[MemoryId(2)], error());
-        assert_eq!(late.claim(StreamId(1)).len(), 1);
-        assert!(late.claim(StreamId(1)).is_empty(), "claimed once");
-        let (unreported, claimed) = late.take_reports();
-        assert_eq!(unreported.len(), 1);
-        assert_eq!(unreported[0].0, StreamId(2));
-        assert_eq!(claimed.len(), 1);
-        assert_eq!(claimed[0].0, StreamId(1));
+/// What a test asks about the registry's bookkeeping.
+impl LateFaults {
+    /// Dependents whose verdicts have not all come (bounded by the work in
+    /// flight).
+    pub fn dependents(&self) -> usize {
+        self.lock().dependents.len()
     }
 }
+
+#[cfg(test)]
+#[path = "late_tests.rs"]
+mod tests;

@@ -20,11 +20,12 @@
 //! without a device.
 
 mod late;
+mod late_verdict;
 mod scheduler;
 mod scope;
 mod trust;
 
-pub use late::{LateFaults, Reports};
+pub use late::{DependOutcome, LateFaults, Reports};
 pub use scheduler::{
     Access, BatchFailure, MAX_IDLE_STREAMS, SchedulerMultiStream, SchedulerStreamBackend,
     Submitted, Urgency,

@@ -61,6 +61,14 @@ pub trait SchedulerStreamBackend {
         stream: &mut Self::Stream,
         urgency: Urgency,
     ) -> Result<Submitted, BatchFailure>;
+
+    /// After a submit answered [`Submitted::HandedOff`] for work that
+    /// `id`'s next work must follow: holds `id`'s pending batch (and what
+    /// it encodes next) until the handed-off batch is on the queue. Never
+    /// called on a backend that never hands off.
+    fn follow(&mut self, id: StreamId, stream: &mut Self::Stream) {
+        let _ = (id, stream);
+    }
 }
 
 /// Why a batch is being submitted.
@@ -71,6 +79,11 @@ pub enum Urgency {
     WhenReady,
     /// Something depends on the batch having been submitted.
     Now,
+    /// Work of another stream (or a `flush`) must come after the batch, and
+    /// may itself be held behind it: submit if nothing holds the batch
+    /// back, else hand it to whoever submits it once that is done, without
+    /// waiting ([`Submitted::HandedOff`]).
+    Before,
 }
 
 /// What [`SchedulerStreamBackend::submit`] did.
@@ -80,6 +93,9 @@ pub enum Submitted {
     Yes,
     /// The backend held it back; it stays pending.
     Held,
+    /// The backend took the batch and will submit it once what holds it is
+    /// done; the stream's later work stays held behind it.
+    HandedOff,
 }
 
 /// A submitted batch that did not run.
@@ -203,6 +219,18 @@ impl<B: SchedulerStreamBackend> SchedulerMultiStream<B> {
         self.trust.check(memory)
     }
 
+    /// Marks `memory` as about to be replaced by work still to come (see
+    /// [`TrustRegistry::begin_pending`]).
+    pub fn begin_pending(&mut self, memory: MemoryId, cause: Arc<ServerError>) {
+        self.trust.begin_pending(memory, cause);
+    }
+
+    /// The work `memory` was pending on is done (see
+    /// [`TrustRegistry::end_pending`]).
+    pub fn end_pending(&mut self, memory: MemoryId) {
+        self.trust.end_pending(memory);
+    }
+
     /// The mutating path to trust, for [`write_scope`](crate::write_scope).
     pub(crate) fn trust_mut(&mut self) -> &mut TrustRegistry {
         &mut self.trust
@@ -287,7 +315,11 @@ impl<B: SchedulerStreamBackend> SchedulerMultiStream<B> {
             }
         }
         for other in to_submit {
-            self.submit(other);
+            if self.submit_with(other, Urgency::Before) == Some(Submitted::HandedOff)
+                && let Some(state) = self.streams.get_mut(&stream)
+            {
+                self.backend.follow(stream, &mut state.inner);
+            }
         }
         let batch = self.streams.get(&stream).map_or(0, |s| s.batch);
         for (range, access) in ranges {
@@ -312,7 +344,25 @@ impl<B: SchedulerStreamBackend> SchedulerMultiStream<B> {
     /// Submits every stream whose pending batch touches `ranges`, so a host
     /// write that lands before the next submit cannot overtake them.
     pub fn prepare_host_write(&mut self, ranges: &[StorageHandle]) {
-        let mut to_submit: Vec<StreamId> = Vec::new();
+        for s in self.pending_users(ranges) {
+            self.submit(s);
+        }
+    }
+
+    /// Submits every stream whose pending batch touches `ranges` if that
+    /// needs no wait; `false` when one of them is held back (a host write
+    /// that must land after it then goes on a stream, behind it).
+    pub fn try_prepare_host_write(&mut self, ranges: &[StorageHandle]) -> bool {
+        let mut clear = true;
+        for s in self.pending_users(ranges) {
+            clear &= self.submit_with(s, Urgency::WhenReady) != Some(Submitted::Held);
+        }
+        clear
+    }
+
+    /// Streams whose pending batch touches `ranges`.
+    fn pending_users(&mut self, ranges: &[StorageHandle]) -> Vec<StreamId> {
+        let mut users: Vec<StreamId> = Vec::new();
         for range in ranges {
             let Some(uses) = self.pages.get_mut(&range.id) else {
                 continue;
@@ -320,14 +370,12 @@ impl<B: SchedulerStreamBackend> SchedulerMultiStream<B> {
             uses.retain(|u| Self::pending(&self.streams, u));
             let end = range.offset.saturating_add(range.size);
             for u in uses.iter() {
-                if u.overlaps(range.offset, end) && !to_submit.contains(&u.stream) {
-                    to_submit.push(u.stream);
+                if u.overlaps(range.offset, end) && !users.contains(&u.stream) {
+                    users.push(u.stream);
                 }
             }
         }
-        for s in to_submit {
-            self.submit(s);
-        }
+        users
     }
 
     /// Counts one encoded task on `stream`, submitting at `tasks_max`.
@@ -358,30 +406,40 @@ impl<B: SchedulerStreamBackend> SchedulerMultiStream<B> {
         self.submit_with(stream, Urgency::Now);
     }
 
+    /// Submits `stream`'s pending work, or hands it to the backend to
+    /// submit once what holds it is done: never waits (see
+    /// [`Urgency::Before`]).
+    pub fn hand_off(&mut self, stream: StreamId) {
+        self.submit_with(stream, Urgency::Before);
+    }
+
     /// Submits `stream`'s pending work, if any; with
     /// [`Urgency::WhenReady`] the backend may hold it back.
-    pub fn submit_with(&mut self, stream: StreamId, urgency: Urgency) {
-        let Some(state) = self.streams.get_mut(&stream) else {
-            return;
-        };
+    /// Returns what the backend did, `None` when nothing was pending.
+    pub fn submit_with(&mut self, stream: StreamId, urgency: Urgency) -> Option<Submitted> {
+        let state = self.streams.get_mut(&stream)?;
         if state.tasks == 0 {
-            return;
+            return None;
         }
         let result = self.backend.submit(stream, &mut state.inner, urgency);
         if let Ok(Submitted::Held) = result {
-            return;
+            return Some(Submitted::Held);
         }
         state.tasks = 0;
         self.next_batch += 1;
         state.batch = self.next_batch;
         self.submits += 1;
-        if let Err(failure) = result {
-            let cause = Arc::new(failure.error);
-            for m in &failure.writes {
-                self.trust.poison(*m, &cause);
+        match result {
+            Ok(done) => Some(done),
+            Err(failure) => {
+                let cause = Arc::new(failure.error);
+                for m in &failure.writes {
+                    self.trust.poison(*m, &cause);
+                }
+                self.defer_error(stream, &cause);
+                self.failures.push((stream, cause));
+                Some(Submitted::Yes)
             }
-            self.defer_error(stream, &cause);
-            self.failures.push((stream, cause));
         }
     }
 

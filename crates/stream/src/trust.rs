@@ -19,6 +19,10 @@ use hashbrown::HashMap;
 #[derive(Debug, Default)]
 pub struct TrustRegistry {
     poisoned: HashMap<MemoryId, Arc<ServerError>>,
+    /// Slices whose bytes are about to be replaced by work still to come
+    /// (an `Overlap` collective's result, written by `sync_collective`):
+    /// untrusted until it has, whatever else is on record.
+    pending: HashMap<MemoryId, Arc<ServerError>>,
     late: Arc<LateFaults>,
 }
 
@@ -40,9 +44,22 @@ impl TrustRegistry {
         self.late.clear(memory);
     }
 
+    /// Marks `memory` as about to be replaced by work still to come: every
+    /// `check` answers `cause` until [`TrustRegistry::end_pending`].
+    pub fn begin_pending(&mut self, memory: MemoryId, cause: Arc<ServerError>) {
+        self.pending.insert(memory, cause);
+    }
+
+    /// The work `memory` was pending on is done (or failed): its trust is
+    /// what the rest of the record says.
+    pub fn end_pending(&mut self, memory: MemoryId) {
+        self.pending.remove(&memory);
+    }
+
     /// Forgets a freed slice: its id is never reused, so its state is dead.
     pub fn forget(&mut self, memory: MemoryId) {
         self.poisoned.remove(&memory);
+        self.pending.remove(&memory);
         self.late.clear(memory);
     }
 
@@ -54,6 +71,12 @@ impl TrustRegistry {
     /// `Ok` when `memory` is trusted, else [`ServerError::Untrusted`] with
     /// the poisoning error.
     pub fn check(&self, memory: MemoryId) -> Result<(), ServerError> {
+        if let Some(cause) = self.pending.get(&memory) {
+            return Err(ServerError::Untrusted {
+                memory,
+                cause: Arc::clone(cause),
+            });
+        }
         match self.poisoned.get(&memory) {
             None => self.late.check(memory),
             Some(cause) => Err(ServerError::Untrusted {
@@ -70,7 +93,7 @@ impl TrustRegistry {
 
     /// Whether every slice is trusted.
     pub fn is_empty(&self) -> bool {
-        self.poisoned.is_empty() && self.late.is_empty()
+        self.poisoned.is_empty() && self.pending.is_empty() && self.late.is_empty()
     }
 }
 

@@ -13,6 +13,7 @@ use std::time::Duration;
 use compute_runtime::{MemoryId, ServerError, StreamId};
 use compute_stream::{BatchFailure, LateFaults, SchedulerStreamBackend, Submitted, Urgency};
 
+use crate::collective::applier::{Job, Jobs, Parked};
 use crate::collective::gate::Gate;
 use crate::device::faults::scoped;
 use crate::device::poller::PollLock;
@@ -42,14 +43,16 @@ pub struct WgpuStream {
     /// Copies of the batch's indirect counts, checked once it has run.
     audit: BatchAudit,
 
-    /// The `Wait` collective the pending batch comes after: the batch is
-    /// held until its result is in `dst` (see `collective/`).
+    /// What the pending batch comes after: a `Wait` collective's result in
+    /// `dst`, or a batch of this or another stream handed to the collective
+    /// applier (see `collective/`). The batch is held until it is settled,
+    /// whatever the outcome: the hold orders work, it never drops it.
     pub(crate) held_by: Option<Arc<Gate>>,
     /// Part of this stream's pending work was handed to the collective
     /// applier to submit: the stream's own submissions no longer tell when
     /// all its work has run.
     parked: bool,
-    /// The last submit of this stream failed (its batch did not run).
+    /// The last submit of this stream failed (the queue refused its batch).
     pub(crate) last_failed: bool,
 }
 
@@ -239,6 +242,11 @@ pub struct ScheduledWgpuBackend {
     /// holds its batch (past the communicator's timeout, which always
     /// completes a call first).
     pub(crate) collective_wait: Duration,
+    /// Where a held batch is handed to be submitted once what holds it is
+    /// done (the collective applier's queue; set by `comm_init`).
+    pub(crate) jobs: Option<Jobs>,
+    /// What the last hand-off left for the work that must follow it.
+    handed: Option<Arc<Gate>>,
 }
 
 impl ScheduledWgpuBackend {
@@ -252,6 +260,8 @@ impl ScheduledWgpuBackend {
             upload: UploadPool::default(),
             host_copies: HostCopies::default(),
             poll_lock: None,
+            jobs: None,
+            handed: None,
             device,
             queue,
             last_submission: None,
@@ -340,6 +350,37 @@ impl ScheduledWgpuBackend {
         self.host_write_calls = 0;
     }
 
+    /// Hands `stream`'s batch, held behind `gate`, to the applier, which
+    /// submits it once `gate` is settled; the stream's later work and the
+    /// work that must follow (`follow`) are held behind that submission.
+    /// `false` when there is no applier to hand it to.
+    fn hand_off(&mut self, id: StreamId, stream: &mut WgpuStream, gate: &Arc<Gate>) -> bool {
+        let Some(jobs) = &self.jobs else {
+            return false;
+        };
+        let Some((batch, writes, audit)) = stream.park() else {
+            // Nothing encoded: what follows waits for the gate itself.
+            self.handed = Some(Arc::clone(gate));
+            return true;
+        };
+        let submitted = Arc::new(Gate::new());
+        let parked = Parked {
+            after: Arc::clone(gate),
+            batch,
+            writes,
+            audit,
+            stream: id,
+            staged: None,
+            submitted: Arc::clone(&submitted),
+        };
+        if jobs.push(Job::Parked(Box::new(parked))).is_err() {
+            return false;
+        }
+        stream.held_by = Some(Arc::clone(&submitted));
+        self.handed = Some(submitted);
+        true
+    }
+
     /// Submits a command buffer that belongs to no stream (the timeline's
     /// resolve); returns it with its number.
     pub(crate) fn submit_outside(
@@ -372,6 +413,23 @@ impl ScheduledWgpuBackend {
 impl SchedulerStreamBackend for ScheduledWgpuBackend {
     type Stream = WgpuStream;
 
+    /// Holds `stream` behind the batch just handed off. A stream already
+    /// held behind something else is held behind a mark the applier settles
+    /// after both (its queue runs in order).
+    fn follow(&mut self, _id: StreamId, stream: &mut WgpuStream) {
+        let Some(hold) = self.handed.take() else {
+            return;
+        };
+        if stream.is_held()
+            && let Some(jobs) = &self.jobs
+            && let Ok(mark) = jobs.mark()
+        {
+            stream.held_by = Some(mark);
+            return;
+        }
+        stream.held_by = Some(hold);
+    }
+
     fn create_stream(&mut self, _id: StreamId) -> WgpuStream {
         WgpuStream {
             stamps: self.timing.as_ref().map(BatchTiming::stamps),
@@ -390,11 +448,12 @@ impl SchedulerStreamBackend for ScheduledWgpuBackend {
     /// happen) is a [`BatchFailure`] naming what it wrote, never an
     /// uncaptured error that a later `sync` of any stream would report.
     ///
-    /// A batch held behind a `Wait` collective (`WgpuStream::held_by`)
-    /// stays pending when the submit is only opportunistic; when it must
-    /// happen, it waits for the collective. If the collective failed (or
-    /// never completed), the held work is dropped, its writes poisoned with
-    /// that error: work queued after a failed collective does not run.
+    /// A batch held behind a collective (`WgpuStream::held_by`) stays
+    /// pending when the submit is only opportunistic, is handed to the
+    /// applier with [`Urgency::Before`] (never waiting), and waits for what
+    /// holds it with [`Urgency::Now`]. Whatever the collective's outcome,
+    /// the batch then runs: a failure poisons the data it concerns (its
+    /// `dst`, and what read it), not the work queued after it.
     fn submit(
         &mut self,
         id: StreamId,
@@ -406,33 +465,22 @@ impl SchedulerStreamBackend for ScheduledWgpuBackend {
         self.flush_host_copies();
         let mut flush_host_write = false;
         if let Some(gate) = stream.held_by.clone() {
-            if !gate.is_settled() && urgency == Urgency::WhenReady {
-                return Ok(Submitted::Held);
+            if !gate.is_settled() {
+                match urgency {
+                    Urgency::WhenReady => return Ok(Submitted::Held),
+                    Urgency::Before if self.hand_off(id, stream, &gate) => {
+                        return Ok(Submitted::HandedOff);
+                    }
+                    // A wait that gives up submits anyway: the collective's
+                    // result is then never written (see `Gate::wait`).
+                    _ => {
+                        let _ = gate.wait(self.collective_wait);
+                    }
+                }
             }
             stream.held_by = None;
-            let failure = match gate.wait(self.collective_wait) {
-                Some(Ok(())) => None,
-                Some(Err(e)) => Some(e),
-                None => Some(ServerError::CollectiveState {
-                    reason: format!(
-                        "a collective on {id} did not complete within {:?}",
-                        self.collective_wait
-                    ),
-                }),
-            };
-            if let Some(error) = failure {
-                stream.last_failed = true;
-                stream.end_pass();
-                stream.encoder = None;
-                stream.audit = BatchAudit::default();
-                return Err(BatchFailure {
-                    error,
-                    writes: std::mem::take(&mut stream.writes),
-                });
-            }
-            // The result was written with `write_buffer`: it reaches the GPU
-            // with the next submit, which must happen even with nothing
-            // encoded.
+            // A result written with `write_buffer` reaches the GPU with the
+            // next submit, which must happen even with nothing encoded.
             flush_host_write = true;
         }
         stream.end_pass();
@@ -466,13 +514,11 @@ impl SchedulerStreamBackend for ScheduledWgpuBackend {
             Ok(index) => index,
             Err(error) => {
                 stream.last_failed = true;
-                audit.abandon(&self.late);
-                return Err(BatchFailure {
-                    error: ServerError::BatchRejected {
-                        reason: error.to_string(),
-                    },
-                    writes,
-                });
+                let error = ServerError::BatchRejected {
+                    reason: error.to_string(),
+                };
+                audit.abandon(id, &self.late, &error);
+                return Err(BatchFailure { error, writes });
             }
         };
         if let (Some(t), Some(r)) = (&self.timing, readback) {

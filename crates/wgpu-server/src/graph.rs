@@ -258,6 +258,9 @@ pub(crate) fn replay<C: WgpuCompiler>(
                     s.streams.prepare(stream_id, &seg.pages);
                     let (backend, ws) = s.streams.encoder(stream_id);
                     for launch in &g.launches[seg.launches.clone()] {
+                        backend
+                            .late
+                            .depend(stream_id, &launch.reads, &launch.writes);
                         encode(ws, &device, launch, None, &backend.late);
                     }
                     ws.wrote(&seg.writes);

@@ -183,3 +183,46 @@ pub fn within<T: Send + 'static>(
 /// How long a phase that waits for no other rank may take (generous: debug
 /// builds on a CPU adapter).
 pub const NO_WAIT: Duration = Duration::from_secs(30);
+
+/// Runs a per-rank script in both threading patterns on fresh groups of
+/// `n` ranks: one thread calling every rank's `issue` in turn and then
+/// every rank's `check`, and one thread per rank running its own `issue`
+/// then `check` (which may wait for the others). `issue` returns what
+/// `check` needs.
+pub fn both_ways<T: Send + 'static>(
+    n: usize,
+    issue: fn(usize, &mut TestServer, &[DeviceId]) -> T,
+    check: fn(usize, &mut TestServer, T),
+) {
+    // One thread driving every rank: nothing in `issue` may wait for
+    // another rank.
+    let mut g = Group::new(n);
+    let ids = g.ids.clone();
+    let (mut g, state) = within(NO_WAIT, "one thread for every rank", move || {
+        let state: Vec<T> = (0..n).map(|r| issue(r, &mut g.s[r], &ids)).collect();
+        (g, state)
+    });
+    for (r, t) in state.into_iter().enumerate() {
+        check(r, &mut g.s[r], t);
+    }
+    // One thread per rank.
+    let g = Group::new(n);
+    let ids = g.ids.clone();
+    let threads: Vec<_> =
+        g.s.into_iter()
+            .enumerate()
+            .map(|(r, mut s)| {
+                let ids = ids.clone();
+                std::thread::spawn(move || {
+                    let t = issue(r, &mut s, &ids);
+                    check(r, &mut s, t);
+                    s
+                })
+            })
+            .collect();
+    for t in threads {
+        if let Err(e) = t.join() {
+            std::panic::resume_unwind(e);
+        }
+    }
+}

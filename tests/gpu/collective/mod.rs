@@ -28,6 +28,7 @@ mod oracle;
 mod ordering;
 mod p2p;
 mod poison;
+mod promises;
 mod reduce;
 mod state;
 mod threads;

@@ -74,9 +74,16 @@ fn every_call(
             s.all_to_all(y.binding(), y.binding(), stream, v),
         ),
     ];
-    if p2p {
+    // A refused call is still posted (its peers fail with it rather than
+    // pairing with the next one), and a rank runs its calls in order, a
+    // send waiting for its recv: even ranks send first, odd ranks receive
+    // first, or the two would wait for each other.
+    if p2p && r % 2 == 0 {
         calls.push(("send", s.send(x.copy_descriptor(), stream, peer)));
         calls.push(("recv", s.recv(y1.clone(), stream, peer)));
+    } else if p2p {
+        calls.push(("recv", s.recv(y1.clone(), stream, peer)));
+        calls.push(("send", s.send(x.copy_descriptor(), stream, peer)));
     }
     calls
 }

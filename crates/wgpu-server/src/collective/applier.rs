@@ -1,22 +1,26 @@
 //! The applier: one thread per server that turns collective outcomes into
 //! device writes, in the order the calls were made.
 //!
-//! It owns the two steps that must happen after another rank has done its
-//! part, when no call on this server may be running: writing a `Wait`
+//! It owns the steps that must happen after another rank has done its part,
+//! when no call on this server may be running: writing a `Wait`
 //! collective's result into `dst` (`queue.write_buffer`, which lands before
 //! the next submit, under the gate's lock so the stream's held batch goes
-//! after it), and submitting a batch that was held behind an earlier
-//! collective of its stream (so the next collective's input gets staged
-//! without anyone calling this server). Jobs run first in, first out: a
-//! stream's outcomes and held batches are queued in call order, and each
-//! rank's communicator completes its calls in that order too.
+//! after it) and giving the verdict on `dst` ([`LateFaults::verdict`]: a
+//! failure poisons `dst` and whatever read it since); and submitting a batch
+//! that was handed over because it is held behind an earlier collective (so
+//! the next collective's input gets staged, and other streams' work that
+//! follows it gets submitted, without anyone calling this server). Jobs run
+//! first in, first out: a stream's outcomes and held batches are queued in
+//! call order, and each rank's communicator completes its calls in that
+//! order too, so every job finds the gates it comes after settled.
 //!
 //! What it does not do: decide anything about ordering or trust beyond
-//! that; the server thread set both up when it queued the job, and failures
-//! reach the trust registry as late verdicts ([`LateFaults`]).
+//! that; the server thread set both up when it queued the job. A held batch
+//! is never dropped: a failed collective poisons data, not the unrelated
+//! work queued after it.
 
-use std::sync::Arc;
 use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
@@ -39,7 +43,24 @@ pub(crate) struct Target {
     /// Bytes the binding covers, rounded up to a whole word (the slice's
     /// own padding).
     pub padded_len: u64,
-    pub memory: MemoryId,
+    /// The registration of `dst` with [`LateFaults::expect`] (`Wait` only).
+    pub verdict: Option<u64>,
+}
+
+/// A batch handed over to be submitted once what it is held behind is done.
+#[derive(Debug)]
+pub(crate) struct Parked {
+    /// What the batch comes after (settled by an earlier job).
+    pub after: Arc<Gate>,
+    pub batch: wgpu::CommandBuffer,
+    pub writes: Vec<MemoryId>,
+    pub audit: BatchAudit,
+    pub stream: StreamId,
+    /// A collective input the batch copies out, provided once it has run.
+    pub staged: Option<Staged>,
+    /// What the stream's later work is held by: settled once the batch is
+    /// submitted, so that work can never reach the queue before it.
+    pub submitted: Arc<Gate>,
 }
 
 /// A unit of the applier's work.
@@ -50,24 +71,15 @@ pub(crate) enum Job {
         pending: PendingResult,
         gate: Arc<Gate>,
         mode: ComputeWait,
-        /// `None` for calls with nothing to receive (`send`).
+        /// `None` for calls with nothing to receive (`send`, 0 bytes).
         target: Option<Target>,
         stream: StreamId,
     },
-    /// A stream's batch that was held behind `after`: submitted once `after`
-    /// succeeded, else dropped with its writes poisoned.
-    Parked {
-        after: Arc<Gate>,
-        batch: wgpu::CommandBuffer,
-        writes: Vec<MemoryId>,
-        audit: BatchAudit,
-        stream: StreamId,
-        staged: Option<Staged>,
-        /// What the stream's later work is held by: settled once the batch
-        /// is submitted (or dropped: failed with `after`'s error), so that
-        /// work can never reach the queue before it.
-        submitted: Arc<Gate>,
-    },
+    /// A stream's batch held behind an earlier job's gate.
+    Parked(Box<Parked>),
+    /// Settles a gate once every job queued before it has run: what work
+    /// held behind several things at once waits for.
+    Mark(Arc<Gate>),
 }
 
 /// What the applier thread needs of the device.
@@ -88,10 +100,39 @@ pub(crate) struct Context {
     pub poll_lock: PollLock,
 }
 
+/// Where jobs go; shared by the server's collective part and its streams'
+/// backend, and closed when the applier stops.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Jobs(Arc<Mutex<Option<mpsc::Sender<Job>>>>);
+
+impl Jobs {
+    pub fn push(&self, job: Job) -> Result<(), ServerError> {
+        self.0
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .as_ref()
+            .and_then(|jobs| jobs.send(job).ok())
+            .ok_or_else(|| ServerError::CollectiveState {
+                reason: "the collective applier thread has stopped".into(),
+            })
+    }
+
+    /// Settles a new gate once every job queued so far has run.
+    pub fn mark(&self) -> Result<Arc<Gate>, ServerError> {
+        let gate = Arc::new(Gate::new());
+        self.push(Job::Mark(Arc::clone(&gate)))?;
+        Ok(gate)
+    }
+
+    fn close(&self) {
+        *self.0.lock().unwrap_or_else(|e| e.into_inner()) = None;
+    }
+}
+
 /// The applier thread; dropping it lets the thread finish its queue and end.
 #[derive(Debug)]
 pub(crate) struct Applier {
-    jobs: Option<mpsc::Sender<Job>>,
+    jobs: Jobs,
     thread: Option<JoinHandle<()>>,
 }
 
@@ -109,24 +150,20 @@ impl Applier {
                 reason: format!("could not start the collective applier thread: {e}"),
             })?;
         Ok(Applier {
-            jobs: Some(tx),
+            jobs: Jobs(Arc::new(Mutex::new(Some(tx)))),
             thread: Some(thread),
         })
     }
 
-    pub fn push(&self, job: Job) -> Result<(), ServerError> {
-        self.jobs
-            .as_ref()
-            .and_then(|jobs| jobs.send(job).ok())
-            .ok_or_else(|| ServerError::CollectiveState {
-                reason: "the collective applier thread has stopped".into(),
-            })
+    /// Where to push jobs.
+    pub fn jobs(&self) -> &Jobs {
+        &self.jobs
     }
 }
 
 impl Drop for Applier {
     fn drop(&mut self) {
-        self.jobs = None;
+        self.jobs.close();
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }
@@ -141,93 +178,102 @@ fn run(cx: &Context, job: Job) {
             mode,
             target,
             stream,
-        } => {
-            let outcome = pending
-                .wait(cx.outcome_wait)
-                .and_then(|o| match o.poisoned {
-                    Some(e) => Err(e),
-                    None => Ok(o.bytes),
-                });
-            let failed = |e: &ServerError| {
-                if let Some(t) = &target {
-                    cx.late.poison(stream, &[t.memory], e.clone());
-                } else {
-                    cx.late.poison(stream, &[], e.clone());
-                }
-            };
-            let ran = gate.settle(|| match outcome {
-                Err(e) => {
-                    failed(&e);
-                    GateState::Failed(e)
-                }
-                Ok(bytes) => match (&target, mode) {
-                    (None, _) => GateState::Written,
-                    (Some(_), ComputeWait::Overlap) => GateState::Ready(bytes),
-                    (Some(t), ComputeWait::Wait) => match write(cx, t, &bytes) {
-                        Ok(()) => GateState::Written,
-                        Err(e) => {
-                            failed(&e);
-                            GateState::Failed(e)
-                        }
-                    },
-                },
-            });
-            if !ran {
-                // The stream gave up waiting; its later work was dropped.
-                let e = ServerError::CollectiveState {
-                    reason: "the stream stopped waiting for this collective's result".into(),
-                };
-                failed(&e);
-            }
-        }
-        Job::Parked {
-            after,
-            batch,
-            writes,
-            audit,
-            stream,
-            staged,
-            submitted: later,
-        } => {
-            // The gate was settled by an earlier job of this queue.
-            let cause = match after.wait(Duration::ZERO) {
-                Some(Ok(())) => None,
-                Some(Err(e)) => Some(e),
-                None => Some(ServerError::CollectiveState {
-                    reason: "the stream stopped waiting for an earlier collective".into(),
-                }),
-            };
-            let held = cause.clone();
-            let submitted = match cause {
-                Some(e) => Err(e),
-                None => {
-                    let _submitting = cx.poll_lock.lock();
-                    scoped(&cx.device, || cx.queue.submit(Some(batch)))
-                }
-                .map_err(|e| ServerError::BatchRejected {
-                    reason: e.to_string(),
-                }),
-            };
-            match submitted {
-                Ok(index) => {
-                    audit.submitted(stream, cx.indirect_max, &cx.late);
-                    if let Some(s) = staged {
-                        s.map_and_provide(&cx.poller, index);
-                    }
-                }
-                Err(e) => {
-                    cx.late.poison(stream, &writes, e.clone());
-                    if let Some(s) = staged {
-                        s.fail(Arc::new(e));
-                    }
-                }
-            }
-            later.settle(|| match held {
-                Some(e) => GateState::Failed(e),
-                None => GateState::Written,
-            });
+        } => outcome(cx, pending, &gate, mode, target, stream),
+        Job::Parked(parked) => submit_parked(cx, *parked),
+        Job::Mark(gate) => {
+            gate.settle(|| GateState::Written);
         }
     }
+}
+
+/// Applies one collective's outcome: the result into `dst` (`Wait`) or
+/// kept for `sync_collective` (`Overlap`), the verdict on `dst`, the gate.
+fn outcome(
+    cx: &Context,
+    pending: PendingResult,
+    gate: &Gate,
+    mode: ComputeWait,
+    target: Option<Target>,
+    stream: StreamId,
+) {
+    let outcome = pending
+        .wait(cx.outcome_wait)
+        .and_then(|o| match o.poisoned {
+            Some(e) => Err(e),
+            None => Ok(o.bytes),
+        });
+    let verdict = target.as_ref().and_then(|t| t.verdict);
+    // An `Overlap` result (or failure) is `sync_collective`'s to apply and
+    // report.
+    let overlap = mode == ComputeWait::Overlap && target.is_some();
+    let judge = |result: Result<(), ServerError>| match verdict {
+        _ if overlap => {}
+        Some(id) => cx.late.verdict(id, stream, result),
+        // Nothing of this rank's memory depends on it (a `send`, 0 bytes):
+        // a failure is only reported.
+        None => {
+            if let Err(e) = result {
+                cx.late.poison(stream, &[], e);
+            }
+        }
+    };
+    let ran = gate.settle(|| match outcome {
+        Err(e) => {
+            judge(Err(e.clone()));
+            GateState::Failed(e)
+        }
+        Ok(bytes) => match (&target, mode) {
+            (None, _) => GateState::Written,
+            (Some(_), ComputeWait::Overlap) => GateState::Ready(bytes),
+            (Some(t), ComputeWait::Wait) => match write(cx, t, &bytes) {
+                Ok(()) => {
+                    judge(Ok(()));
+                    GateState::Written
+                }
+                Err(e) => {
+                    judge(Err(e.clone()));
+                    GateState::Failed(e)
+                }
+            },
+        },
+    });
+    if !ran {
+        // The stream gave up waiting and went on: the result was not
+        // written, so `dst` keeps bytes that are not the result.
+        judge(Err(ServerError::CollectiveState {
+            reason: "the stream stopped waiting for this collective's result".into(),
+        }));
+    }
+}
+
+/// Submits a batch that was held behind `after` (settled by an earlier
+/// job), provides its staged input, and settles what the stream's later
+/// work waits for.
+fn submit_parked(cx: &Context, p: Parked) {
+    let _ = p.after.wait(Duration::ZERO);
+    let submitted = {
+        let _submitting = cx.poll_lock.lock();
+        scoped(&cx.device, || cx.queue.submit(Some(p.batch)))
+    };
+    match submitted {
+        Ok(index) => {
+            p.audit.submitted(p.stream, cx.indirect_max, &cx.late);
+            if let Some(s) = p.staged {
+                s.map_and_provide(&cx.poller, index);
+            }
+        }
+        Err(e) => {
+            let e = ServerError::BatchRejected {
+                reason: e.to_string(),
+            };
+            cx.late.poison(p.stream, &p.writes, e.clone());
+            p.audit.abandon(p.stream, &cx.late, &e);
+            if let Some(s) = p.staged {
+                s.fail(Arc::new(e));
+            }
+        }
+    }
+    p.submitted.settle(|| GateState::Written);
 }
 
 /// Writes a result into `dst` (a whole number of words: the padding past an

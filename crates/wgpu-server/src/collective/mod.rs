@@ -38,7 +38,7 @@
 //! Inside a graph capture collectives are refused (`CaptureState`): a graph
 //! replays recorded dispatches, and a collective is a host exchange.
 
-mod applier;
+pub(crate) mod applier;
 pub(crate) mod gate;
 mod ops;
 mod stage;
@@ -66,6 +66,8 @@ pub(crate) struct Posted {
     gate: Arc<Gate>,
     mode: ComputeWait,
     dst: Option<BufferBinding>,
+    /// The call, in words.
+    call: &'static str,
 }
 
 /// A server's collective state.
@@ -173,8 +175,10 @@ impl<C: WgpuCompiler> ServerCommunication for WgpuServer<C> {
             })?);
         }
         c.comms.push(comm);
+        let jobs = c.applier.as_ref().map(|a| a.jobs().clone());
         let backend = self.streams.backend_mut();
         backend.collective_wait = backend.collective_wait.max(wait);
+        backend.jobs = jobs;
         Ok(())
     }
 

@@ -13,7 +13,7 @@ use compute_wgsl::WgpuCompiler;
 
 use crate::WgpuServer;
 use crate::collective::Posted;
-use crate::collective::applier::{Job, Target};
+use crate::collective::applier::{Job, Parked, Target};
 use crate::collective::gate::Gate;
 use crate::collective::stage::Staged;
 use crate::memory::readback::ReadbackPool;
@@ -52,17 +52,6 @@ impl<C: WgpuCompiler> WgpuServer<C> {
         stream: StreamId,
         mode: ComputeWait,
     ) -> Result<(), ServerError> {
-        self.enter()?;
-        if self.is_capturing(stream) {
-            return Err(ServerError::CaptureState {
-                stream,
-                reason: format!(
-                    "{} cannot be recorded into a graph: collectives are refused inside a \
-                     capture window",
-                    call.name()
-                ),
-            });
-        }
         let comm = match peers {
             Peers::Ranks(ids) => self.collectives.by_ranks(ids)?,
             Peers::Peer(peer) => {
@@ -77,55 +66,47 @@ impl<C: WgpuCompiler> WgpuServer<C> {
         };
         let ranks = comm.size();
         // Posted first, whatever is wrong locally, so the peers learn of a
-        // failure here instead of waiting for this rank.
+        // refusal here as a failed call instead of pairing their call with
+        // this rank's next one (or waiting for it).
         let posted = comm.post(call);
-        let local = self.check_operands(&call, ranks, &operands);
-        let (contribution, pending) = match (posted, &local) {
-            (Ok(p), Ok(_)) => p,
+        let local = self
+            .enter()
+            .and_then(|()| self.refuse_in_capture(stream, &call))
+            .and_then(|()| self.check_operands(&call, ranks, &operands));
+        let ((contribution, pending), (src_range, dst_range)) = match (posted, local) {
+            (Ok(p), Ok(ranges)) => (p, ranges),
             (Ok((contribution, _)), Err(e)) => {
                 contribution.provide(Err(Arc::new(e.clone())));
-                return self.fail_dst(stream, operands.dst.as_ref(), e.clone());
+                return Err(e);
             }
-            (Err(e), _) => return self.fail_dst(stream, operands.dst.as_ref(), e),
+            (Err(e), _) => return Err(e),
         };
-        let (src_range, dst_range) = local?;
+        // A large host write asked for before the call lands before its
+        // result (which may be written with a submit of its own).
+        self.streams.backend_mut().flush_host_copies();
 
         // The input: staged on the stream, after everything before it.
-        if let (Some(src), Some(range)) = (&operands.src, src_range) {
-            self.streams.prepare(stream, &[(range, Access::Read)]);
-            match self.streams.check(src.memory_id()) {
-                Err(ServerError::Untrusted { cause, .. }) => contribution.provide(Err(cause)),
-                Err(other) => contribution.provide(Err(Arc::new(other))),
-                Ok(()) => self.stage(stream, range, src.size as usize, contribution)?,
+        let staged = match (&operands.src, src_range) {
+            (Some(src), Some(range)) => self.stage(stream, src, range, contribution)?,
+            _ => {
+                drop(contribution);
+                None
             }
-        } else {
-            drop(contribution);
-        }
+        };
+        // Everything issued before the call goes to the queue (or to the
+        // applier, behind an earlier collective) before the result can
+        // land, whether or not this rank staged anything.
+        self.hand_off_before_result(stream, staged)?;
 
         // The output: ordered now, written by the applier.
         let gate = Arc::new(Gate::new());
         let target = match (&operands.dst, dst_range) {
-            (Some(dst), Some(range)) => {
-                if mode == ComputeWait::Wait {
-                    self.streams.prepare(stream, &[(range, Access::Write)]);
-                    // A result covering the whole slice makes it trusted, as
-                    // a host write would; a failure poisons it again.
-                    let _ = self.scoped_overwrite(stream, std::slice::from_ref(dst), |_| Ok(()));
-                    let (_, ws) = self.streams.encoder(stream);
-                    ws.held_by = Some(Arc::clone(&gate));
-                    // The held batch now has a pending use of `dst`.
-                    self.streams.task_done(stream);
-                }
-                Some(Target {
-                    buffer: self.page_buffer(range.id)?,
-                    offset: range.offset,
-                    padded_len: range.size.next_multiple_of(ALIGN),
-                    memory: dst.memory_id(),
-                })
+            (Some(dst), Some(range)) if range.size > 0 => {
+                Some(self.order_dst(stream, dst, range, mode, call.name(), &gate)?)
             }
             _ => None,
         };
-        self.applier()?.push(Job::Outcome {
+        self.applier()?.jobs().push(Job::Outcome {
             pending,
             gate: Arc::clone(&gate),
             mode,
@@ -133,17 +114,74 @@ impl<C: WgpuCompiler> WgpuServer<C> {
             stream,
         })?;
         let posted = self.collectives.posted.entry(stream).or_default();
-        // `Wait` entries that already settled have nothing left for
-        // `sync_collective` (their failures were reported to the stream).
+        // Settled `Wait` entries have nothing left for `sync_collective`.
         posted.retain(|p| p.mode == ComputeWait::Overlap || !p.gate.is_settled());
         posted.push(Posted {
             gate,
             mode,
             dst: operands.dst,
+            call: call.name(),
         });
         Ok(())
     }
 
+    fn refuse_in_capture(
+        &self,
+        stream: StreamId,
+        call: &CollectiveCall,
+    ) -> Result<(), ServerError> {
+        if !self.is_capturing(stream) {
+            return Ok(());
+        }
+        Err(ServerError::CaptureState {
+            stream,
+            reason: format!(
+                "{} cannot be recorded into a graph: collectives are refused inside a capture \
+                 window",
+                call.name()
+            ),
+        })
+    }
+
+    /// Orders `dst` for the result. `Wait`: the stream's later work is held
+    /// behind the result, `dst` is trusted again if the call covers it
+    /// whole (like a host write) and is at risk until the verdict (a
+    /// failure poisons it and whatever read it since). `Overlap`: `dst` is
+    /// refused to everyone until `sync_collective` writes it.
+    fn order_dst(
+        &mut self,
+        stream: StreamId,
+        dst: &BufferBinding,
+        range: StorageHandle,
+        mode: ComputeWait,
+        call: &'static str,
+        gate: &Arc<Gate>,
+    ) -> Result<Target, ServerError> {
+        let memory = dst.memory_id();
+        let verdict = match mode {
+            ComputeWait::Wait => {
+                self.streams.prepare(stream, &[(range, Access::Write)]);
+                let _ = self.scoped_overwrite(stream, std::slice::from_ref(dst), |_| Ok(()));
+                let verdict = self.streams.trust().late().expect(&[memory]);
+                let (_, ws) = self.streams.encoder(stream);
+                ws.held_by = Some(Arc::clone(gate));
+                // The held batch now has a pending use of `dst`.
+                self.streams.task_done(stream);
+                Some(verdict)
+            }
+            ComputeWait::Overlap => {
+                let cause = Arc::new(ServerError::CollectivePending { call, stream });
+                self.streams.begin_pending(memory, cause);
+                None
+            }
+        };
+        Ok(Target {
+            buffer: self.page_buffer(range.id)?,
+            offset: range.offset,
+            padded_len: range.size.next_multiple_of(ALIGN),
+            verdict,
+        })
+    }
     /// `src`'s and `dst`'s page ranges, checked against the call.
     #[allow(clippy::type_complexity)] // Two optional ranges, named at the one call site.
     fn check_operands(
@@ -192,17 +230,6 @@ impl<C: WgpuCompiler> WgpuServer<C> {
         Ok((src, dst))
     }
 
-    /// A call that failed here: its `dst` is poisoned, the error returned.
-    fn fail_dst(
-        &mut self,
-        stream: StreamId,
-        dst: Option<&BufferBinding>,
-        error: ServerError,
-    ) -> Result<(), ServerError> {
-        let writes: Vec<BufferBinding> = dst.cloned().into_iter().collect();
-        self.scoped(stream, &writes, |_| Err(error))
-    }
-
     fn page_buffer(
         &mut self,
         page: compute_runtime::StorageId,
@@ -226,31 +253,33 @@ impl<C: WgpuCompiler> WgpuServer<C> {
             })
     }
 
-    /// Copies `len` bytes at `range` into mapped staging on `stream`; the
-    /// map callback provides them. On a stream held behind an earlier
-    /// collective, the batch so far is handed to the applier, which submits
-    /// it once that collective's result is in.
+    /// Copies `src` (at `range`) into mapped staging on `stream`; the map
+    /// callback provides it once the copy has run. An untrusted `src` is
+    /// provided as its error at once (the peers still get this rank's
+    /// part); an empty one as no bytes (it depends on no earlier work).
     fn stage(
         &mut self,
         stream: StreamId,
+        src: &BufferBinding,
         range: StorageHandle,
-        len: usize,
         contribution: compute_collective::Contribution,
-    ) -> Result<(), ServerError> {
-        // An empty input has nothing to copy and depends on no earlier work:
-        // it is provided now. (Submitting a stream held behind an earlier
-        // collective to carry an empty batch would wait for that
-        // collective, that is, for the other ranks.)
+    ) -> Result<Option<Staged>, ServerError> {
+        let len = src.size as usize;
         if len == 0 {
             contribution.provide(Ok(compute_runtime::Bytes::new()));
-            return Ok(());
+            return Ok(None);
         }
-        // A batch held behind a collective that has settled goes first: if
-        // that collective failed, the held work is dropped, and the copy
-        // below must not go with it.
-        let (_, ws) = self.streams.encoder(stream);
-        if ws.held_by.as_ref().is_some_and(|g| g.is_settled()) {
-            self.streams.submit(stream);
+        self.streams.prepare(stream, &[(range, Access::Read)]);
+        match self.streams.check(src.memory_id()) {
+            Ok(()) => {}
+            Err(ServerError::Untrusted { cause, .. }) => {
+                contribution.provide(Err(cause));
+                return Ok(None);
+            }
+            Err(other) => {
+                contribution.provide(Err(Arc::new(other)));
+                return Ok(None);
+            }
         }
         let start = range.offset - range.offset % ALIGN;
         let buffer = self.page_buffer(range.id)?;
@@ -280,37 +309,54 @@ impl<C: WgpuCompiler> WgpuServer<C> {
             end - start,
         );
         self.streams.task_done(stream);
-        let staged = Staged {
+        let late = Arc::clone(self.streams.trust().late());
+        let risk = late
+            .depend_token(stream, &[src.memory_id()])
+            .map(|t| (t, late));
+        Ok(Some(Staged {
             buffer: staging,
             mapped_len: copy_len,
             start: (range.offset - start) as usize,
             len,
             contribution,
             pool: self.memory.readback.clone(),
-        };
+            risk,
+        }))
+    }
+
+    /// Sends the stream's pending work on before a collective's result can
+    /// land: submitted now, or handed to the applier when it is held behind
+    /// an earlier collective (never waiting for the other ranks); `staged`
+    /// is provided once its copy has run.
+    fn hand_off_before_result(
+        &mut self,
+        stream: StreamId,
+        staged: Option<Staged>,
+    ) -> Result<(), ServerError> {
         let (_, ws) = self.streams.encoder(stream);
         if ws.is_held() {
             let after = ws.held_by.clone();
-            // Nothing encoded, or nothing holding it after all: submitted
-            // below like any batch.
-            if let (Some((batch, writes, audit)), Some(after)) = (ws.park(), after) {
-                // The stream's later work goes after this batch, not only
-                // after `after`: the applier settles `submitted` once it has
-                // submitted the batch (or dropped it, with `after`'s error).
-                let submitted = Arc::new(Gate::new());
-                ws.held_by = Some(Arc::clone(&submitted));
-                return self.applier()?.push(Job::Parked {
-                    after,
-                    batch,
-                    writes,
-                    audit,
-                    stream,
-                    staged: Some(staged),
-                    submitted,
-                });
-            }
+            let Some(((batch, writes, audit), after)) = ws.park().zip(after) else {
+                // Nothing encoded: nothing to send on, and no copy staged.
+                return Ok(());
+            };
+            let submitted = Arc::new(Gate::new());
+            ws.held_by = Some(Arc::clone(&submitted));
+            let parked = Parked {
+                after,
+                batch,
+                writes,
+                audit,
+                stream,
+                staged,
+                submitted,
+            };
+            return self.applier()?.jobs().push(Job::Parked(Box::new(parked)));
         }
         self.streams.submit(stream);
+        let Some(staged) = staged else {
+            return Ok(());
+        };
         let (_, ws) = self.streams.encoder(stream);
         let failed = std::mem::take(&mut ws.last_failed);
         match (failed, self.streams.backend().last_submission.clone()) {
@@ -323,47 +369,41 @@ impl<C: WgpuCompiler> WgpuServer<C> {
     }
 
     /// `sync_collective`: waits for every collective posted on `stream`,
-    /// writes the `Overlap` results, and reports the first failure (the
-    /// others are deferred to the stream).
+    /// writes the `Overlap` results (or poisons their `dst` with the
+    /// failure), submits the stream, and reports its first failure not
+    /// reported yet, like `flush` (each failure is reported once, by
+    /// whichever of `flush`, `sync` and `sync_collective` comes first).
     pub(crate) fn sync_collectives(&mut self, stream: StreamId) -> Result<(), ServerError> {
         let posted = self.collectives.posted.remove(&stream).unwrap_or_default();
         let wait = self.streams.backend().collective_wait;
-        let mut first: Option<ServerError> = None;
         for p in posted {
-            let result = match p.gate.wait(wait) {
-                Some(Ok(())) => match (p.mode, p.gate.take_ready(), &p.dst) {
-                    (ComputeWait::Overlap, Some(bytes), Some(dst)) => {
-                        let descriptor = CopyDescriptor::contiguous(dst.clone());
-                        self.scoped_overwrite(stream, std::slice::from_ref(dst), |s| {
-                            crate::memory::transfer::write(s, &descriptor, &bytes, stream)
-                        })
-                    }
-                    _ => Ok(()),
-                },
-                Some(Err(e)) => Err(e),
-                None => {
-                    let e = ServerError::CollectiveState {
-                        reason: format!(
-                            "a collective on {stream} did not complete within {wait:?}"
-                        ),
-                    };
-                    let writes: Vec<BufferBinding> = p.dst.into_iter().collect();
-                    let _ = self.scoped(stream, &writes, |_| Err::<(), _>(e.clone()));
-                    Err(e)
+            let settled = p.gate.wait(wait);
+            let (ComputeWait::Overlap, Some(dst)) = (p.mode, &p.dst) else {
+                continue;
+            };
+            self.streams.end_pending(dst.memory_id());
+            let result = match (settled, p.gate.take_ready()) {
+                (Some(Ok(())), Some(bytes)) => {
+                    let descriptor = CopyDescriptor::contiguous(dst.clone());
+                    self.scoped_overwrite(stream, std::slice::from_ref(dst), |s| {
+                        crate::memory::transfer::write(s, &descriptor, &bytes, stream)
+                    })
+                    .map(|_| ())
                 }
+                (Some(Ok(())), None) => Ok(()),
+                (Some(Err(e)), _) => Err(e),
+                (None, _) => Err(ServerError::CollectiveState {
+                    reason: format!("{} on {stream} did not complete within {wait:?}", p.call),
+                }),
             };
             if let Err(e) = result {
-                match &first {
-                    None => first = Some(e),
-                    Some(_) => self.streams.defer_error(stream, &Arc::new(e)),
-                }
+                // Poisons `dst` and defers the failure to the stream.
+                let _ = self.scoped(stream, std::slice::from_ref(dst), |_| Err::<(), _>(e));
             }
         }
         // `Wait` results reach the GPU with the stream's next submission.
         self.streams.submit(stream);
-        match first {
-            None => Ok(()),
-            Some(e) => Err(e),
-        }
+        compute_stream::settle_batch_failures(self);
+        self.streams.take_deferred(stream)
     }
 }

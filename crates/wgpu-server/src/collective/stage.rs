@@ -11,6 +11,7 @@ use std::sync::Arc;
 
 use compute_collective::Contribution;
 use compute_runtime::{Bytes, ServerError};
+use compute_stream::{DependOutcome, LateFaults};
 
 use crate::device::poller::PollerHandle;
 use crate::memory::readback::{MappedRange, ReadbackPool};
@@ -26,6 +27,10 @@ pub(crate) struct Staged {
     pub len: usize,
     pub contribution: Contribution,
     pub pool: ReadbackPool,
+    /// `src` was at risk when it was staged (written by work whose verdict
+    /// comes late, see [`LateFaults`]): the registration that says whether
+    /// the staged bytes were bad, asked once they have landed.
+    pub risk: Option<(u64, Arc<LateFaults>)>,
 }
 
 impl Staged {
@@ -40,9 +45,24 @@ impl Staged {
             len,
             contribution,
             pool,
+            risk,
         } = self;
         let mapped = buffer.clone();
         buffer.map_async(wgpu::MapMode::Read, 0..mapped_len, move |r| {
+            // Every verdict on the bytes copied is in by the time the copy
+            // has run (see `compute_stream::LateFaults`).
+            let judged = match risk.as_ref().map(|(t, late)| late.outcome(*t)) {
+                None | Some(DependOutcome::Clean) => Ok(()),
+                Some(DependOutcome::Poisoned(cause)) => Err(cause),
+                Some(DependOutcome::Pending) => Err(Arc::new(ServerError::CollectiveState {
+                    reason: "a verdict on this rank's input had not arrived when it was staged"
+                        .into(),
+                })),
+            };
+            if let Err(cause) = judged {
+                contribution.provide(Err(cause));
+                return;
+            }
             let input = r
                 .map_err(|e| e.to_string())
                 .and_then(|()| {

@@ -70,55 +70,54 @@ impl BatchAudit {
         }
     }
 
-    /// The batch will not run (the queue refused it): no verdict comes.
-    pub fn abandon(self, late: &LateFaults) {
+    /// The batch will not run (the queue refused it with `error`): the
+    /// verdict on each launch is that failure.
+    pub fn abandon(self, stream: StreamId, late: &LateFaults, error: &ServerError) {
         for audit in self.buffers {
             for id in audit.audits {
-                late.settle(id);
+                late.verdict(id, stream, Err(error.clone()));
             }
         }
     }
 
     /// After the batch is submitted: maps every audit buffer; the callback
-    /// poisons the writes of each launch whose count was over `max`.
+    /// gives the verdict on each launch, a failure for those whose count was
+    /// over `max`.
     pub fn submitted(self, stream: StreamId, max: u32, late: &Arc<LateFaults>) {
         for audit in self.buffers {
             let late = Arc::clone(late);
             let buffer = audit.buffer.clone();
             audit.buffer.map_async(wgpu::MapMode::Read, .., move |r| {
-                // What each launch writes that nothing overwrote since.
-                let writes: Vec<Vec<MemoryId>> =
-                    audit.audits.iter().map(|id| late.settle(*id)).collect();
-                if r.is_err() {
-                    // The device is gone; every later call says so.
-                    return;
-                }
-                let Ok(view) = buffer.slice(..).get_mapped_range() else {
-                    return;
-                };
-                for (i, writes) in writes.iter().enumerate() {
-                    let at = i * SLOT as usize;
-                    let dims: Vec<u32> = (0..3)
-                        .filter_map(|d| {
-                            let b: [u8; 4] =
-                                view.get(at + 4 * d..at + 4 * d + 4)?.try_into().ok()?;
-                            Some(u32::from_le_bytes(b))
-                        })
-                        .collect();
-                    if let Some(over) = dims.iter().find(|d| **d > max) {
-                        late.poison(
-                            stream,
-                            writes,
-                            ServerError::LimitExceeded {
-                                limit: "max_compute_workgroups_per_dimension (indirect count; \
-                                        the dispatch was skipped)",
-                                requested: u64::from(*over),
-                                max: u64::from(max),
-                            },
-                        );
-                    }
+                // A failed map means the device is gone (every later call
+                // says so): no verdict but that.
+                let view = r
+                    .ok()
+                    .and_then(|()| buffer.slice(..).get_mapped_range().ok());
+                for (i, id) in audit.audits.iter().enumerate() {
+                    let over = view.as_ref().and_then(|v| over_limit(v, i, max));
+                    let outcome = match over {
+                        None => Ok(()),
+                        Some(over) => Err(ServerError::LimitExceeded {
+                            limit: "max_compute_workgroups_per_dimension (indirect count; \
+                                    the dispatch was skipped)",
+                            requested: u64::from(over),
+                            max: u64::from(max),
+                        }),
+                    };
+                    late.verdict(*id, stream, outcome);
                 }
             });
         }
     }
+}
+
+/// The first dimension of slot `i`'s count over `max`, if any.
+fn over_limit(view: &[u8], i: usize, max: u32) -> Option<u32> {
+    let at = i * SLOT as usize;
+    (0..3)
+        .filter_map(|d| {
+            let b: [u8; 4] = view.get(at + 4 * d..at + 4 * d + 4)?.try_into().ok()?;
+            Some(u32::from_le_bytes(b))
+        })
+        .find(|d| *d > max)
 }

@@ -6,8 +6,10 @@
 //! data: its writes are poisoned by the caller's scope with
 //! [`ServerError::UntrustedInput`] naming that input and its cause), then
 //! encode: the indirect count's audit copy (see `audit.rs`) and its copy to
-//! scratch when it has one, the pass, the dispatch. The slices it writes join its batch's record, so a batch that
-//! fails to submit poisons exactly them.
+//! scratch when it has one, the pass, the dispatch. The slices it writes
+//! join its batch's record, so a batch that fails to submit poisons exactly
+//! them, and, where it read bytes whose verdict is still to come, join that
+//! verdict's reach (`compute_stream::LateFaults::depend`).
 
 use std::sync::Arc;
 
@@ -42,6 +44,10 @@ pub(crate) fn dispatch<C: WgpuCompiler>(
             launch.count.to_string()
         });
     let (backend, ws) = streams.encoder(stream);
+    // Inputs written by work whose verdict comes late put these writes at
+    // risk behind the same verdict (before the launch's own audit, which
+    // judges what it writes, not what it read).
+    backend.late.depend(stream, &launch.reads, &launch.writes);
     encode(ws, &gpu.device, launch, timed.as_ref(), &backend.late);
     ws.wrote(&launch.writes);
     streams.task_done(stream);

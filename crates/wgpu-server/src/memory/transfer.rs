@@ -95,20 +95,23 @@ pub(crate) fn write<C: WgpuCompiler>(
         .ok_or(ServerError::UnknownHandle {
             memory: descriptor.binding.memory_id(),
         })?;
-    // A stream with work held behind a `Wait` collective: a queue write
-    // would have to wait for the held work on its range to be submitted,
-    // that is for the other ranks, and would land before it. The write is
-    // encoded on the stream instead, after that work (and dropped with it,
-    // its target poisoned, if the collective failed, whether or not that is
-    // known yet).
+    // A queue write lands before the next submit of anything: behind work
+    // held back by a collective (this stream's, or another stream's pending
+    // use of the range) it would have to wait for the other ranks, and would
+    // land before that work. It is encoded on the stream instead, after
+    // (and, for another stream's work, held behind) that work.
     let (_, ws) = server.streams.encoder(stream);
-    if ws.held_by.is_some() {
+    let held = ws.held_by.is_some();
+    let padded = StorageHandle {
+        size: size.next_multiple_of(ALIGN),
+        ..target
+    };
+    if held || !server.streams.try_prepare_host_write(&[padded]) {
         return write_on_stream(server, stream, target, &buffer, descriptor, data);
     }
     if size >= MIN_UPLOAD {
         return upload(server, target, memory_of(descriptor), &buffer, data, stream);
     }
-    server.streams.prepare_host_write(&[target]);
     // A large write's copy asked for earlier must land first.
     server.streams.backend_mut().flush_host_copies();
     let queue = &server.gpu.queue;
@@ -150,12 +153,7 @@ fn upload<C: WgpuCompiler>(
         .take(&server.gpu.device, data.len() as u64)?;
     upload::fill(&staging, data)?;
     let len = (data.len() as u64).next_multiple_of(ALIGN);
-    let range = StorageHandle {
-        id: target.id,
-        offset: target.offset,
-        size: len,
-    };
-    server.streams.prepare_host_write(&[range]);
+    // The range's pending users were submitted by the caller.
     server
         .streams
         .backend_mut()
