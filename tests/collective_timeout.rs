@@ -79,7 +79,7 @@ fn all_reduce(
 }
 
 /// Rank 2 of 3 never calls: ranks 0 and 1 fail with a timeout (both modes;
-/// the work queued after the `Wait` one is dropped, its writes poisoned).
+/// the work queued after the `Wait` one runs once the timeout is known).
 /// When rank 2 makes the call late, it fails at once (aborted). The next
 /// calls of every rank pair as usual.
 fn a_rank_that_never_arrives() {
@@ -94,7 +94,8 @@ fn a_rank_that_never_arrives() {
     }
     for (r, (s, (_, y, w))) in g.s.iter_mut().zip(&outs).enumerate() {
         assert_times_out(s, y, &format!("rank {r}: dst"));
-        assert_times_out(s, w, &format!("rank {r}: work queued after it"));
+        let got = read(s, w, S0).expect("work queued after it runs");
+        assert_eq!(bytes_u32(&got), [6; 4], "rank {r}: work queued after it");
     }
     let (called, _x, y) = all_reduce(&mut g.s[2], 2, &g.ids, ComputeWait::Wait);
     called.expect("posted");
@@ -115,6 +116,52 @@ fn a_rank_that_never_arrives() {
     for (r, s) in g.s.iter_mut().enumerate().take(2) {
         assert_sync_times_out(s, &format!("overlap: rank {r}"));
     }
+}
+
+/// Rank 2 of 3 never calls, and ranks 0 and 1 queue many calls: a read
+/// behind all of them fails within a few timeouts, not one timeout per call
+/// (it waited `CALLS` x the timeout: each call waited for the missing rank
+/// in turn). The first call times out; the calls posted before that are
+/// aborted at once, naming it, on every rank that reaches them, the late
+/// rank included; calls posted after it pair as usual.
+fn many_calls_behind_a_rank_that_never_arrives() {
+    const CALLS: usize = 50;
+    let mut g = Group::new(3);
+    let mut outs: Vec<Vec<Handle>> = vec![Vec::new(); 2];
+    for (r, s) in g.s.iter_mut().enumerate().take(2) {
+        for _ in 0..CALLS {
+            let (called, _x, y) = all_reduce(s, r, &g.ids, ComputeWait::Wait);
+            called.expect("posted");
+            outs[r].push(y);
+        }
+    }
+    for (r, s) in g.s.iter_mut().enumerate().take(2) {
+        assert_times_out(s, &outs[r][CALLS - 1], &format!("rank {r}: the last call"));
+        let e = read(s, &outs[r][0], S0).map(|_| ()).expect_err("the first");
+        assert!(is_timeout(&e), "rank {r}: the first call: {e}");
+        for (i, y) in outs[r].iter().enumerate().skip(1) {
+            let e = read(s, y, S0).map(|_| ()).expect_err("aborted");
+            assert!(
+                matches!(e.root_cause(), ServerError::CollectiveAborted { .. }),
+                "rank {r}: call {i}: {e}"
+            );
+        }
+    }
+    // The late rank reaches every call, aborted at once.
+    let start = Instant::now();
+    let mut late = Vec::new();
+    for _ in 0..CALLS {
+        let (called, _x, y) = all_reduce(&mut g.s[2], 2, &g.ids, ComputeWait::Wait);
+        called.expect("posted");
+        late.push(y);
+    }
+    for y in &late {
+        let e = read(&mut g.s[2], y, S0).map(|_| ()).expect_err("aborted");
+        assert!(is_timeout(&e), "the late rank: {e}");
+    }
+    assert!(start.elapsed() < BOUND, "took {:?}", start.elapsed());
+    settle(&mut g);
+    g.assert_still_works(S0, "after the aborted calls");
 }
 
 /// Ranks that name the same devices in different orders name different
@@ -213,8 +260,12 @@ fn collectives_that_cannot_complete_fail_on_the_timeout() {
             TIMEOUT.as_millis().to_string(),
         )
     };
-    let cases: [(&str, fn()); 4] = [
+    let cases: [(&str, fn()); 5] = [
         ("a rank that never arrives", a_rank_that_never_arrives),
+        (
+            "many calls behind a rank that never arrives",
+            many_calls_behind_a_rank_that_never_arrives,
+        ),
         (
             "ranks that name different rank lists",
             ranks_that_name_different_rank_lists,

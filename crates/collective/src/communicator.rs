@@ -219,6 +219,7 @@ impl Communicator {
             call,
             invalid: problem.clone(),
             cell: Arc::clone(&cell),
+            posted: std::time::Instant::now(),
         };
         self.jobs
             .send(job)

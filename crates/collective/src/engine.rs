@@ -33,6 +33,8 @@ pub(crate) struct Job {
     /// Why the call cannot be valid (it still takes part in the exchange).
     pub(crate) invalid: Option<String>,
     pub(crate) cell: Arc<Cell>,
+    /// When the call was posted.
+    pub(crate) posted: Instant,
 }
 
 /// Starts the engine thread of `transport`'s rank; it stops once the
@@ -54,17 +56,23 @@ pub(crate) fn spawn(
 }
 
 fn run(transport: Arc<dyn Transport>, queue: mpsc::Receiver<Job>, timeout: Duration) {
-    // Once a call timed out (or was aborted by a rank that did), a rank is
-    // missing: every later call would wait out the timeout again, one after
-    // the other. They fail at once instead, naming the first timeout.
-    let mut broken: Option<Arc<ServerError>> = None;
+    // When a call timed out (or was aborted by a rank that did), a rank was
+    // missing then: the calls posted before that moment come after the one
+    // it never reached, and would each wait out the timeout again, one after
+    // the other. They are aborted at once instead (on every rank that
+    // reaches them), naming the timeout; calls posted later run as usual.
+    let mut broken: Option<(Instant, Arc<ServerError>)> = None;
     while let Ok(job) = queue.recv() {
         let result = match &broken {
-            Some(first) => Err(ServerError::CollectiveAborted {
-                call: describe(job.call.name(), job.id),
-                reason: format!("an earlier call on this communicator timed out: {first}"),
-            }),
-            None => catch_unwind(AssertUnwindSafe(|| execute(&*transport, &job, timeout)))
+            Some((at, first)) if job.posted < *at => {
+                let error = ServerError::CollectiveAborted {
+                    call: describe(job.call.name(), job.id),
+                    reason: format!("a call posted before it timed out: {first}"),
+                };
+                transport.abort(job.id, error.clone());
+                Err(error)
+            }
+            _ => catch_unwind(AssertUnwindSafe(|| execute(&*transport, &job, timeout)))
                 .unwrap_or_else(|_| {
                     Err(ServerError::CollectiveState {
                         reason: "the collective engine panicked on this call".into(),
@@ -73,13 +81,10 @@ fn run(transport: Arc<dyn Transport>, queue: mpsc::Receiver<Job>, timeout: Durat
         };
         if let Err(error) = &result {
             tracing::debug!(rank = transport.rank(), call = %job.call, %error, "collective failed");
-            if broken.is_none()
-                && matches!(
-                    error,
-                    ServerError::CollectiveTimeout { .. } | ServerError::CollectiveAborted { .. }
-                )
+            if matches!(error, ServerError::CollectiveTimeout { .. })
+                || (matches!(error, ServerError::CollectiveAborted { .. }) && broken.is_none())
             {
-                broken = Some(Arc::new(error.clone()));
+                broken = Some((Instant::now(), Arc::new(error.clone())));
             }
         }
         job.cell.complete(result);
