@@ -461,6 +461,8 @@ impl SchedulerStreamBackend for ScheduledWgpuBackend {
         urgency: Urgency,
     ) -> Result<Submitted, BatchFailure> {
         stream.last_failed = false;
+        // What an earlier hand-off left is for the `follow` right after it.
+        self.handed = None;
         // Host writes' copies were asked for first: they go first.
         self.flush_host_copies();
         let mut flush_host_write = false;

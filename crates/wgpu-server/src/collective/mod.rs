@@ -11,23 +11,28 @@
 //! 1, ..., and only `read`, `sync` and `sync_collective` wait.
 //!
 //! Ordering ([`ComputeWait`]):
-//! - `Wait`: the stream's later work is held until the result is in `dst`
-//!   (the stream's batch carries a [`gate::Gate`]); another stream that
-//!   touches `dst`, or a `sync`/`read`, waits for it. A batch held behind a
-//!   collective when the next collective on the stream stages its input is
-//!   handed to the applier, which submits it once the earlier result is in,
-//!   so consecutive collectives on one stream never wait for this server to
-//!   be called again.
-//! - `Overlap`: later work on the stream does not wait; `dst` is written by
-//!   `sync_collective`, which the caller must call before using it.
+//! - `Wait`: everything issued before the call on its stream reaches the
+//!   queue before the result can land (submitted, or handed to the applier
+//!   when it is itself held behind an earlier collective), whether or not
+//!   this rank stages an input; the stream's later work is held until the
+//!   result is in `dst` (the stream's batch carries a [`gate::Gate`]).
+//!   Another stream whose work touches `dst`, a host write of it, or a
+//!   `flush` does not wait: the held batch is handed to the applier and the
+//!   other work is held behind it. Only `sync`, `read` and
+//!   `sync_collective` wait.
+//! - `Overlap`: later work on the stream does not wait; `dst` is refused to
+//!   every use (`CollectivePending`) until `sync_collective` writes it.
 //!
-//! Trust: a rank whose `src` is untrusted still takes part (so its peers
-//! never wait for it), giving an input error that poisons every result that
-//! depends on it, on every rank ([`ServerError::CollectiveInput`]). A failed
-//! collective (mismatch, timeout, poisoned input) poisons its `dst` when the
-//! failure is known, and the work queued after it on its stream (`Wait`) is
-//! dropped with its writes poisoned. A `dst` the call covers whole is
-//! trusted again at the call, like a host write, unless the call fails.
+//! Trust: a rank whose `src` is untrusted, or at risk behind a verdict that
+//! turns out bad, still takes part (so its peers never wait for it), giving
+//! an input error that poisons every result that depends on it, on every
+//! rank ([`ServerError::CollectiveInput`]). A failed collective (mismatch,
+//! timeout, poisoned input) poisons its `dst` and whatever read it since
+//! (`dst` is registered with [`compute_stream::LateFaults`] at the call and
+//! judged by the outcome); the work queued after it runs. A `dst` the call
+//! covers whole is trusted again at the call, like a host write, unless the
+//! call fails. A call refused on this rank is still posted, so the other
+//! ranks fail with it instead of pairing with this rank's next call.
 //!
 //! Ranks in other processes: with `CollectiveTransport::Mpi` (feature
 //! `mpi`) `comm_init` joins through `compute_collective::mpi::MpiTransport`

@@ -255,7 +255,9 @@ impl<C: WgpuCompiler> Server for WgpuServer<C> {
 
     fn flush(&mut self, stream_id: StreamId) -> Result<(), ServerError> {
         self.enter()?;
-        self.streams.submit(stream_id);
+        // A batch held behind a collective goes to the applier, which
+        // submits it once the result is in: a flush waits for no rank.
+        self.streams.hand_off(stream_id);
         self.streams.backend_mut().flush_host_writes();
         settle_batch_failures(self);
         self.streams.take_deferred(stream_id)
