@@ -333,15 +333,27 @@ pub fn agree(seq: u64, ranks: usize, descs: &[Descriptor]) -> Verdict {
         });
     }
     let failed = |r: usize| descs.get(r).and_then(|d| d.input.as_ref().err());
+    // Whose input a result depends on: every rank's, or the root's alone.
+    // Spelled out per call, so a call added later must say which.
+    let any_rank = || match (0..ranks).find_map(|r| failed(r).map(|c| (r, c))) {
+        Some((r, cause)) => poisoned(r, cause),
+        None => Verdict::Run,
+    };
     match first.call {
         CollectiveCall::Broadcast { root, .. } => match failed(root) {
             Some(cause) => poisoned(root, cause),
             None => Verdict::Run,
         },
-        _ => match (0..ranks).find_map(|r| failed(r).map(|c| (r, c))) {
-            Some((r, cause)) => poisoned(r, cause),
-            None => Verdict::Run,
-        },
+        CollectiveCall::AllReduce { .. }
+        | CollectiveCall::AllGather { .. }
+        | CollectiveCall::ReduceScatter { .. }
+        | CollectiveCall::AllToAll { .. } => any_rank(),
+        // Not group calls: refused as a mismatch above.
+        CollectiveCall::Send { .. } | CollectiveCall::Recv { .. } => {
+            Verdict::Fail(ServerError::CollectiveState {
+                reason: format!("group call #{seq}: {} is not a group call", first.call),
+            })
+        }
     }
 }
 

@@ -219,8 +219,23 @@ impl<'k> Invocation<'k> {
                 write_global(buf, elem, i, new);
                 Value::scalar(elem, old)
             }
-            // Pure operations were evaluated above.
-            _ => Value::zero(ty),
+            // Pure operations were evaluated above (`eval_pure` answers for
+            // every one of them), and a subgroup operation stops the
+            // invocation before it is evaluated (`Stop::Subgroup`): none
+            // reaches here. Listed, not matched with `_`, so an op added
+            // later does not compile until the oracle gives it a meaning.
+            Op::Lit(_)
+            | Op::Splat(..)
+            | Op::Compose(_)
+            | Op::Extract(..)
+            | Op::Unary(..)
+            | Op::Binary(..)
+            | Op::Select { .. }
+            | Op::Clamp(..)
+            | Op::Fma(..)
+            | Op::Cast(..)
+            | Op::Bitcast(..)
+            | Op::Subgroup(..) => Value::zero(ty),
         })
     }
 
