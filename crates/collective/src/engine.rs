@@ -56,11 +56,14 @@ pub(crate) fn spawn(
 }
 
 fn run(transport: Arc<dyn Transport>, queue: mpsc::Receiver<Job>, timeout: Duration) {
-    // When a call timed out (or was aborted by a rank that did), a rank was
-    // missing then: the calls posted before that moment come after the one
-    // it never reached, and would each wait out the timeout again, one after
-    // the other. They are aborted at once instead (on every rank that
-    // reaches them), naming the timeout; calls posted later run as usual.
+    // When a call timed out here, a rank was missing then: the calls posted
+    // before that moment come after the one it never reached, and would each
+    // wait out the timeout again, one after the other. They are aborted at
+    // once instead, naming the timeout, on every rank that reaches them (the
+    // other ranks waiting in them see the abort at once); calls posted
+    // later run as usual. Only this engine's own deadline counts: a call
+    // aborted by another rank (or by a caller that stopped waiting) was cut
+    // short at a moment this engine does not know.
     let mut broken: Option<(Instant, Arc<ServerError>)> = None;
     while let Ok(job) = queue.recv() {
         let result = match &broken {
@@ -81,9 +84,7 @@ fn run(transport: Arc<dyn Transport>, queue: mpsc::Receiver<Job>, timeout: Durat
         };
         if let Err(error) = &result {
             tracing::debug!(rank = transport.rank(), call = %job.call, %error, "collective failed");
-            if matches!(error, ServerError::CollectiveTimeout { .. })
-                || (matches!(error, ServerError::CollectiveAborted { .. }) && broken.is_none())
-            {
+            if matches!(error, ServerError::CollectiveTimeout { .. }) {
                 broken = Some((Instant::now(), Arc::new(error.clone())));
             }
         }
