@@ -14,6 +14,8 @@
 //!   under `mpirun -np 3`, merged into `target/bench/report.json`
 //!   (`--quick`, `--filter PREFIX`);
 //! - `test`   every test;
+//! - `tidy`   the layout rules (`tidy.rs`; also tests of this crate, so
+//!   `ci` runs them);
 //! - `demo`   setup, then the tour example on the default adapter (and a
 //!   pointer to the `mlp` and `timeline` examples);
 //! - `bench`  setup, then the benchmarks (`--quick`, `--filter PREFIX`),
@@ -29,6 +31,7 @@ use std::process::{Command, ExitCode};
 mod bundle;
 mod mpi;
 mod setup;
+mod tidy;
 
 use bundle::device_bundle;
 use mpi::{MPI_FEATURES, mpi_bench, mpi_test};
@@ -49,9 +52,10 @@ fn main() -> ExitCode {
         "mpi-test" => mpi_test(),
         "mpi-bench" => setup().and_then(|()| mpi_bench(&rest)),
         "device-bundle" => device_bundle(),
+        "tidy" => tidy::tidy(),
         _ => {
             eprintln!(
-                "usage: cargo xtask <setup | ci | test | mpi-test | demo | bench [--quick] [--filter PREFIX] | mpi-bench [--quick] [--filter PREFIX] | device-bundle>"
+                "usage: cargo xtask <setup | ci | test | tidy | mpi-test | demo | bench [--quick] [--filter PREFIX] | mpi-bench [--quick] [--filter PREFIX] | device-bundle>"
             );
             return if task == "help" {
                 ExitCode::SUCCESS
