@@ -14,7 +14,7 @@ fn client() -> DefaultClient {
 
 /// `x[i] += 1` for `i < n` (IR, checked bounds by default).
 fn inc_ir() -> Kernel {
-    let mut k = KernelBuilder::new("inc_ir", [64, 1, 1]);
+    let k = KernelBuilder::new("inc_ir", [64, 1, 1]);
     let x = k.output(Scalar::U32);
     let n = k.scalar_arg(Scalar::U32);
     let gid = k.global_id();

@@ -307,7 +307,7 @@ fn wide_integers_and_doubles_match_the_interpreter() {
     if features.contains(wgpu::Features::SHADER_INT64) {
         // c = a * b + (a >> 7) ^ b, wrapping, in u64 and i64.
         for elem in [Scalar::U64, Scalar::I64] {
-            let mut k = compute_ir::KernelBuilder::new("wide", [64, 1, 1]);
+            let k = compute_ir::KernelBuilder::new("wide", [64, 1, 1]);
             let (a, b, c) = (k.input(elem), k.input(elem), k.output(elem));
             let gid = k.global_id();
             let i = k.x(gid);
@@ -337,7 +337,7 @@ fn wide_integers_and_doubles_match_the_interpreter() {
     }
     if features.contains(wgpu::Features::SHADER_F64) {
         // Correctly rounded ops only: c = a * b, d = a + b (no contraction).
-        let mut k = compute_ir::KernelBuilder::new("double", [64, 1, 1]);
+        let k = compute_ir::KernelBuilder::new("double", [64, 1, 1]);
         let (a, b) = (k.input(Scalar::F64), k.input(Scalar::F64));
         let (c, d) = (k.output(Scalar::F64), k.output(Scalar::F64));
         let gid = k.global_id();
@@ -378,7 +378,7 @@ fn subgroup_operations_match_the_interpreter_at_the_device_subgroup_size() {
         eprintln!("no SUBGROUP: subgroup operations not run on the device");
         return;
     }
-    let mut k = compute_ir::KernelBuilder::new("subgroups", [64, 1, 1]);
+    let k = compute_ir::KernelBuilder::new("subgroups", [64, 1, 1]);
     let input = k.input(Scalar::U32);
     let (sums, maxes, firsts, sizes) = (
         k.output(Scalar::U32),

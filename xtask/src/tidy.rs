@@ -150,7 +150,9 @@ pub(crate) fn tidy() -> Result {
         problems.push(format!("{f}: {n} lines (at most {MAX_LINES})"));
     }
     for at in server_parameters_outside_server() {
-        problems.push(format!("{at}: a `&mut WgpuServer` parameter outside server/"));
+        problems.push(format!(
+            "{at}: a `&mut WgpuServer` parameter outside server/"
+        ));
     }
     for m in missing_doc_paths() {
         problems.push(format!("{m} does not exist"));
@@ -192,7 +194,8 @@ mod tests {
 
     #[test]
     fn backticked_paths_are_found() {
-        let text = "see `crates/wgpu-server/src/server/api.rs` and `server/api.rs`, not `a b` or `x::y`";
+        let text =
+            "see `crates/wgpu-server/src/server/api.rs` and `server/api.rs`, not `a b` or `x::y`";
         assert_eq!(
             backticked_paths(text),
             ["crates/wgpu-server/src/server/api.rs", "server/api.rs"]

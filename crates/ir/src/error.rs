@@ -22,6 +22,15 @@ pub enum IrError {
         /// What is wrong.
         reason: String,
     },
+    /// An error of the operation built at `at` (`file:line:column` of the
+    /// caller of the [`KernelBuilder`](crate::KernelBuilder) method).
+    #[error("{error} (built at {at})")]
+    Built {
+        /// Where in the caller's source.
+        at: String,
+        /// The error.
+        error: Box<IrError>,
+    },
 }
 
 impl IrError {
@@ -42,6 +51,15 @@ impl IrError {
     pub fn op(&self) -> &'static str {
         match self {
             IrError::Type { op, .. } | IrError::Structure { op, .. } => op,
+            IrError::Built { error, .. } => error.op(),
+        }
+    }
+
+    /// The error itself, without where it was built.
+    pub fn inner(&self) -> &IrError {
+        match self {
+            IrError::Built { error, .. } => error.inner(),
+            other => other,
         }
     }
 }

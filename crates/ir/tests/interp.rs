@@ -5,10 +5,10 @@ use compute_ir::{KernelBuilder, Lit, RunError, Scalar, Val};
 use compute_testkit::bytes;
 
 /// Runs a one-invocation kernel that stores `f`'s u32/i32 results in order.
-fn eval_i32(f: impl FnOnce(&mut KernelBuilder) -> Vec<Val>) -> Vec<i32> {
-    let mut b = KernelBuilder::new("eval", [1, 1, 1]);
+fn eval_i32(f: impl FnOnce(&KernelBuilder) -> Vec<Val>) -> Vec<i32> {
+    let b = KernelBuilder::new("eval", [1, 1, 1]);
     let out = b.output(Scalar::I32);
-    let vals = f(&mut b);
+    let vals = f(&b);
     for (i, v) in vals.iter().enumerate() {
         let idx = b.u32(i as u32);
         let v = if v.ty.scalar == Scalar::I32 {
@@ -116,7 +116,7 @@ fn loops_break_and_continue() {
 #[test]
 fn barrier_makes_shared_writes_visible() {
     // Each invocation writes its index, then reads its neighbour's.
-    let mut b = KernelBuilder::new("rotate", [8, 1, 1]);
+    let b = KernelBuilder::new("rotate", [8, 1, 1]);
     let out = b.output(Scalar::U32);
     let s = b.shared(Scalar::U32, 8);
     let l = b.local_index();
@@ -136,7 +136,7 @@ fn barrier_makes_shared_writes_visible() {
 
 #[test]
 fn divergent_barrier_is_reported() {
-    let mut b = KernelBuilder::new("divergent", [4, 1, 1]);
+    let b = KernelBuilder::new("divergent", [4, 1, 1]);
     let l = b.local_index();
     let two = b.u32(2);
     let low = b.lt(l, two);
@@ -148,7 +148,7 @@ fn divergent_barrier_is_reported() {
 
 #[test]
 fn out_of_bounds_and_interface_errors() {
-    let mut b = KernelBuilder::new("oob", [1, 1, 1]);
+    let b = KernelBuilder::new("oob", [1, 1, 1]);
     let out = b.output(Scalar::U32);
     let i = b.u32(4);
     let one = b.u32(1);
@@ -172,7 +172,7 @@ fn out_of_bounds_and_interface_errors() {
 
 #[test]
 fn scalars_and_array_length() {
-    let mut b = KernelBuilder::new("args", [1, 1, 1]);
+    let b = KernelBuilder::new("args", [1, 1, 1]);
     let out = b.output(Scalar::U32);
     let x = b.scalar_arg(Scalar::U32);
     let f = b.scalar_arg(Scalar::F32);
@@ -195,7 +195,7 @@ fn scalars_and_array_length() {
 
 #[test]
 fn endless_loops_exhaust_the_budget() {
-    let mut b = KernelBuilder::new("spin", [1, 1, 1]);
+    let b = KernelBuilder::new("spin", [1, 1, 1]);
     b.loop_(|_| {});
     let k = b.build().expect("builds");
     let err = interp::run_with_budget(&k, [1, 1, 1], &mut [], &[], 1000).expect_err("spins");
@@ -204,7 +204,7 @@ fn endless_loops_exhaust_the_budget() {
 
 #[test]
 fn f16_rounds_after_every_operation() {
-    let mut b = KernelBuilder::new("half", [1, 1, 1]);
+    let b = KernelBuilder::new("half", [1, 1, 1]);
     let out = b.output(Scalar::F32);
     let big = b.f32(2048.0);
     let one = b.f32(1.0);

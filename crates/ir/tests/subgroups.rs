@@ -7,7 +7,7 @@ use compute_testkit::bytes;
 
 /// out[lidx * 8 + k]: sgid, sgsize, add, min, max, broadcast_first, ballot.x, ballot.y
 fn collectives(workgroup: u32) -> compute_ir::Kernel {
-    let mut b = KernelBuilder::new("collectives", [workgroup, 1, 1]);
+    let b = KernelBuilder::new("collectives", [workgroup, 1, 1]);
     let out = b.output(Scalar::U32);
     let i = b.local_index();
     let sgid = b.subgroup_invocation_id();
@@ -97,7 +97,7 @@ fn ballot_uses_the_high_words_for_large_subgroups() {
 
 #[test]
 fn float_and_signed_collectives() {
-    let mut b = KernelBuilder::new("fsum", [8, 1, 1]);
+    let b = KernelBuilder::new("fsum", [8, 1, 1]);
     let out = b.output(Scalar::F32);
     let outi = b.output(Scalar::I32);
     let i = b.local_index();
@@ -126,7 +126,7 @@ fn float_and_signed_collectives() {
 #[test]
 fn ended_invocations_do_not_take_part() {
     // Invocations 0..3 return early; the rest of subgroup 0 still adds.
-    let mut b = KernelBuilder::new("partial", [8, 1, 1]);
+    let b = KernelBuilder::new("partial", [8, 1, 1]);
     let out = b.output(Scalar::U32);
     let i = b.local_index();
     let three = b.u32(3);
@@ -151,7 +151,7 @@ fn ended_invocations_do_not_take_part() {
 #[test]
 fn non_uniform_subgroup_operations_are_errors() {
     // Half of each subgroup takes the branch with the collective.
-    let mut b = KernelBuilder::new("divergent", [8, 1, 1]);
+    let b = KernelBuilder::new("divergent", [8, 1, 1]);
     let out = b.output(Scalar::U32);
     let i = b.local_index();
     let two = b.u32(2);
@@ -178,7 +178,7 @@ fn non_uniform_subgroup_operations_are_errors() {
     );
     // Uniform within each subgroup (the branch depends on the subgroup only):
     // fine, although subgroups take different branches.
-    let mut b = KernelBuilder::new("per_subgroup", [8, 1, 1]);
+    let b = KernelBuilder::new("per_subgroup", [8, 1, 1]);
     let out = b.output(Scalar::U32);
     let i = b.local_index();
     let four = b.u32(4);
@@ -203,7 +203,7 @@ fn non_uniform_subgroup_operations_are_errors() {
 #[test]
 fn subgroups_and_barriers_interleave() {
     // A collective, a workgroup barrier, a collective over shared memory.
-    let mut b = KernelBuilder::new("mixed", [16, 1, 1]);
+    let b = KernelBuilder::new("mixed", [16, 1, 1]);
     let out = b.output(Scalar::U32);
     let sh = b.shared(Scalar::U32, 16);
     let i = b.local_index();
@@ -238,11 +238,11 @@ fn subgroup_size_must_be_a_power_of_two() {
 
 #[test]
 fn subgroup_operand_types_are_checked() {
-    let mut b = KernelBuilder::new("bad", [1, 1, 1]);
+    let b = KernelBuilder::new("bad", [1, 1, 1]);
     let x = b.bool(true);
     let _ = b.subgroup_add(x);
     assert_eq!(b.build().expect_err("bool sum").op(), "subgroupAdd");
-    let mut b = KernelBuilder::new("bad", [1, 1, 1]);
+    let b = KernelBuilder::new("bad", [1, 1, 1]);
     let x = b.u32(1);
     let _ = b.subgroup_ballot(x);
     assert_eq!(b.build().expect_err("u32 ballot").op(), "subgroupBallot");

@@ -4,9 +4,9 @@
 use compute_ir::ir::{KernelDef, Op, Stmt, ValueId};
 use compute_ir::{IrError, Kernel, KernelBuilder, Scalar, Type};
 
-fn err(f: impl FnOnce(&mut KernelBuilder)) -> IrError {
-    let mut b = KernelBuilder::new("bad", [1, 1, 1]);
-    f(&mut b);
+fn err(f: impl FnOnce(&KernelBuilder)) -> IrError {
+    let b = KernelBuilder::new("bad", [1, 1, 1]);
+    f(&b);
     b.build().expect_err("must be refused")
 }
 

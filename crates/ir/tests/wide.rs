@@ -6,10 +6,10 @@ use compute_ir::{IrError, KernelBuilder, Lit, Scalar, Val};
 use compute_testkit::bytes;
 
 /// Runs a one-invocation kernel storing `f`'s results (all of `elem`) in order.
-fn eval(elem: Scalar, f: impl FnOnce(&mut KernelBuilder) -> Vec<Val>) -> Vec<u8> {
-    let mut b = KernelBuilder::new("eval64", [1, 1, 1]);
+fn eval(elem: Scalar, f: impl FnOnce(&KernelBuilder) -> Vec<Val>) -> Vec<u8> {
+    let b = KernelBuilder::new("eval64", [1, 1, 1]);
     let out = b.output(elem);
-    let vals = f(&mut b);
+    let vals = f(&b);
     for (i, v) in vals.iter().enumerate() {
         let idx = b.u32(i as u32);
         b.store(out, idx, *v);
@@ -253,7 +253,7 @@ fn f64_arithmetic_is_double_precision() {
 #[test]
 fn wide_buffers_and_shared_arrays_hold_eight_bytes() {
     // out[i] = in[i] * 3 via a shared i64 array, 4 invocations.
-    let mut b = KernelBuilder::new("wide_copy", [4, 1, 1]);
+    let b = KernelBuilder::new("wide_copy", [4, 1, 1]);
     let input = b.input(Scalar::I64);
     let out = b.output(Scalar::I64);
     let sh = b.shared(Scalar::I64, 4);
@@ -296,9 +296,9 @@ fn vectors_of_64_bit_lanes() {
 
 #[test]
 fn what_64_bit_types_refuse() {
-    let err = |f: &dyn Fn(&mut KernelBuilder)| -> IrError {
-        let mut b = KernelBuilder::new("bad", [1, 1, 1]);
-        f(&mut b);
+    let err = |f: &dyn Fn(&KernelBuilder)| -> IrError {
+        let b = KernelBuilder::new("bad", [1, 1, 1]);
+        f(&b);
         b.build().expect_err("refused")
     };
     // No 64-bit exp/sin/pow (Vulkan has none).
@@ -375,7 +375,7 @@ fn float_literals_hold_values_and_compare_by_bits() {
 #[test]
 fn kernels_that_differ_only_in_the_sign_of_a_zero_literal_differ() {
     let build = |zero: f32| {
-        let mut k = KernelBuilder::new("z", [1, 1, 1]);
+        let k = KernelBuilder::new("z", [1, 1, 1]);
         let out = k.output(Scalar::F32);
         let i = k.u32(0);
         let v = k.f32(zero);

@@ -76,7 +76,7 @@ const TOLERANCE_ULP: u32 = 4;
 /// Bindings: 0 `w` (read), 1 `x` (read), 2 `t` (read), 3 `r` (write).
 /// Scalars: `n: u32` (samples). Dispatch `ceil(n * OUT / 64)`.
 fn residual_kernel() -> Result<Kernel, compute_ir::IrError> {
-    let mut k = KernelBuilder::new("residual", [WG, 1, 1]);
+    let k = KernelBuilder::new("residual", [WG, 1, 1]);
     let w = k.input(Scalar::F32);
     let x = k.input(Scalar::F32);
     let t = k.input(Scalar::F32);
@@ -120,7 +120,7 @@ fn residual_kernel() -> Result<Kernel, compute_ir::IrError> {
 /// Bindings: 0 `r` (read), 1 `x` (read), 2 `g` (write). Scalars: `n: u32`,
 /// `count: f32` (`n` as a float). Dispatch `ceil(OUT * IN / 64)`.
 fn grad_kernel() -> Result<Kernel, compute_ir::IrError> {
-    let mut k = KernelBuilder::new("grad", [WG, 1, 1]);
+    let k = KernelBuilder::new("grad", [WG, 1, 1]);
     let r = k.input(Scalar::F32);
     let x = k.input(Scalar::F32);
     let g = k.output(Scalar::F32);
@@ -162,7 +162,7 @@ fn grad_kernel() -> Result<Kernel, compute_ir::IrError> {
 /// Bindings: 0 `g` (read), 1 `w` (read-write). Scalars: `lr: f32`,
 /// `n: u32`. Dispatch `ceil(n / 64)`.
 fn update_kernel() -> Result<Kernel, compute_ir::IrError> {
-    let mut k = KernelBuilder::new("update", [WG, 1, 1]);
+    let k = KernelBuilder::new("update", [WG, 1, 1]);
     let g = k.input(Scalar::F32);
     let w = k.output(Scalar::F32);
     let lr = k.scalar_arg(Scalar::F32);

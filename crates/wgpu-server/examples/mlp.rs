@@ -19,7 +19,7 @@ const OUT: u32 = 10;
 /// `c = a * b`, row-major `a: m x k`, `b: k x n`; one invocation per element
 /// of `c`. Scalars `m, n, k`.
 fn matmul() -> Result<Kernel, IrError> {
-    let mut k = KernelBuilder::new("matmul", [16, 16, 1]);
+    let k = KernelBuilder::new("matmul", [16, 16, 1]);
     let (a, b, c) = (
         k.input(Scalar::F32),
         k.input(Scalar::F32),
@@ -55,7 +55,7 @@ fn matmul() -> Result<Kernel, IrError> {
 /// `x[i] += bias[i % n]` for `i < len`: a row-major matrix with rows of
 /// `n`. Scalars `len, n`.
 fn bias() -> Result<Kernel, IrError> {
-    let mut k = KernelBuilder::new("bias", [256, 1, 1]);
+    let k = KernelBuilder::new("bias", [256, 1, 1]);
     let (x, bias) = (k.output(Scalar::F32), k.input(Scalar::F32));
     let (len, n) = (k.scalar_arg(Scalar::U32), k.scalar_arg(Scalar::U32));
     let gid = k.global_id();
@@ -72,7 +72,7 @@ fn bias() -> Result<Kernel, IrError> {
 
 /// `x[i] = max(x[i], 0)` for `i < len`. Scalar `len`.
 fn relu() -> Result<Kernel, IrError> {
-    let mut k = KernelBuilder::new("relu", [256, 1, 1]);
+    let k = KernelBuilder::new("relu", [256, 1, 1]);
     let x = k.output(Scalar::F32);
     let len = k.scalar_arg(Scalar::U32);
     let gid = k.global_id();
@@ -89,7 +89,7 @@ fn relu() -> Result<Kernel, IrError> {
 /// `out[r, :] = softmax(x[r, :])`, one invocation per row. Scalars
 /// `rows, n`.
 fn softmax_rows() -> Result<Kernel, IrError> {
-    let mut k = KernelBuilder::new("softmax_rows", [64, 1, 1]);
+    let k = KernelBuilder::new("softmax_rows", [64, 1, 1]);
     let (x, out) = (k.input(Scalar::F32), k.output(Scalar::F32));
     let (rows, n) = (k.scalar_arg(Scalar::U32), k.scalar_arg(Scalar::U32));
     let gid = k.global_id();

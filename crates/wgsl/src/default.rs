@@ -23,7 +23,7 @@ use crate::{
 /// use compute_wgsl::{BindingAccess, DefaultCompiler, WgpuCompiler, WgslKernel};
 ///
 /// let compiler = DefaultCompiler::default();
-/// let mut k = KernelBuilder::new("zero", [64, 1, 1]);
+/// let k = KernelBuilder::new("zero", [64, 1, 1]);
 /// let out = k.output(compute_ir::Scalar::U32);
 /// let gid = k.global_id();
 /// let i = k.x(gid);

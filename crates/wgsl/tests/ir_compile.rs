@@ -74,7 +74,7 @@ fn layout_names_the_write_set_and_scalars() {
 
 #[test]
 fn f16_needs_the_device_feature() {
-    let mut b = KernelBuilder::new("half", [1, 1, 1]);
+    let b = KernelBuilder::new("half", [1, 1, 1]);
     let out = b.output(Scalar::F16);
     let one = b.f32(1.5);
     let h = b.cast(one, Scalar::F16);
@@ -98,13 +98,13 @@ fn f16_needs_the_device_feature() {
 
 #[test]
 fn device_limits_are_checked_before_codegen() {
-    let mut b = KernelBuilder::new("wide", [1024, 1, 1]);
+    let b = KernelBuilder::new("wide", [1024, 1, 1]);
     let _ = b.local_index();
     let k = b.build().expect("builds");
     let err = compile(&k).expect_err("over 256 invocations");
     assert!(matches!(err, ServerError::LimitExceeded { .. }), "{err}");
 
-    let mut b = KernelBuilder::new("big_shared", [1, 1, 1]);
+    let b = KernelBuilder::new("big_shared", [1, 1, 1]);
     let _ = b.shared(Scalar::F32, 1 << 20);
     let err = compile(&b.build().expect("builds")).expect_err("too much shared memory");
     assert!(matches!(
@@ -134,7 +134,7 @@ fn foreign_kernels_are_refused() {
 
 #[test]
 fn constants_naga_would_reject_are_folded_or_made_runtime() {
-    let mut b = KernelBuilder::new("consts", [1, 1, 1]);
+    let b = KernelBuilder::new("consts", [1, 1, 1]);
     let out_i = b.output(Scalar::I32);
     let out_f = b.output(Scalar::F32);
     let x = b.i32(7);

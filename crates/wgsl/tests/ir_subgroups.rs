@@ -29,7 +29,7 @@ fn naga_validate(source: &str, caps: naga::valid::Capabilities) -> Result<(), St
 }
 
 fn kernel() -> Kernel {
-    let mut b = KernelBuilder::new("subgroups", [64, 1, 1]);
+    let b = KernelBuilder::new("subgroups", [64, 1, 1]);
     let out = b.output(Scalar::U32);
     let outf = b.output(Scalar::F32);
     let i = b.local_index();
@@ -108,7 +108,7 @@ fn subgroups_need_the_device_feature() {
         "{err}"
     );
     // Only the builtin: still subgroups.
-    let mut b = KernelBuilder::new("size_only", [1, 1, 1]);
+    let b = KernelBuilder::new("size_only", [1, 1, 1]);
     let out = b.output(Scalar::U32);
     let s = b.subgroup_size();
     let i = b.u32(0);
@@ -125,7 +125,7 @@ fn subgroups_need_the_device_feature() {
     ));
     compile(&k, wgpu::Features::SUBGROUP).expect("compiles");
     // A kernel without subgroups does not declare the builtins.
-    let mut b = KernelBuilder::new("plain", [1, 1, 1]);
+    let b = KernelBuilder::new("plain", [1, 1, 1]);
     let _ = b.local_index();
     let c = compile(&b.build().expect("builds"), wgpu::Features::empty()).expect("compiles");
     assert!(!c.source.contains("subgroup"), "{}", c.source);

@@ -32,7 +32,7 @@ fn naga_validate(source: &str, caps: naga::valid::Capabilities) -> Result<(), St
 /// Every 64-bit integer operation the IR has, constant and run-time, with
 /// the constants naga's evaluator would refuse (`MIN`, division by zero).
 fn int64_kernel(s: Scalar) -> Kernel {
-    let mut b = KernelBuilder::new("int64", [64, 1, 1]);
+    let b = KernelBuilder::new("int64", [64, 1, 1]);
     let input = b.input(s);
     let out = b.output(s);
     let sh = b.shared(s, 64);
@@ -57,8 +57,8 @@ fn int64_kernel(s: Scalar) -> Kernel {
         KernelBuilder::min,
         KernelBuilder::max,
     ] {
-        let t = f(&mut b, acc, x);
-        acc = f(&mut b, t, c);
+        let t = f(&b, acc, x);
+        acc = f(&b, t, c);
     }
     let q = b.div(acc, zero);
     let q = b.rem(q, zero);
@@ -108,7 +108,7 @@ fn int64_kernel(s: Scalar) -> Kernel {
 }
 
 fn f64_kernel() -> Kernel {
-    let mut b = KernelBuilder::new("float64", [64, 1, 1]);
+    let b = KernelBuilder::new("float64", [64, 1, 1]);
     let input = b.input(Scalar::F64);
     let out = b.output(Scalar::F64);
     let i = b.local_index();
@@ -128,7 +128,7 @@ fn f64_kernel() -> Kernel {
         KernelBuilder::min,
         KernelBuilder::max,
     ] {
-        acc = f(&mut b, acc, neg);
+        acc = f(&b, acc, neg);
     }
     for f in [
         KernelBuilder::neg,
@@ -138,7 +138,7 @@ fn f64_kernel() -> Kernel {
         KernelBuilder::floor,
         KernelBuilder::ceil,
     ] {
-        acc = f(&mut b, acc);
+        acc = f(&b, acc);
     }
     let acc = b.fma(acc, c, x);
     let acc = b.clamp(acc, neg, c);
@@ -208,7 +208,7 @@ fn the_device_feature_is_required() {
         matches!(err, ServerError::Unsupported { what: "i64", .. }),
         "{err}"
     );
-    let mut b = KernelBuilder::new("u64_only", [1, 1, 1]);
+    let b = KernelBuilder::new("u64_only", [1, 1, 1]);
     let out = b.output(Scalar::U64);
     let x = b.u64(7);
     let i = b.u32(0);
@@ -221,7 +221,7 @@ fn the_device_feature_is_required() {
     );
     compile(&k, wgpu::Features::SHADER_INT64).expect("compiles with SHADER_INT64");
     // f64 alone: only SHADER_F64 needed.
-    let mut b = KernelBuilder::new("f64_only", [1, 1, 1]);
+    let b = KernelBuilder::new("f64_only", [1, 1, 1]);
     let out = b.output(Scalar::F64);
     let x = b.f64(2.5);
     let i = b.u32(0);
@@ -236,7 +236,7 @@ fn the_device_feature_is_required() {
     naga_validate(&c.source, naga::valid::Capabilities::FLOAT64)
         .unwrap_or_else(|e| panic!("{e}\n{}", c.source));
     // An f64 value used only internally still counts.
-    let mut b = KernelBuilder::new("f64_inside", [1, 1, 1]);
+    let b = KernelBuilder::new("f64_inside", [1, 1, 1]);
     let out = b.output(Scalar::F32);
     let x = b.f64(2.5);
     let y = b.cast(x, Scalar::F32);
@@ -254,7 +254,7 @@ fn the_device_feature_is_required() {
 fn literals_round_trip_through_naga() {
     // Constants naga must read back exactly: extremes and odd bit patterns,
     // each stored so the literal survives to the module.
-    let mut b = KernelBuilder::new("lits", [1, 1, 1]);
+    let b = KernelBuilder::new("lits", [1, 1, 1]);
     let oi = b.output(Scalar::I64);
     let ou = b.output(Scalar::U64);
     let of = b.output(Scalar::F64);

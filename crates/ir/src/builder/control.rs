@@ -2,13 +2,15 @@
 //! becomes a block of its own, checked as it is built (see the parent
 //! module).
 
-use super::{KernelBuilder, Val};
+use super::{KernelBuilder, Operand, Val};
 use crate::Scalar;
 use crate::ir::{Barrier, Stmt};
 
 impl KernelBuilder {
     /// `if cond { then }`.
-    pub fn if_(&mut self, cond: Val, then: impl FnOnce(&mut Self)) {
+    #[track_caller]
+    pub fn if_(&self, cond: impl Operand, then: impl FnOnce(&Self)) {
+        let cond = self.operand(cond, Some(crate::Type::BOOL));
         let then = self.block(then);
         self.push(Stmt::If {
             cond: cond.id,
@@ -24,7 +26,7 @@ impl KernelBuilder {
     /// use compute_runtime::pod;
     ///
     /// // out[i] = a[i] >= 0 ? a[i] : -a[i]
-    /// let mut k = KernelBuilder::new("abs", [4, 1, 1]);
+    /// let k = KernelBuilder::new("abs", [4, 1, 1]);
     /// let (a, out) = (k.input(Scalar::I32), k.output(Scalar::I32));
     /// let gid = k.global_id();
     /// let i = k.x(gid);
@@ -45,12 +47,14 @@ impl KernelBuilder {
     /// assert_eq!(pod::from_bytes::<i32>(&buffers[1])?, [2, 3, 4, 0]);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
+    #[track_caller]
     pub fn if_else(
-        &mut self,
-        cond: Val,
-        then: impl FnOnce(&mut Self),
-        otherwise: impl FnOnce(&mut Self),
+        &self,
+        cond: impl Operand,
+        then: impl FnOnce(&Self),
+        otherwise: impl FnOnce(&Self),
     ) {
+        let cond = self.operand(cond, Some(crate::Type::BOOL));
         let then = self.block(then);
         let otherwise = self.block(otherwise);
         self.push(Stmt::If {
@@ -61,7 +65,9 @@ impl KernelBuilder {
     }
 
     /// `for (i = start; i < end; i += 1) { body(i) }`.
-    pub fn for_range(&mut self, start: Val, end: Val, body: impl FnOnce(&mut Self, Val)) {
+    #[track_caller]
+    pub fn for_range(&self, start: impl Operand, end: impl Operand, body: impl FnOnce(&Self, Val)) {
+        let (start, end) = self.operands(start, end);
         let one = match start.ty.scalar {
             Scalar::I32 => self.i32(1),
             _ => self.u32(1),
@@ -70,13 +76,24 @@ impl KernelBuilder {
     }
 
     /// `for (i = start; i < end; i += step) { body(i) }`.
+    #[track_caller]
     pub fn for_range_step(
-        &mut self,
-        start: Val,
-        end: Val,
-        step: Val,
-        body: impl FnOnce(&mut Self, Val),
+        &self,
+        start: impl Operand,
+        end: impl Operand,
+        step: impl Operand,
+        body: impl FnOnce(&Self, Val),
     ) {
+        // Integer literals alone are `u32`s here, the usual index type.
+        let like = start
+            .as_val()
+            .or(end.as_val())
+            .map_or(crate::Type::U32, |v| v.ty);
+        let (start, end) = (
+            self.operand(start, Some(like)),
+            self.operand(end, Some(like)),
+        );
+        let step = self.operand(step, Some(start.ty));
         let index = Val {
             id: self.fresh(start.ty),
             ty: start.ty,
@@ -92,28 +109,28 @@ impl KernelBuilder {
     }
 
     /// `loop { body }`; leave it with [`break_`](Self::break_).
-    pub fn loop_(&mut self, body: impl FnOnce(&mut Self)) {
+    pub fn loop_(&self, body: impl FnOnce(&Self)) {
         let body = self.block(body);
         self.push(Stmt::Loop(body));
     }
     /// `break`.
-    pub fn break_(&mut self) {
+    pub fn break_(&self) {
         self.push(Stmt::Break);
     }
     /// `continue`.
-    pub fn continue_(&mut self) {
+    pub fn continue_(&self) {
         self.push(Stmt::Continue);
     }
     /// `return`: ends this invocation.
-    pub fn ret(&mut self) {
+    pub fn ret(&self) {
         self.push(Stmt::Return);
     }
     /// `workgroupBarrier()`.
-    pub fn barrier(&mut self) {
+    pub fn barrier(&self) {
         self.push(Stmt::Barrier(Barrier::Workgroup));
     }
     /// `storageBarrier()`.
-    pub fn storage_barrier(&mut self) {
+    pub fn storage_barrier(&self) {
         self.push(Stmt::Barrier(Barrier::Storage));
     }
 }

@@ -78,7 +78,7 @@ pub const DEFAULT_SUBGROUP_SIZE: u32 = 32;
 /// use compute_runtime::pod;
 ///
 /// // x[i] = i * 2 for every invocation: no bounds check.
-/// let mut k = KernelBuilder::new("iota2", [4, 1, 1]);
+/// let k = KernelBuilder::new("iota2", [4, 1, 1]);
 /// let x = k.output(Scalar::U32);
 /// let gid = k.global_id();
 /// let i = k.x(gid);

@@ -60,7 +60,7 @@ impl<S: Server> ComputeClient<S> {
     /// use wgpu_server::prelude::*;
     ///
     /// let client = WgpuServerOptions::new().client()?;
-    /// let mut k = KernelBuilder::new("inc", [64, 1, 1]);
+    /// let k = KernelBuilder::new("inc", [64, 1, 1]);
     /// let x = k.output(Scalar::U32);
     /// let gid = k.global_id();
     /// let i = k.x(gid);

@@ -38,7 +38,7 @@ impl<S: LaunchValidation> ComputeClient<S> {
     /// use wgpu_server::prelude::*;
     ///
     /// let client = WgpuServerOptions::new().client()?;
-    /// let mut k = KernelBuilder::new("double", [64, 1, 1]);
+    /// let k = KernelBuilder::new("double", [64, 1, 1]);
     /// let x = k.output(Scalar::F32);
     /// let n = k.scalar_arg(Scalar::U32);
     /// let gid = k.global_id();

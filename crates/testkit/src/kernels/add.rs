@@ -21,7 +21,7 @@ pub fn elementwise_add_vec(elem: Scalar, lanes: u8, workgroup: u32) -> Result<Ke
     } else {
         format!("add_vec{lanes}_{elem}")
     };
-    let mut k = KernelBuilder::new(name, [workgroup, 1, 1]);
+    let k = KernelBuilder::new(name, [workgroup, 1, 1]);
     let a = k.input_vec(elem, lanes);
     let b = k.input_vec(elem, lanes);
     let c = k.output_vec(elem, lanes);

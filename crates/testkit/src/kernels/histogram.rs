@@ -5,7 +5,7 @@ use compute_ir::{IrError, Kernel, KernelBuilder, Scalar};
 /// Bindings: 0 `values: u32` (read), 1 `hist: atomic<u32>` (read-write,
 /// `bins` elements, zeroed by the caller). Scalars: `n: u32`, `bins: u32`.
 pub fn histogram(workgroup: u32) -> Result<Kernel, IrError> {
-    let mut k = KernelBuilder::new("histogram", [workgroup, 1, 1]);
+    let k = KernelBuilder::new("histogram", [workgroup, 1, 1]);
     let values = k.input(Scalar::U32);
     let hist = k.atomic_buffer(Scalar::U32);
     let n = k.scalar_arg(Scalar::U32);

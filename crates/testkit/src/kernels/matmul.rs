@@ -12,7 +12,7 @@ pub const MATMUL_TILE: u32 = 16;
 /// `m, n, k: u32`. Dispatch `(ceil(n / 16), ceil(m / 16), 1)`.
 pub fn tiled_matmul() -> Result<Kernel, IrError> {
     const T: u32 = MATMUL_TILE;
-    let mut k = KernelBuilder::new("matmul_tiled_16", [T, T, 1]);
+    let k = KernelBuilder::new("matmul_tiled_16", [T, T, 1]);
     let a = k.input(Scalar::F32);
     let b = k.input(Scalar::F32);
     let c = k.output(Scalar::F32);
@@ -29,11 +29,11 @@ pub fn tiled_matmul() -> Result<Kernel, IrError> {
     let wx = k.x(wid);
     let wy = k.y(wid);
     let tile = k.u32(T);
-    let row = mad(&mut k, wy, tile, ly);
-    let col = mad(&mut k, wx, tile, lx);
+    let row = mad(&k, wy, tile, ly);
+    let col = mad(&k, wx, tile, lx);
     let zero = k.f32(0.0);
     let acc = k.var(zero);
-    let me = mad(&mut k, ly, tile, lx);
+    let me = mad(&k, ly, tile, lx);
 
     // Tiles along k: ceil(k / T).
     let t_minus_1 = k.u32(T - 1);
@@ -92,7 +92,7 @@ pub fn tiled_matmul() -> Result<Kernel, IrError> {
 }
 
 /// `x * y + z` on u32.
-fn mad(k: &mut KernelBuilder, x: Val, y: Val, z: Val) -> Val {
+fn mad(k: &KernelBuilder, x: Val, y: Val, z: Val) -> Val {
     let p = k.mul(x, y);
     k.add(p, z)
 }

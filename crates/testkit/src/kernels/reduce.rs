@@ -7,7 +7,7 @@ use compute_ir::{IrError, Kernel, KernelBuilder, Scalar};
 /// Bindings: 0 `a` (read), 1 `out` (read-write, one element per workgroup).
 /// Scalars: `n: u32`. `size` must be a power of two.
 pub fn workgroup_sum(elem: Scalar, size: u32) -> Result<Kernel, IrError> {
-    let mut k = KernelBuilder::new(format!("sum_{elem}_{size}"), [size, 1, 1]);
+    let k = KernelBuilder::new(format!("sum_{elem}_{size}"), [size, 1, 1]);
     let a = k.input(elem);
     let out = k.output(elem);
     let n = k.scalar_arg(Scalar::U32);

@@ -37,7 +37,7 @@ const SCALARS: [Scalar; 4] = [Scalar::U32, Scalar::I32, Scalar::F32, Scalar::Boo
 /// The kernel `name` of `workgroup` invocations per workgroup, drawn from
 /// `rng` under `cfg`.
 pub(super) fn kernel(name: String, workgroup: u32, cfg: &Config, rng: &mut Rng) -> Kernel {
-    let mut b = KernelBuilder::new(name, [workgroup, 1, 1]);
+    let b = KernelBuilder::new(name, [workgroup, 1, 1]);
     let inputs = [
         b.input(Scalar::U32),
         b.input(Scalar::I32),
