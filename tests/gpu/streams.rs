@@ -276,6 +276,43 @@ fn device_lost_mid_stream_fails_every_pending_and_later_call() {
     });
 }
 
+/// Every wait in flight when the device is lost (a read's map, a sync, a
+/// profile window's timestamps) ends in a `DeviceLost` error or in its result, never in another error a
+/// runtime would retry on.
+#[test]
+fn waits_in_flight_when_the_device_is_lost_fail_with_device_lost() {
+    within(60, || {
+        for round in 0..8 {
+            let mut s = server();
+            let h = upload(&mut s, u32_bytes(&[1; 4096]), S0);
+            for _ in 0..20 {
+                launch(&mut s, inc_kernel(), CubeCount::x(64), &[&h], S0);
+            }
+            let pending = s.read(vec![h.copy_descriptor()], S0);
+            launch(&mut s, inc_kernel(), CubeCount::x(64), &[&h], StreamId(1));
+            let synced = s.sync(vec![], StreamId(1));
+            let window = s.start_profile(StreamId(2)).expect("window");
+            launch(&mut s, inc_kernel(), CubeCount::x(64), &[&h], StreamId(2));
+            let timed = s.end_profile(StreamId(2), window).expect("end");
+            s.device().destroy();
+            match futures::executor::block_on(pending) {
+                Ok(bytes) => assert_eq!(bytes_u32(&bytes[0]), vec![21; 4096]),
+                Err(e) => assert!(e.is_device_lost(), "round {round}: read: {e:?}"),
+            }
+            if let Err(e) = futures::executor::block_on(synced) {
+                assert!(e.is_device_lost(), "round {round}: sync: {e:?}");
+            }
+            match futures::executor::block_on(timed.resolve()) {
+                Ok(_) => {}
+                Err(compute_runtime::ProfileError::Server(e)) => {
+                    assert!(e.is_device_lost(), "round {round}: profile: {e:?}")
+                }
+                Err(e) => panic!("round {round}: profile: {e:?}"),
+            }
+        }
+    });
+}
+
 /// Two streams writing neighbouring slices of one page do not force each
 /// other's submits (ordering is tracked per byte range, not per page).
 #[test]

@@ -148,7 +148,8 @@ fn upload<C: WgpuCompiler>(
         .memory
         .upload
         .take(&server.gpu.device, data.len() as u64)?;
-    upload::fill(&staging, data)?;
+    upload::fill(&staging, data)
+        .map_err(|e| server.gpu.faults.lost_during("filling an upload buffer", e))?;
     let len = (data.len() as u64).next_multiple_of(ALIGN);
     let range = StorageHandle {
         id: target.id,
@@ -187,9 +188,7 @@ fn write_on_stream<C: WgpuCompiler>(
     })?;
     staging
         .get_mapped_range_mut(..)
-        .map_err(|e| ServerError::Mapping {
-            reason: format!("write staging: {e}"),
-        })?
+        .map_err(|e| server.gpu.faults.lost_during("viewing write staging", e))?
         .slice(..data.len())
         .copy_from_slice(data);
     staging.unmap();
@@ -351,18 +350,14 @@ pub(crate) fn read<C: WgpuCompiler>(
                 Err(_) => Some("the map callback was dropped".into()),
             };
             if let Some(why) = failed {
-                faults.lost()?;
-                return Err(ServerError::DeviceLost {
-                    reason: format!("mapping a read's staging buffer failed: {why}"),
-                });
+                return Err(faults.lost_during("mapping a read's staging buffer", why));
             }
+            // Mapped, and destroyed with the device since: the same loss.
             let view = r
                 .staging
                 .slice(0..r.mapped_len)
                 .get_mapped_range()
-                .map_err(|e| ServerError::Mapping {
-                    reason: e.to_string(),
-                })?;
+                .map_err(|e| faults.lost_during("viewing a read's staging buffer", e))?;
             out.push(Bytes::from_owner(MappedRange::new(
                 view,
                 r.staging.clone(),

@@ -154,18 +154,15 @@ pub(crate) fn finish<C: WgpuCompiler>(
     let faults = std::sync::Arc::clone(&s.gpu.faults);
     Box::pin(async move {
         done.await?;
-        if !matches!(rx.await, Ok(Ok(()))) {
-            faults.lost()?;
-            return Err(ServerError::Mapping {
-                reason: "timeline readback could not be mapped".into(),
-            });
+        match rx.await {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => return Err(faults.lost_during("mapping the timeline", e)),
+            Err(e) => return Err(faults.lost_during("mapping the timeline", e)),
         }
         let view = readback
             .slice(..)
             .get_mapped_range()
-            .map_err(|e| ServerError::Mapping {
-                reason: e.to_string(),
-            })?;
+            .map_err(|e| faults.lost_during("viewing the timeline", e))?;
         let raw: Vec<(u64, u64)> = (0..meta.len())
             .map(|i| stamps::pair_at(&view, PAIR_BYTES as usize * i).unwrap_or((0, 0)))
             .collect();
