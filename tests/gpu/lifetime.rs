@@ -35,7 +35,13 @@ fn dropping_every_server_unloads_no_driver() {
     let loaded = std::thread::spawn(|| {
         let mut s = server();
         let x = upload(&mut s, u32_bytes(&[1, 2, 3]), S0);
-        launch(&mut s, inc_kernel(), compute_runtime::CubeCount::x(1), &[&x], S0);
+        launch(
+            &mut s,
+            inc_kernel(),
+            compute_runtime::CubeCount::x(1),
+            &[&x],
+            S0,
+        );
         assert_eq!(bytes_u32(&read(&mut s, &x, S0).expect("read")), [2, 3, 4]);
         let loaded = mapped_objects();
         drop(s);

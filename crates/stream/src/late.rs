@@ -47,6 +47,12 @@ struct Inner {
     next_audit: u64,
 }
 
+/// Work registered with [`LateFaults::expect`]: only its holder can settle
+/// it, so nobody else can take the work's writes out of its verdict's reach.
+#[derive(Debug)]
+#[must_use = "settle it once its verdict has come (or will not)"]
+pub struct LateAudit(u64);
+
 /// Late verdicts; shared (`Arc`) between the registry and the callbacks.
 #[derive(Debug, Default)]
 pub struct LateFaults {
@@ -100,21 +106,21 @@ impl LateFaults {
     }
 
     /// Registers work writing `writes` whose verdict will come late; the
-    /// id is for [`LateFaults::settle`] once it has.
-    pub fn expect(&self, writes: &[MemoryId]) -> u64 {
+    /// audit is for [`LateFaults::settle`] once it has.
+    pub fn expect(&self, writes: &[MemoryId]) -> LateAudit {
         let mut inner = self.lock();
         inner.next_audit += 1;
         let id = inner.next_audit;
         inner.pending.insert(id, writes.to_vec());
         self.pending.fetch_add(1, Ordering::AcqRel);
-        id
+        LateAudit(id)
     }
 
-    /// The slices audit `id` ([`LateFaults::expect`]) writes that are still
+    /// The slices `audit` ([`LateFaults::expect`]) writes that are still
     /// to be judged by its verdict: those no full overwrite has trusted
-    /// again since. Call once per id, whether the verdict came or not.
-    pub fn settle(&self, id: u64) -> Vec<MemoryId> {
-        let writes = self.lock().pending.remove(&id);
+    /// again since. Call once, whether the verdict came or not.
+    pub fn settle(&self, audit: LateAudit) -> Vec<MemoryId> {
+        let writes = self.lock().pending.remove(&audit.0);
         match writes {
             Some(w) => {
                 self.pending.fetch_sub(1, Ordering::AcqRel);
@@ -202,7 +208,6 @@ mod tests {
         late.clear(MemoryId(1));
         let writes = late.settle(id);
         assert_eq!(writes, vec![MemoryId(2)]);
-        assert!(late.settle(id).is_empty(), "settled once");
         late.poison(StreamId(0), &writes, ServerError::unsupported("x", "late"));
         assert!(late.check(MemoryId(1)).is_ok());
         assert!(late.check(MemoryId(2)).is_err());

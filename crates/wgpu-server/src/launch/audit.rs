@@ -17,7 +17,7 @@
 use std::sync::Arc;
 
 use compute_runtime::{MemoryId, ServerError, StreamId};
-use compute_stream::LateFaults;
+use compute_stream::{LateAudit, LateFaults};
 
 use crate::launch::resolve::INDIRECT_BYTES;
 
@@ -31,7 +31,7 @@ const SLOTS: usize = 256;
 #[derive(Debug)]
 struct AuditBuffer {
     buffer: wgpu::Buffer,
-    audits: Vec<u64>,
+    audits: Vec<LateAudit>,
 }
 
 /// The audits of one pending batch.
@@ -88,7 +88,7 @@ impl BatchAudit {
             audit.buffer.map_async(wgpu::MapMode::Read, .., move |r| {
                 // What each launch writes that nothing overwrote since.
                 let writes: Vec<Vec<MemoryId>> =
-                    audit.audits.iter().map(|id| late.settle(*id)).collect();
+                    audit.audits.into_iter().map(|id| late.settle(id)).collect();
                 if r.is_err() {
                     // The device is gone; every later call says so.
                     return;

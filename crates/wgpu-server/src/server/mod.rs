@@ -25,7 +25,10 @@ use compute_runtime::{
     LogCategory, LogLevel, ManagedResource, MemoryId, ServerError, ServerLogger, ServerStorage,
     ServerUtilities, ServerUtilitiesHandle, StorageHandle, StreamId, TimingMethod,
 };
-use compute_stream::{SchedulerMultiStream, WriteScoped, settle_batch_failures, write_scope};
+use compute_stream::{
+    SchedulerMultiStream, TrustKey, WriteScoped, settle_batch_failures, write_scope,
+    write_scope_restoring,
+};
 use compute_wgsl::WgpuCompiler;
 
 use crate::backend::ScheduledWgpuBackend;
@@ -54,6 +57,19 @@ pub struct WgpuServer<C: WgpuCompiler> {
     pub(crate) logger: Arc<ServerLogger>,
     /// Failures settled by write scopes so far.
     pub(crate) failures: u64,
+    /// The right to trust bytes again, used by `scoped_overwrite` only.
+    pub(crate) trust_key: ServerTrustKey,
+}
+
+/// The key of the server's scheduler ([`TrustKey`]), readable only in this
+/// module: every restore of trust goes through
+/// [`WgpuServer::scoped_overwrite`], a full write by the server itself.
+pub(crate) struct ServerTrustKey(TrustKey);
+
+impl ServerTrustKey {
+    pub(crate) fn new(key: TrustKey) -> Self {
+        Self(key)
+    }
 }
 
 impl<C: WgpuCompiler> std::fmt::Debug for WgpuServer<C> {
@@ -213,7 +229,7 @@ impl<C: WgpuCompiler> WgpuServer<C> {
         writes: &[BufferBinding],
         body: impl FnOnce(&mut Self) -> Result<R, ServerError>,
     ) -> Result<R, ServerError> {
-        write_scope(self, stream, writes, |_, _| false, body)
+        write_scope(self, stream, writes, body)
     }
 
     /// Runs a host write of `writes` in a write scope: success trusts a
@@ -224,7 +240,8 @@ impl<C: WgpuCompiler> WgpuServer<C> {
         writes: &[BufferBinding],
         body: impl FnOnce(&mut Self) -> Result<R, ServerError>,
     ) -> Result<R, ServerError> {
-        write_scope(self, stream, writes, |s, b| s.covers(b), body)
+        let key = self.trust_key.0.clone();
+        write_scope_restoring(self, &key, stream, writes, |s, b| s.covers(b), body)
     }
 
     /// `Ok` when every slice in `reads` is trusted; else the refusal of
