@@ -420,8 +420,9 @@ mod model {
         Write { dst: usize, value: u32 },
         /// Host write of `value` to the first half of `dst`.
         WriteHalf { dst: usize, value: u32 },
-        /// Host write whose data is shorter than its descriptor: refused,
-        /// poisons `dst` (data or count) with `SizeMismatch`.
+        /// Host write whose data is shorter than its descriptor: refused
+        /// at the call with `SizeMismatch`, reported to the stream; `dst`
+        /// (data or count) was never touched, so its trust is unchanged.
         BadWrite { dst: usize },
         /// Host write of count buffer `c`.
         WriteCount { c: usize, count: Count },
@@ -881,7 +882,8 @@ fn main(@builtin(global_invocation_id) id: vec3<u32>) { x[id.x] = x[id.x] + 1u; 
                         vec![(self.bufs[dst].copy_descriptor(), Bytes::from(vec![0u8; 8]))],
                         st,
                     );
-                    self.failing(stream, &[dst], Cause::SizeMismatch);
+                    // Reported, not poisoning: no byte of `dst` moved.
+                    self.m.fail(stream, Rc::new(Cause::SizeMismatch), false);
                 }
                 TOp::WriteCount { c, count } => {
                     self.write_count(st, c, count);

@@ -218,17 +218,28 @@ fn bindings(handles: &[&Handle]) -> KernelArguments {
 
 // Helpers.
 
-/// Poisons `h` with a host write whose data is shorter than its descriptor
-/// (`SizeMismatch`), on `stream`, and takes that failure's report so it
-/// does not mix with the case's.
+/// A kernel writing its one binding that does not compile: launched, it
+/// fails with `Compilation` and poisons that binding.
+fn broken_kernel() -> WgslKernel {
+    WgslKernel::new(
+        "broken",
+        "@group(0) @binding(0) var<storage, read_write> y: array<u32>;\n\
+         @compute @workgroup_size(64) fn main() { y[0] = 1.5; }",
+        "main",
+        [64, 1, 1],
+        vec![BindingAccess::ReadWrite],
+    )
+}
+
+/// Poisons `h` with a launch that fails (`Compilation`), on `stream`, and
+/// takes that failure's report so it does not mix with the case's. (Not a
+/// refused host write: one refused at the call touches nothing, so it
+/// poisons nothing.)
 fn poison(s: &mut TestServer, h: &Handle, stream: StreamId) -> Arc<ServerError> {
-    s.write(
-        vec![(h.copy_descriptor(), Bytes::from(vec![0u8; 4]))],
-        stream,
-    );
-    let err = s.flush(stream).expect_err("the short write is reported");
+    launch(s, broken_kernel(), CubeCount::x(1), &[h], stream);
+    let err = s.flush(stream).expect_err("the failed launch is reported");
     assert!(
-        matches!(err.root_cause(), ServerError::SizeMismatch { .. }),
+        matches!(err.root_cause(), ServerError::Compilation { .. }),
         "{err}"
     );
     untrusted_cause(s, h)
@@ -338,7 +349,7 @@ fn check_answers_ok_or_untrusted_and_a_read_of_untrusted_bytes_is_that_error_nev
             cause: Arc::clone(&cause),
         }
     );
-    assert!(matches!(cause.as_ref(), ServerError::SizeMismatch { .. }));
+    assert!(matches!(cause.as_ref(), ServerError::Compilation { .. }));
     // A read says the same, and returns no bytes, alone or with a trusted
     // descriptor.
     assert_eq!(read(&mut f.s, &bad, S0).expect_err("untrusted"), err);

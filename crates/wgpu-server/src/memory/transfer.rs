@@ -52,14 +52,21 @@ fn check_descriptor(descriptor: &CopyDescriptor) -> Result<u64, ServerError> {
     Ok(bytes)
 }
 
-/// Writes `data` where `descriptor` says. Runs inside the caller's write
-/// scope.
-pub(crate) fn write<C: WgpuCompiler>(
+/// Where a write that passed its checks goes.
+pub(crate) struct CheckedWrite {
+    target: StorageHandle,
+    buffer: wgpu::Buffer,
+    size: u64,
+}
+
+/// Checks a write of `data` where `descriptor` says, touching nothing: the
+/// descriptor, the data's length, the range, the alignment. `None`: there is
+/// nothing to move (zero bytes).
+pub(crate) fn check_write<C: WgpuCompiler>(
     server: &mut WgpuServer<C>,
     descriptor: &CopyDescriptor,
     data: &Bytes,
-    stream: StreamId,
-) -> Result<(), ServerError> {
+) -> Result<Option<CheckedWrite>, ServerError> {
     let size = check_descriptor(descriptor)?;
     if data.len() as u64 != size {
         return Err(ServerError::SizeMismatch {
@@ -69,7 +76,7 @@ pub(crate) fn write<C: WgpuCompiler>(
     }
     let target = server.resolve(&descriptor.binding)?;
     if size == 0 {
-        return Ok(());
+        return Ok(None);
     }
     let slice_end = server
         .memory
@@ -95,6 +102,42 @@ pub(crate) fn write<C: WgpuCompiler>(
         .ok_or(ServerError::UnknownHandle {
             memory: descriptor.binding.memory_id(),
         })?;
+    Ok(Some(CheckedWrite {
+        target,
+        buffer,
+        size,
+    }))
+}
+
+/// Checks and writes `data` where `descriptor` says, inside the caller's
+/// write scope: a refusal fails the scope, poisoning the target (for writes
+/// whose target must not keep stale bytes, a collective's result).
+pub(crate) fn write<C: WgpuCompiler>(
+    server: &mut WgpuServer<C>,
+    descriptor: &CopyDescriptor,
+    data: &Bytes,
+    stream: StreamId,
+) -> Result<(), ServerError> {
+    match check_write(server, descriptor, data)? {
+        Some(checked) => write_checked(server, checked, descriptor, data, stream),
+        None => Ok(()),
+    }
+}
+
+/// Writes `data` where `descriptor` says, once [`check_write`] passed it.
+/// Runs inside the caller's write scope.
+pub(crate) fn write_checked<C: WgpuCompiler>(
+    server: &mut WgpuServer<C>,
+    checked: CheckedWrite,
+    descriptor: &CopyDescriptor,
+    data: &Bytes,
+    stream: StreamId,
+) -> Result<(), ServerError> {
+    let CheckedWrite {
+        target,
+        buffer,
+        size,
+    } = checked;
     // A stream with work held behind a `Wait` collective: a queue write
     // would have to wait for the held work on its range to be submitted,
     // that is for the other ranks, and would land before it. The write is

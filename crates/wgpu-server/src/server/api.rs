@@ -188,18 +188,26 @@ impl<C: WgpuCompiler> Server for WgpuServer<C> {
             return;
         }
         for (descriptor, data) in descriptors {
-            // Each write is its own scope: one bad descriptor poisons its
-            // own destination only.
-            let target = descriptor.binding.clone();
-            let written = self.scoped_overwrite(stream_id, std::slice::from_ref(&target), |s| {
-                if s.is_capturing(stream_id) {
-                    return Err(ServerError::CaptureState {
-                        stream: stream_id,
-                        reason: "host writes cannot be recorded into a graph".into(),
-                    });
+            // A write refused by its checks moved no byte: its target keeps
+            // its trust, and the refusal is reported like any failure.
+            let checked = match self.check_write(&descriptor, &data, stream_id) {
+                Ok(checked) => checked,
+                Err(e) => {
+                    self.refuse(stream_id, e);
+                    continue;
                 }
-                transfer::write(s, &descriptor, &data, stream_id)
-            });
+            };
+            // Each write is its own scope: a write that fails once bytes may
+            // have moved poisons its own destination only.
+            let target = descriptor.binding.clone();
+            let written = match checked {
+                None => Ok(()),
+                Some(checked) => {
+                    self.scoped_overwrite(stream_id, std::slice::from_ref(&target), |s| {
+                        transfer::write_checked(s, checked, &descriptor, &data, stream_id)
+                    })
+                }
+            };
             // The queue has its own copy now: the allocation can serve the
             // next `staging` call (only if the caller kept no clone).
             if written.is_ok() {

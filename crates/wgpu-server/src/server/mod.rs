@@ -21,9 +21,10 @@ use std::sync::Arc;
 
 use compute_graph::{CaptureState, StreamCapture};
 use compute_runtime::{
-    BufferBinding, ComputeStorage, CubeKernel, DeviceId, DeviceService, DeviceServiceStage, DynFut,
-    LogCategory, LogLevel, ManagedResource, MemoryId, ServerError, ServerLogger, ServerStorage,
-    ServerUtilities, ServerUtilitiesHandle, StorageHandle, StreamId, TimingMethod,
+    BufferBinding, Bytes, ComputeStorage, CopyDescriptor, CubeKernel, DeviceId, DeviceService,
+    DeviceServiceStage, DynFut, LogCategory, LogLevel, ManagedResource, MemoryId, ServerError,
+    ServerLogger, ServerStorage, ServerUtilities, ServerUtilitiesHandle, StorageHandle, StreamId,
+    TimingMethod,
 };
 use compute_stream::{
     SchedulerMultiStream, TrustKey, WriteScoped, settle_batch_failures, write_scope,
@@ -39,6 +40,7 @@ use crate::launch::Kernels;
 use crate::launch::path::ResolvedLaunch;
 use crate::memory::Memory;
 use crate::memory::storage::{WgpuResource, WgpuStorage};
+use crate::memory::transfer::CheckedWrite;
 use crate::timing::Timing;
 
 /// Default bound on tasks a stream encodes before it submits.
@@ -242,6 +244,32 @@ impl<C: WgpuCompiler> WgpuServer<C> {
     ) -> Result<R, ServerError> {
         let key = self.trust_key.0.clone();
         write_scope_restoring(self, &key, stream, writes, |s, b| s.covers(b), body)
+    }
+
+    /// Checks a host write before anything moves (see
+    /// [`transfer::check_write`](crate::memory::transfer::check_write)),
+    /// refusing one on a capturing stream too.
+    pub(crate) fn check_write(
+        &mut self,
+        descriptor: &CopyDescriptor,
+        data: &Bytes,
+        stream: StreamId,
+    ) -> Result<Option<CheckedWrite>, ServerError> {
+        if self.is_capturing(stream) {
+            return Err(ServerError::CaptureState {
+                stream,
+                reason: "host writes cannot be recorded into a graph".into(),
+            });
+        }
+        crate::memory::transfer::check_write(self, descriptor, data)
+    }
+
+    /// Reports `error` for work refused before it touched anything: to the
+    /// stream's next `flush`/`sync` and to `on_failure`, poisoning nothing.
+    pub(crate) fn refuse(&mut self, stream: StreamId, error: ServerError) {
+        let cause = Arc::new(error);
+        self.streams.defer_error(stream, &cause);
+        self.on_failure(stream, &cause);
     }
 
     /// `Ok` when every slice in `reads` is trusted; else the refusal of
