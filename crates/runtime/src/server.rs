@@ -3,7 +3,8 @@
 //! A server is driven through `&mut self` by one owner at a time (see
 //! [`crate::client`] for the shareable wrapper). Calls that only enqueue work
 //! (`write`, `launch`) return nothing: their failures poison the bytes they
-//! would have written (answered by `check` and `read`) and are reported by
+//! would have written (answered by `check` and `read`; a `write` refused at
+//! the call, which touched nothing, poisons nothing) and are reported by
 //! the stream's next `flush` or `sync`. Calls that wait return a [`DynFut`]
 //! that resolves when the GPU work it waits on has completed.
 
