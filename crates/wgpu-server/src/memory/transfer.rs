@@ -59,19 +59,19 @@ pub(crate) struct CheckedWrite {
     size: u64,
 }
 
-/// Checks a write of `data` where `descriptor` says, touching nothing: the
-/// descriptor, the data's length, the range, the alignment. `None`: there is
+/// Checks a write of `len` bytes where `descriptor` says, touching
+/// nothing: the descriptor, the data's length, the range, the alignment. `None`: there is
 /// nothing to move (zero bytes).
 pub(crate) fn check_write<C: WgpuCompiler>(
     server: &mut WgpuServer<C>,
     descriptor: &CopyDescriptor,
-    data: &Bytes,
+    len: u64,
 ) -> Result<Option<CheckedWrite>, ServerError> {
     let size = check_descriptor(descriptor)?;
-    if data.len() as u64 != size {
+    if len != size {
         return Err(ServerError::SizeMismatch {
             expected: size,
-            actual: data.len() as u64,
+            actual: len,
         });
     }
     let target = server.resolve(&descriptor.binding)?;
@@ -118,7 +118,7 @@ pub(crate) fn write<C: WgpuCompiler>(
     data: &Bytes,
     stream: StreamId,
 ) -> Result<(), ServerError> {
-    match check_write(server, descriptor, data)? {
+    match check_write(server, descriptor, data.len() as u64)? {
         Some(checked) => write_checked(server, checked, descriptor, data, stream),
         None => Ok(()),
     }

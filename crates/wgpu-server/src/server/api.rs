@@ -190,7 +190,7 @@ impl<C: WgpuCompiler> Server for WgpuServer<C> {
         for (descriptor, data) in descriptors {
             // A write refused by its checks moved no byte: its target keeps
             // its trust, and the refusal is reported like any failure.
-            let checked = match self.check_write(&descriptor, &data, stream_id) {
+            let checked = match self.check_write(&descriptor, data.len() as u64, stream_id) {
                 Ok(checked) => checked,
                 Err(e) => {
                     self.refuse(stream_id, e);
@@ -214,6 +214,16 @@ impl<C: WgpuCompiler> Server for WgpuServer<C> {
                 self.memory.staging.give_back(data);
             }
         }
+    }
+
+    fn validate_write(
+        &mut self,
+        descriptor: &CopyDescriptor,
+        len: u64,
+        stream_id: StreamId,
+    ) -> Result<(), ServerError> {
+        self.enter()?;
+        self.check_write(descriptor, len, stream_id).map(|_| ())
     }
 
     fn check(

@@ -21,7 +21,7 @@ use std::sync::Arc;
 
 use compute_graph::{CaptureState, StreamCapture};
 use compute_runtime::{
-    BufferBinding, Bytes, ComputeStorage, CopyDescriptor, CubeKernel, DeviceId, DeviceService,
+    BufferBinding, ComputeStorage, CopyDescriptor, CubeKernel, DeviceId, DeviceService,
     DeviceServiceStage, DynFut, LogCategory, LogLevel, ManagedResource, MemoryId, ServerError,
     ServerLogger, ServerStorage, ServerUtilities, ServerUtilitiesHandle, StorageHandle, StreamId,
     TimingMethod,
@@ -32,6 +32,7 @@ use compute_stream::{
 };
 use compute_wgsl::WgpuCompiler;
 
+use crate::WgpuServerOptions;
 use crate::backend::ScheduledWgpuBackend;
 use crate::collective::Collectives;
 use crate::device::Gpu;
@@ -252,7 +253,7 @@ impl<C: WgpuCompiler> WgpuServer<C> {
     pub(crate) fn check_write(
         &mut self,
         descriptor: &CopyDescriptor,
-        data: &Bytes,
+        len: u64,
         stream: StreamId,
     ) -> Result<Option<CheckedWrite>, ServerError> {
         if self.is_capturing(stream) {
@@ -261,7 +262,7 @@ impl<C: WgpuCompiler> WgpuServer<C> {
                 reason: "host writes cannot be recorded into a graph".into(),
             });
         }
-        crate::memory::transfer::check_write(self, descriptor, data)
+        crate::memory::transfer::check_write(self, descriptor, len)
     }
 
     /// Reports `error` for work refused before it touched anything: to the
@@ -326,14 +327,21 @@ impl<C: WgpuCompiler + Default> DeviceService for WgpuServer<C> {
     ///
     /// # Panics
     ///
-    /// When no adapter can be opened (the seed's `init` cannot fail); the
-    /// message says how to install one. [`WgpuServer::try_init`] returns the
+    /// When the device cannot be opened (no adapter, or none with that
+    /// index): the seed's signature cannot return an error. The message says
+    /// how to install an adapter. [`DeviceService::try_init`] (what
+    /// `ComputeClient::load` calls) and [`WgpuServer::try_init`] return the
     /// error instead.
     fn init(device_id: DeviceId) -> Self {
-        match Self::try_init(device_id) {
+        match WgpuServerOptions::new().device_id(device_id).open() {
             Ok(s) => s,
             Err(e) => panic!("WgpuServer::init({device_id}): {e}"),
         }
+    }
+
+    /// Opens the device, or says why it cannot ([`WgpuServer::try_init`]).
+    fn try_init(device_id: DeviceId) -> Result<Self, ServerError> {
+        WgpuServerOptions::new().device_id(device_id).open()
     }
 
     fn utilities(&self) -> ServerUtilitiesHandle {
