@@ -120,19 +120,17 @@ impl<C: WgpuCompiler> Server for WgpuServer<C> {
         Arc::clone(&self.utilities)
     }
 
-    fn staging(
-        &mut self,
-        sizes: &[usize],
-        _stream_id: StreamId,
-    ) -> Result<Vec<Bytes>, ServerError> {
+    /// Host buffers for writes: none larger than the largest reservation
+    /// `initialize_memory` would make on the stream, the one limit both
+    /// share (`MemoryManagement::max_reservation`).
+    fn staging(&mut self, sizes: &[usize], stream_id: StreamId) -> Result<Vec<Bytes>, ServerError> {
         self.enter()?;
-        let max = usize::try_from(self.utilities.memory.max_buffer_size).unwrap_or(usize::MAX);
-        if let Some(big) = sizes.iter().find(|s| **s > max) {
-            return Err(ServerError::LimitExceeded {
-                limit: "max_buffer_size",
-                requested: *big as u64,
-                max: max as u64,
-            });
+        let mode = self
+            .graphs
+            .allocation_mode(stream_id, self.memory.manager.mode());
+        for size in sizes {
+            let size = u64::try_from(*size).unwrap_or(u64::MAX);
+            self.memory.manager.check_reservation(size, mode)?;
         }
         Ok(sizes.iter().map(|s| self.memory.staging.take(*s)).collect())
     }
