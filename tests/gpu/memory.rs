@@ -154,11 +154,15 @@ fn out_of_memory_is_precise_and_cleanup_makes_room_again() {
         .initialize_memory(m.clone(), 1 << 20, S0)
         .expect_err("cap");
     assert!(matches!(err, ServerError::OutOfMemory { .. }), "{err}");
-    // Larger than every pool.
+    // Larger than every pool: over the largest reservation, the limit
+    // `staging` has too.
     let err = s
         .initialize_memory(ManagedMemoryHandle::new(), 2 << 20, S0)
         .expect_err("too big for any pool");
-    assert!(matches!(err, ServerError::InvalidArgument { .. }), "{err}");
+    assert!(
+        matches!(err, ServerError::LimitExceeded { max, .. } if max == 1 << 20),
+        "{err}"
+    );
     // The server keeps serving.
     assert_eq!(
         bytes_u32(&read(&mut s, &bystander, S0).expect("read")),
