@@ -52,3 +52,29 @@ fn twenty_thousand_fresh_streams_with_one_pending_launch_each_stay_bounded() {
     }
     sync(&mut s, S0).expect("no failure");
 }
+
+/// A prepared stream that never captures allocates persistently; a loop of
+/// allocate / use / free whose sizes drift keeps a bounded pool (a page per
+/// size class seen, four per doubling), not a page per size.
+#[test]
+fn a_prepared_stream_that_never_captures_keeps_its_pool_bounded() {
+    let mut s = server();
+    let prepared = StreamId(1);
+    s.graph_prepare(prepared).expect("prepare");
+    let mut rng = compute_testkit::Rng::new(7);
+    let max_words = 2_000;
+    for _ in 0..400 {
+        let words = 1 + rng.below(max_words) as usize;
+        let h = alloc(&mut s, 4 * words as u64, prepared);
+        launch(&mut s, fill_kernel(), CubeCount::x(1), &[&h], prepared);
+        drop(h);
+    }
+    let report = s.memory_report(prepared).expect("report");
+    let classes = 4 * u64::from((4 * max_words).ilog2() + 1);
+    assert!(
+        report.pages() <= classes + 1,
+        "{} pages kept for sizes of {classes} classes: {report}",
+        report.pages()
+    );
+    sync(&mut s, prepared).expect("no failure");
+}

@@ -5,7 +5,7 @@
 //! In [`MemoryAllocationMode::Auto`] a reservation goes to the first sliced
 //! or exclusive pool whose `max_slice` fits it. In
 //! [`MemoryAllocationMode::Persistent`] every reservation goes to the
-//! persistent pool (exact-size reuse, see [`crate::persistent`]); a slice
+//! persistent pool (reuse by size class, see [`crate::persistent`]); a slice
 //! is freed back to the pool that served it, whatever the mode is then.
 //!
 //! **Configurations.**

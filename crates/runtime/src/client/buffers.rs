@@ -217,8 +217,8 @@ impl<S: Server> ComputeClient<S> {
         self.server().memory_cleanup(self.stream)
     }
 
-    /// How new reservations are served (`Persistent`: exact-size reuse, for
-    /// steady-state loops).
+    /// How new reservations are served (`Persistent`: pages reused by size
+    /// class, for steady-state loops).
     ///
     /// ```
     /// use wgpu_server::prelude::*;
