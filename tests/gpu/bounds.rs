@@ -1,5 +1,6 @@
 //! What a long-running program makes the server keep stays bounded: stream
-//! state, however many stream ids it uses.
+//! state however many stream ids it uses, the pool of a prepared stream
+//! that never captures, a timeline however many launches it sees.
 
 use crate::common::*;
 use compute_runtime::{CubeCount, Handle, Server, StreamId};
@@ -77,4 +78,50 @@ fn a_prepared_stream_that_never_captures_keeps_its_pool_bounded() {
         report.pages()
     );
     sync(&mut s, prepared).expect("no failure");
+}
+
+/// A timeline records at most its capacity: the newest launches past it
+/// are dropped (not stamped) and counted in the timeline; what it keeps per
+/// launch is small (stamps share query sets, 2,048 launches to a set; no
+/// profile slot each).
+#[test]
+fn a_timeline_keeps_at_most_its_capacity_and_counts_what_it_dropped() {
+    let mut s = server();
+    if s.timing_method() != compute_runtime::TimingMethod::Device {
+        assert!(s.start_timeline().is_err(), "no timestamps: unsupported");
+        return;
+    }
+    let a = upload(&mut s, u32_bytes(&[0; 64]), StreamId(1));
+    let b = upload(&mut s, u32_bytes(&[0; 64]), StreamId(2));
+    let slots = s.profile_slots_created();
+    s.start_timeline_with_capacity(5_000).expect("timeline");
+    for i in 0..6_000 {
+        let (h, stream) = if i % 2 == 0 { (&a, 1) } else { (&b, 2) };
+        launch(
+            &mut s,
+            inc_kernel(),
+            CubeCount::x(1),
+            &[h],
+            StreamId(stream),
+        );
+    }
+    assert!(s.timeline_query_sets() <= 3, "5,000 launches in 3 sets");
+    assert_eq!(s.profile_slots_created(), slots, "no slot per launch");
+    let t = futures::executor::block_on(s.finish_timeline()).expect("finish");
+    assert_eq!((t.events.len(), t.dropped), (5_000, 1_000));
+    assert!(
+        t.events
+            .iter()
+            .all(|e| e.kernel == "inc" && e.workgroups == "(1, 1, 1)")
+    );
+    let first: Vec<u64> = t.events.iter().take(4).map(|e| e.stream.0).collect();
+    assert_eq!(first, [1, 2, 1, 2], "the oldest are kept, in order");
+    for h in [&a, &b] {
+        let got = bytes_u32(&read(&mut s, h, StreamId(1)).expect("read"));
+        assert_eq!(got, vec![3_000; 64], "every launch ran, stamped or not");
+    }
+    // A timeline that records nothing.
+    s.start_timeline().expect("timeline");
+    let t = futures::executor::block_on(s.finish_timeline()).expect("finish");
+    assert_eq!((t.events.len(), t.dropped), (0, 0));
 }

@@ -107,9 +107,19 @@ impl<C: WgpuCompiler> WgpuServer<C> {
     }
 
     /// Starts recording a timeline of every launch (per-launch GPU
-    /// timestamps; see [`crate::Timeline`]). Needs timestamp queries.
+    /// timestamps; see [`crate::Timeline`]), at most
+    /// [`DEFAULT_TIMELINE_CAPACITY`](crate::DEFAULT_TIMELINE_CAPACITY)
+    /// launches. Needs timestamp queries.
     pub fn start_timeline(&mut self) -> Result<(), ServerError> {
-        crate::timing::timeline::start(self)
+        self.start_timeline_with_capacity(crate::DEFAULT_TIMELINE_CAPACITY)
+    }
+
+    /// [`WgpuServer::start_timeline`] recording at most `capacity` launches:
+    /// later ones run unstamped and are counted in
+    /// [`Timeline::dropped`](crate::Timeline::dropped). A timeline already
+    /// recording keeps its own capacity.
+    pub fn start_timeline_with_capacity(&mut self, capacity: usize) -> Result<(), ServerError> {
+        crate::timing::timeline::start(self, capacity)
     }
 
     /// Stops recording and resolves the timeline (submits every stream).
