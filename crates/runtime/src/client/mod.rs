@@ -15,11 +15,11 @@
 //! in any order except where it touches the same bytes, which the server
 //! orders for you.
 //!
-//! Errors are the server's [`ServerError`](crate::ServerError)s. Buffers can be labelled
+//! Errors are the server's [`ServerError`]s. Buffers can be labelled
 //! ([`Handle::with_label`](crate::Handle::with_label)): every error that names a labelled buffer names
 //! it by its label. A launch is checked before it is enqueued (through
 //! [`LaunchValidation`](crate::LaunchValidation)), so a launch whose arguments do not fit its kernel
-//! is a [`ServerError::Launch`](crate::ServerError::Launch) naming the kernel, at the call.
+//! is a [`ServerError::Launch`] naming the kernel, at the call.
 //!
 //! ```
 //! use wgpu_server::prelude::*;
