@@ -119,7 +119,7 @@ fn out_of_bounds_descriptors_are_refused() {
 }
 
 #[test]
-fn size_mismatch_between_descriptor_and_data_is_refused_and_poisons_only_the_target() {
+fn size_mismatch_between_descriptor_and_data_is_refused_and_leaves_the_target_trusted() {
     let mut f = fixture();
     let h = upload(&mut f.s, u32_bytes(&[5; 16]), S0);
     f.s.write(vec![(h.copy_descriptor(), u32_bytes(&[1; 8]).into())], S0);
@@ -134,10 +134,31 @@ fn size_mismatch_between_descriptor_and_data_is_refused_and_poisons_only_the_tar
         ),
         "{err}"
     );
-    // The target is untrusted now: a read says why instead of returning
-    // stale bytes.
-    let err = read(&mut f.s, &h, S0).expect_err("untrusted");
-    assert!(matches!(err, ServerError::Untrusted { .. }), "{err}");
+    // Refused at the call: no byte of the target moved, so it stays
+    // trusted and holds what it held.
+    f.s.check(vec![h.binding()], S0).expect("still trusted");
+    assert_eq!(
+        bytes_u32(&read(&mut f.s, &h, S0).expect("untouched")),
+        vec![5; 16]
+    );
+    // So are the other refusals at the call: a misaligned range, a range
+    // past the end.
+    let misaligned = BufferBinding {
+        memory: h.memory.clone(),
+        offset: 2,
+        size: 4,
+    };
+    let past_end = BufferBinding {
+        memory: h.memory.clone(),
+        offset: 32,
+        size: 64,
+    };
+    for binding in [misaligned, past_end] {
+        let data = vec![0u8; binding.size as usize].into();
+        f.s.write(vec![(CopyDescriptor::contiguous(binding), data)], S0);
+        f.s.flush(S0).expect_err("refused");
+        f.s.check(vec![h.binding()], S0).expect("still trusted");
+    }
     // A descriptor whose shape disagrees with its binding is refused too.
     let mut d = h.copy_descriptor();
     d.shape = vec![17];

@@ -325,3 +325,30 @@ fn profile_and_graph_through_the_client() {
     c.sync().expect("sync");
     assert!(c.memory_report().bytes_in_use() >= 256 * 4);
 }
+
+/// A device that cannot be opened is an error from `load`, not a panic,
+/// and registers nothing: the next `load` of a real device still works.
+#[test]
+fn loading_a_device_that_does_not_exist_is_an_error() {
+    let err = ComputeClient::<DefaultServer>::load(DeviceId(99)).expect_err("no device 99");
+    assert!(matches!(err, ServerError::DeviceLost { .. }), "{err}");
+    let err = ComputeClient::<DefaultServer>::load(DeviceId(99)).expect_err("still none");
+    assert!(matches!(err, ServerError::DeviceLost { .. }), "{err}");
+    let client = ComputeClient::<DefaultServer>::load(DeviceId(0)).expect("device 0");
+    let x = client.create_from_slice(&[3u32]).expect("buffer");
+    assert_eq!(client.read_vec::<u32>(&x).expect("read"), [3]);
+}
+
+/// A write the server refuses at the call comes back from the client's
+/// `write` itself, and, having touched nothing, leaves the handle's bytes
+/// and trust as they were, with nothing left to report later.
+#[test]
+fn a_write_refused_at_the_call_is_returned_and_leaves_the_handle_as_it_was() {
+    let client = client();
+    let x = client.create_from_slice(&[1u32, 2]).expect("x");
+    // Three bytes of an eight-byte slice end off a word boundary.
+    let err = client.write(&x, vec![9u8; 3]).expect_err("misaligned");
+    assert!(matches!(err, ServerError::InvalidArgument { .. }), "{err}");
+    assert_eq!(client.read_vec::<u32>(&x).expect("untouched"), [1, 2]);
+    client.sync().expect("nothing deferred");
+}

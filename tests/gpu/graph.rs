@@ -102,7 +102,8 @@ fn the_capture_state_machine_refuses_misuse() {
         bytes_u32(&read(&mut s, &a, StreamId(2)).expect("other stream")),
         vec![0; 64]
     );
-    // A host write cannot be recorded: refused, and its target poisoned.
+    // A host write cannot be recorded: refused at the call, reported, and
+    // its target, which it never touched, stays trusted with its bytes.
     s.write(vec![(a.copy_descriptor(), u32_bytes(&[9; 64]).into())], S0);
     let g = s.end_capture(S0).expect("end");
     let err = s.flush(S0).expect_err("deferred write refusal");
@@ -110,7 +111,8 @@ fn the_capture_state_machine_refuses_misuse() {
         matches!(err.root_cause(), ServerError::CaptureState { .. }),
         "{err}"
     );
-    assert!(s.check(vec![a.binding()], S0).is_err());
+    s.check(vec![a.binding()], S0).expect("untouched, trusted");
+    assert_eq!(bytes_u32(&read(&mut s, &a, S0).expect("a")), vec![0; 64]);
     s.replay(g, S0).expect("an empty graph replays");
     let err = s.replay(GraphId(12345), S0).expect_err("unknown");
     assert!(matches!(err, ServerError::UnknownGraph { .. }), "{err}");

@@ -12,6 +12,7 @@ mod collective;
 mod common;
 
 mod bad_input;
+mod bounds;
 mod client;
 mod end_to_end;
 mod graph;

@@ -154,11 +154,15 @@ fn out_of_memory_is_precise_and_cleanup_makes_room_again() {
         .initialize_memory(m.clone(), 1 << 20, S0)
         .expect_err("cap");
     assert!(matches!(err, ServerError::OutOfMemory { .. }), "{err}");
-    // Larger than every pool.
+    // Larger than every pool: over the largest reservation, the limit
+    // `staging` has too.
     let err = s
         .initialize_memory(ManagedMemoryHandle::new(), 2 << 20, S0)
         .expect_err("too big for any pool");
-    assert!(matches!(err, ServerError::InvalidArgument { .. }), "{err}");
+    assert!(
+        matches!(err, ServerError::LimitExceeded { max, .. } if max == 1 << 20),
+        "{err}"
+    );
     // The server keeps serving.
     assert_eq!(
         bytes_u32(&read(&mut s, &bystander, S0).expect("read")),
@@ -207,4 +211,51 @@ fn staging_buffers_are_filled_written_and_reused_without_allocating() {
         s.staging(&[max + 1], S0),
         Err(ServerError::LimitExceeded { .. })
     ));
+}
+
+/// `staging` and `initialize_memory` take the same largest size: the
+/// largest reservation the memory manager serves (here a pool's max slice,
+/// under the device's `max_buffer_size`), and refuse one byte more with the
+/// same error; on a prepared stream (persistent pages) the device's limit.
+#[test]
+fn staging_and_initialize_memory_agree_on_the_largest_size() {
+    const LIMIT: u64 = 1 << 20;
+    let mut s = with_config(MemoryConfiguration::Custom(vec![MemoryPoolOptions {
+        kind: PoolKind::Exclusive { max_slice: LIMIT },
+        max_reserved: None,
+    }]));
+    let staged = s
+        .staging(&[LIMIT as usize], S0)
+        .expect("staging at the limit");
+    assert_eq!(staged[0].len() as u64, LIMIT);
+    alloc(&mut s, LIMIT, S0);
+    let Err(staging) = s.staging(&[LIMIT as usize + 1], S0) else {
+        panic!("staging over the limit accepted");
+    };
+    let reserving = s
+        .initialize_memory(ManagedMemoryHandle::new(), LIMIT + 1, S0)
+        .expect_err("initialize_memory over");
+    assert_eq!(staging, reserving);
+    assert!(
+        matches!(staging, ServerError::LimitExceeded { requested, max, .. }
+            if requested == LIMIT + 1 && max == LIMIT),
+        "{staging}"
+    );
+    // A prepared stream allocates persistent pages: up to the device's
+    // limit, in whole words, for both.
+    let prepared = StreamId(3);
+    s.graph_prepare(prepared).expect("prepare");
+    let max = s.device().limits().max_buffer_size;
+    let max = max - max % 4;
+    let Err(staging) = s.staging(&[max as usize + 1], prepared) else {
+        panic!("staging over the device's limit accepted");
+    };
+    let reserving = s
+        .initialize_memory(ManagedMemoryHandle::new(), max + 1, prepared)
+        .expect_err("initialize_memory over");
+    assert_eq!(staging, reserving);
+    assert!(
+        matches!(staging, ServerError::LimitExceeded { max: m, .. } if m == max),
+        "{staging}"
+    );
 }

@@ -276,6 +276,43 @@ fn device_lost_mid_stream_fails_every_pending_and_later_call() {
     });
 }
 
+/// Every wait in flight when the device is lost (a read's map, a sync, a
+/// profile window's timestamps) ends in a `DeviceLost` error or in its result, never in another error a
+/// runtime would retry on.
+#[test]
+fn waits_in_flight_when_the_device_is_lost_fail_with_device_lost() {
+    within(60, || {
+        for round in 0..8 {
+            let mut s = server();
+            let h = upload(&mut s, u32_bytes(&[1; 4096]), S0);
+            for _ in 0..20 {
+                launch(&mut s, inc_kernel(), CubeCount::x(64), &[&h], S0);
+            }
+            let pending = s.read(vec![h.copy_descriptor()], S0);
+            launch(&mut s, inc_kernel(), CubeCount::x(64), &[&h], StreamId(1));
+            let synced = s.sync(vec![], StreamId(1));
+            let window = s.start_profile(StreamId(2)).expect("window");
+            launch(&mut s, inc_kernel(), CubeCount::x(64), &[&h], StreamId(2));
+            let timed = s.end_profile(StreamId(2), window).expect("end");
+            s.device().destroy();
+            match futures::executor::block_on(pending) {
+                Ok(bytes) => assert_eq!(bytes_u32(&bytes[0]), vec![21; 4096]),
+                Err(e) => assert!(e.is_device_lost(), "round {round}: read: {e:?}"),
+            }
+            if let Err(e) = futures::executor::block_on(synced) {
+                assert!(e.is_device_lost(), "round {round}: sync: {e:?}");
+            }
+            match futures::executor::block_on(timed.resolve()) {
+                Ok(_) => {}
+                Err(compute_runtime::ProfileError::Server(e)) => {
+                    assert!(e.is_device_lost(), "round {round}: profile: {e:?}")
+                }
+                Err(e) => panic!("round {round}: profile: {e:?}"),
+            }
+        }
+    });
+}
+
 /// Two streams writing neighbouring slices of one page do not force each
 /// other's submits (ordering is tracked per byte range, not per page).
 #[test]
@@ -383,8 +420,9 @@ mod model {
         Write { dst: usize, value: u32 },
         /// Host write of `value` to the first half of `dst`.
         WriteHalf { dst: usize, value: u32 },
-        /// Host write whose data is shorter than its descriptor: refused,
-        /// poisons `dst` (data or count) with `SizeMismatch`.
+        /// Host write whose data is shorter than its descriptor: refused
+        /// at the call with `SizeMismatch`, reported to the stream; `dst`
+        /// (data or count) was never touched, so its trust is unchanged.
         BadWrite { dst: usize },
         /// Host write of count buffer `c`.
         WriteCount { c: usize, count: Count },
@@ -844,7 +882,8 @@ fn main(@builtin(global_invocation_id) id: vec3<u32>) { x[id.x] = x[id.x] + 1u; 
                         vec![(self.bufs[dst].copy_descriptor(), Bytes::from(vec![0u8; 8]))],
                         st,
                     );
-                    self.failing(stream, &[dst], Cause::SizeMismatch);
+                    // Reported, not poisoning: no byte of `dst` moved.
+                    self.m.fail(stream, Rc::new(Cause::SizeMismatch), false);
                 }
                 TOp::WriteCount { c, count } => {
                     self.write_count(st, c, count);

@@ -12,8 +12,8 @@
 //! old one because they share a page.
 //!
 //! Pools, one file each: [`sliced`] (many slices per page, best fit),
-//! [`exclusive`] (one slice per page), [`persistent`] (exact-size reuse for
-//! persistent mode); [`management`] routes between them. The documented
+//! [`exclusive`] (one slice per page), [`persistent`] (reuse by size class
+//! for persistent mode); [`management`] routes between them. The documented
 //! allocation trace behind the `memory.peak_reserved_over_peak_live`
 //! benchmark is test support, in `compute_testkit::trace`.
 //!

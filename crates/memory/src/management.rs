@@ -5,7 +5,7 @@
 //! In [`MemoryAllocationMode::Auto`] a reservation goes to the first sliced
 //! or exclusive pool whose `max_slice` fits it. In
 //! [`MemoryAllocationMode::Persistent`] every reservation goes to the
-//! persistent pool (exact-size reuse, see [`crate::persistent`]); a slice
+//! persistent pool (reuse by size class, see [`crate::persistent`]); a slice
 //! is freed back to the pool that served it, whatever the mode is then.
 //!
 //! **Configurations.**
@@ -333,16 +333,7 @@ impl<S: ComputeStorage> MemoryManagement<S> {
                 reason: "cannot reserve zero bytes".into(),
             });
         }
-        // Whole 4-byte words: a page of an odd size would have a tail no
-        // copy can move.
-        let max = self.props.max_buffer_size - self.props.max_buffer_size % 4;
-        if size > max {
-            return Err(ServerError::LimitExceeded {
-                limit: "max_buffer_size",
-                requested: size,
-                max,
-            });
-        }
+        self.check_reservation(size, mode)?;
         let pool = match mode {
             MemoryAllocationMode::Persistent => self.persistent,
             MemoryAllocationMode::Auto => self.route(size)?,
@@ -362,6 +353,42 @@ impl<S: ComputeStorage> MemoryManagement<S> {
             pool,
         });
         Ok(handle)
+    }
+
+    /// The largest reservation served under `mode`, and the name of the
+    /// limit that sets it: the device's `max_buffer_size` in whole 4-byte
+    /// words (a page of an odd size would have a tail no copy can move), and
+    /// in `Auto` mode no more than the largest slice a pool serves. The one
+    /// limit `initialize_memory` and `staging` share.
+    pub fn max_reservation(&self, mode: MemoryAllocationMode) -> (u64, &'static str) {
+        let device = self.props.max_buffer_size - self.props.max_buffer_size % 4;
+        let pools = match mode {
+            MemoryAllocationMode::Persistent => None,
+            MemoryAllocationMode::Auto => self.pools.iter().filter_map(Pool::max_slice).max(),
+        };
+        match pools {
+            Some(pool) if pool < device => (pool, "max_slice (the largest of the memory pools)"),
+            _ => (device, "max_buffer_size"),
+        }
+    }
+
+    /// `Ok` when a reservation of `size` bytes is within
+    /// [`MemoryManagement::max_reservation`] under `mode`, else
+    /// [`ServerError::LimitExceeded`].
+    pub fn check_reservation(
+        &self,
+        size: u64,
+        mode: MemoryAllocationMode,
+    ) -> Result<(), ServerError> {
+        let (max, limit) = self.max_reservation(mode);
+        if size > max {
+            return Err(ServerError::LimitExceeded {
+                limit,
+                requested: size,
+                max,
+            });
+        }
+        Ok(())
     }
 
     /// Where `memory` lives.

@@ -4,7 +4,8 @@
 
 use compute_memory::{BytesStorage, MemoryManagement};
 use compute_runtime::{
-    MemoryConfiguration, MemoryDeviceProperties, MemoryId, MemoryPoolOptions, PoolKind, ServerError,
+    MemoryAllocationMode, MemoryConfiguration, MemoryDeviceProperties, MemoryId, MemoryPoolOptions,
+    PoolKind, ServerError,
 };
 
 const PROPS: MemoryDeviceProperties = MemoryDeviceProperties {
@@ -76,23 +77,31 @@ fn over_max_buffer_size_is_the_device_limit() {
     still_serves(&mut m);
 }
 
+/// Larger than every pool serves is over the one limit `initialize_memory`
+/// and `staging` share (`max_reservation`), with the largest max slice as
+/// the maximum.
 #[test]
-fn larger_than_every_pool_names_the_largest_max_slice() {
+fn larger_than_every_pool_is_over_the_largest_max_slice() {
     let mut m = manager(MemoryConfiguration::Custom(vec![
         sliced(4096, 512, None),
         sliced(8192, 2048, None),
     ]));
     let err = m.bind(MemoryId::next(), 2049).expect_err("no pool");
-    match &err {
-        ServerError::InvalidArgument { reason } => {
-            assert!(reason.contains("larger than every pool"), "{reason}");
-            assert!(
-                reason.contains("pool 1") && reason.contains("2048"),
-                "{reason}"
-            );
-        }
-        other => panic!("unexpected {other:?}"),
-    }
+    assert!(
+        matches!(
+            err,
+            ServerError::LimitExceeded {
+                requested: 2049,
+                max: 2048,
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+    assert_eq!(
+        m.check_reservation(2049, MemoryAllocationMode::Auto),
+        Err(err)
+    );
     assert!(m.bind(MemoryId::next(), 2048).is_ok());
     still_serves(&mut m);
 }

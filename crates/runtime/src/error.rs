@@ -164,6 +164,16 @@ pub enum ServerError {
         /// The error that poisoned it.
         cause: Arc<ServerError>,
     },
+    /// A call that restores trust carried the key of another server's
+    /// scheduler: only the server that owns the bytes may make them trusted
+    /// again. Nothing ran.
+    #[error("trust key of scheduler {key} cannot restore trust on scheduler {owner}")]
+    ForeignTrustKey {
+        /// The scheduler the key belongs to.
+        key: u64,
+        /// The scheduler it was used on.
+        owner: u64,
+    },
     /// Work on the stream failed earlier and the failure had not been reported
     /// yet (a `write` or `launch`, which return nothing, or a batch the queue
     /// refused).

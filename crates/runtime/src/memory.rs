@@ -25,8 +25,9 @@ pub enum MemoryAllocationMode {
     /// Route by size through the configured pools.
     #[default]
     Auto,
-    /// Serve from the persistent pool (exact-size reuse, nothing returned to
-    /// the device): for graph capture and steady-state loops.
+    /// Serve from the persistent pool (pages reused by size class, four per
+    /// doubling; nothing returned to the device): for graph capture and
+    /// steady-state loops.
     Persistent,
 }
 
@@ -45,7 +46,7 @@ pub enum PoolKind {
         /// Largest slice the pool serves.
         max_slice: u64,
     },
-    /// Exact-size reuse, for [`MemoryAllocationMode::Persistent`].
+    /// Page reuse by size class, for [`MemoryAllocationMode::Persistent`].
     Persistent,
 }
 

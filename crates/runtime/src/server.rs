@@ -3,7 +3,8 @@
 //! A server is driven through `&mut self` by one owner at a time (see
 //! [`crate::client`] for the shareable wrapper). Calls that only enqueue work
 //! (`write`, `launch`) return nothing: their failures poison the bytes they
-//! would have written (answered by `check` and `read`) and are reported by
+//! would have written (answered by `check` and `read`; a `write` refused at
+//! the call, which touched nothing, poisons nothing) and are reported by
 //! the stream's next `flush` or `sync`. Calls that wait return a [`DynFut`]
 //! that resolves when the GPU work it waits on has completed.
 
@@ -41,6 +42,15 @@ pub enum DeviceServiceStage {
 pub trait DeviceService: Send + 'static {
     /// Initializes the service. It is only called once per device.
     fn init(device_id: DeviceId) -> Self;
+    /// [`DeviceService::init`] for a device that may not open: the error
+    /// instead of a panic. What `ComputeClient::load` calls. The default
+    /// is `init` itself, for a service whose `init` cannot fail.
+    fn try_init(device_id: DeviceId) -> Result<Self, ServerError>
+    where
+        Self: Sized,
+    {
+        Ok(Self::init(device_id))
+    }
     /// Get the service utilities.
     fn utilities(&self) -> ServerUtilitiesHandle;
     /// Which pipeline stage this service runs on.
@@ -89,6 +99,21 @@ pub trait Server: Send + 'static {
 
     /// Writes the specified bytes into the buffers given.
     fn write(&mut self, descriptors: Vec<(CopyDescriptor, Bytes)>, stream_id: StreamId);
+
+    /// What `write` would refuse at the call for `len` bytes written where
+    /// `descriptor` says, enqueuing nothing and reporting nothing later: a
+    /// caller that wants the refusal now (the client's `write`) asks first.
+    /// The default refuses nothing, for a server whose `write` checks
+    /// nothing at the call.
+    fn validate_write(
+        &mut self,
+        descriptor: &CopyDescriptor,
+        len: u64,
+        stream_id: StreamId,
+    ) -> Result<(), ServerError> {
+        let _ = (descriptor, len, stream_id);
+        Ok(())
+    }
 
     /// Whether the bytes the handles name can be trusted, right now and with
     /// no barrier: the claim check a read makes, without the read. Instant:

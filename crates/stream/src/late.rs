@@ -51,6 +51,13 @@ pub enum DependOutcome {
     Poisoned(Arc<ServerError>),
 }
 
+/// The ticket [`LateFaults::expect`] hands out: only its holder gives the
+/// verdict ([`LateFaults::verdict`] consumes it), so nobody else can take
+/// the work's writes out of its verdict's reach.
+#[derive(Debug)]
+#[must_use = "give the verdict once it has come (or will not): LateFaults::verdict"]
+pub struct LateAudit(u64);
+
 /// Late verdicts; shared (`Arc`) between the registry and the callbacks.
 #[derive(Debug, Default)]
 pub struct LateFaults {
@@ -105,15 +112,15 @@ impl LateFaults {
         self.pending.load(Ordering::Acquire)
     }
 
-    /// Registers work writing `writes` whose verdict will come late; the id
-    /// is for [`LateFaults::verdict`], which must be called once per id.
-    pub fn expect(&self, writes: &[MemoryId]) -> u64 {
+    /// Registers work writing `writes` whose verdict will come late; the
+    /// ticket is for [`LateFaults::verdict`].
+    pub fn expect(&self, writes: &[MemoryId]) -> LateAudit {
         let mut inner = self.lock();
         inner.next_id += 1;
         let id = inner.next_id;
         inner.verdicts.insert(id, Verdict::new(writes));
         self.pending.fetch_add(1, Ordering::AcqRel);
-        id
+        LateAudit(id)
     }
 
     /// Work of `stream` that read `reads` and writes `writes`, enqueued
@@ -211,13 +218,13 @@ impl LateFaults {
         outcome
     }
 
-    /// The verdict on the work registered as `id` by
-    /// [`expect`](Self::expect): `Ok` when it ran as enqueued, else the
-    /// failure (of `stream`'s work), which poisons what it wrote and what
-    /// read that since (see the module doc). Call once per id.
-    pub fn verdict(&self, id: u64, stream: StreamId, outcome: Result<(), ServerError>) {
+    /// The verdict on the work registered by [`expect`](Self::expect):
+    /// `Ok` when it ran as enqueued, else the failure (of `stream`'s work),
+    /// which poisons what it wrote and what read that since (see the module
+    /// doc).
+    pub fn verdict(&self, audit: LateAudit, stream: StreamId, outcome: Result<(), ServerError>) {
         let mut inner = self.lock();
-        let Some(v) = inner.verdicts.remove(&id) else {
+        let Some(v) = inner.verdicts.remove(&audit.0) else {
             return;
         };
         self.pending.fetch_sub(1, Ordering::AcqRel);

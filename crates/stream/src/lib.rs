@@ -6,10 +6,11 @@
 //!
 //! **Owns:** the order in which streams' pending work reaches the queue
 //! ([`SchedulerMultiStream`]), the trust state of every managed slice
-//! ([`TrustRegistry`]; changed only by [`write_scope`] and by draining
-//! released handles, read by everyone else), and the write-scope protocol
-//! ([`WriteScoped`], [`write_scope`]) every buffer-writing server operation
-//! runs in.
+//! ([`TrustRegistry`]; poisoned by the write scopes, trusted again only
+//! with the scheduler's [`TrustKey`], forgotten when released handles are
+//! drained; read by everyone else), and the write-scope protocol
+//! ([`WriteScoped`], [`write_scope`], [`write_scope_restoring`]) every
+//! buffer-writing server operation runs in.
 //!
 //! **Leaves to the backend** ([`SchedulerStreamBackend`]): what a stream's
 //! pending work *is* (a wgpu command encoder, for the wgpu server) and how it
@@ -19,16 +20,20 @@
 //! names a GPU type, so its ordering rules are tested here against a model,
 //! without a device.
 
+mod key;
 mod late;
 mod late_verdict;
 mod scheduler;
 mod scope;
 mod trust;
 
-pub use late::{DependOutcome, LateFaults, Reports};
+pub use key::TrustKey;
+pub use late::{DependOutcome, LateAudit, LateFaults, Reports};
 pub use scheduler::{
     Access, BatchFailure, MAX_IDLE_STREAMS, SchedulerMultiStream, SchedulerStreamBackend,
     Submitted, Urgency,
 };
-pub use scope::{WriteScoped, settle_batch_failures, write_scope, write_scope_ids};
+pub use scope::{
+    WriteScoped, settle_batch_failures, write_scope, write_scope_ids, write_scope_restoring,
+};
 pub use trust::TrustRegistry;

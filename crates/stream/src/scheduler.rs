@@ -33,7 +33,11 @@ use std::sync::Arc;
 use compute_runtime::{MemoryId, ReleaseQueue, ServerError, StorageHandle, StorageId, StreamId};
 use hashbrown::HashMap;
 
-use crate::TrustRegistry;
+use crate::{TrustKey, TrustRegistry};
+
+#[path = "sweep.rs"]
+mod sweep;
+pub use sweep::MAX_IDLE_STREAMS;
 
 /// What a backend provides per stream.
 pub trait SchedulerStreamBackend {
@@ -127,6 +131,9 @@ struct StreamState<S> {
     deferred: Option<Arc<ServerError>>,
     /// Failures after it, not reported yet.
     later: u32,
+    /// The sweep count when the stream was last used: a stream not used
+    /// since the last sweep is idle.
+    seen: u64,
 }
 
 /// A use of a byte range of a page by one stream's batch.
@@ -148,10 +155,9 @@ impl Use {
 /// Any number of logical streams over one queue.
 ///
 /// Every field is private: the order of submissions and the trust state
-/// change only through the methods here and [`write_scope`], so a caller
-/// cannot forget a pending use or trust a poisoned slice again.
-///
-/// [`write_scope`]: crate::write_scope
+/// change only through the methods here and the write scopes, so a caller
+/// cannot forget a pending use; trust is restored only with the scheduler's
+/// [`TrustKey`].
 #[derive(Debug)]
 pub struct SchedulerMultiStream<B: SchedulerStreamBackend> {
     backend: B,
@@ -165,25 +171,48 @@ pub struct SchedulerMultiStream<B: SchedulerStreamBackend> {
     next_batch: u64,
     /// Failed batches not yet told to the server (`take_failures`).
     failures: Vec<(StreamId, Arc<ServerError>)>,
+    /// The stream count at which a new stream sweeps the map (see
+    /// [`MAX_IDLE_STREAMS`]).
+    sweep_at: usize,
+    /// Sweeps so far.
+    sweeps: u64,
+    /// Streams sweeps have looked at (what they cost).
+    swept: u64,
+    /// Failures of retired streams, until their stream reports them or is
+    /// used again.
+    unreported: HashMap<StreamId, sweep::Unreported>,
+    /// This scheduler's id: what its [`TrustKey`] carries.
+    owner: u64,
 }
-
-/// Idle streams beyond this many are retired (their state freed).
-pub const MAX_IDLE_STREAMS: usize = 64;
 
 impl<B: SchedulerStreamBackend> SchedulerMultiStream<B> {
     /// A scheduler that submits a stream once `tasks_max` tasks are pending
-    /// on it (at least 1).
-    pub fn new(backend: B, tasks_max: usize) -> Self {
-        Self {
+    /// on it (at least 1), and the one key that restores trust on it: the
+    /// server keeps it private (see [`TrustKey`]).
+    pub fn new(backend: B, tasks_max: usize) -> (Self, TrustKey) {
+        let key = TrustKey::mint();
+        let scheduler = Self {
             backend,
             streams: HashMap::new(),
             pages: HashMap::new(),
             tasks_max: tasks_max.max(1),
-            trust: TrustRegistry::default(),
+            trust: TrustRegistry::new(key.owner()),
             submits: 0,
             next_batch: 0,
             failures: Vec::new(),
-        }
+            sweep_at: MAX_IDLE_STREAMS,
+            sweeps: 0,
+            swept: 0,
+            unreported: HashMap::new(),
+            owner: key.owner(),
+        };
+        (scheduler, key)
+    }
+
+    /// `Ok` when `key` is this scheduler's, else
+    /// [`ServerError::ForeignTrustKey`].
+    pub(crate) fn check_key(&self, key: &TrustKey) -> Result<(), ServerError> {
+        key.check(self.owner)
     }
 
     /// The bound on pending tasks per stream.
@@ -208,7 +237,8 @@ impl<B: SchedulerStreamBackend> SchedulerMultiStream<B> {
     }
 
     /// Trust state of every managed slice, read-only: slices are poisoned
-    /// and trusted again only by [`write_scope`](crate::write_scope).
+    /// by the write scopes, and trusted again only with the scheduler's key
+    /// ([`write_scope_restoring`](crate::write_scope_restoring)).
     pub fn trust(&self) -> &TrustRegistry {
         &self.trust
     }
@@ -226,21 +256,23 @@ impl<B: SchedulerStreamBackend> SchedulerMultiStream<B> {
     }
 
     /// The work `memory` was pending on is done (see
-    /// [`TrustRegistry::end_pending`]).
-    pub fn end_pending(&mut self, memory: MemoryId) {
-        self.trust.end_pending(memory);
+    /// [`TrustRegistry::end_pending`]; needs the scheduler's key).
+    pub fn end_pending(&mut self, key: &TrustKey, memory: MemoryId) -> Result<(), ServerError> {
+        self.trust.end_pending(key, memory)
     }
 
-    /// The mutating path to trust, for [`write_scope`](crate::write_scope).
+    /// The mutating path to trust, for the write scopes.
     pub(crate) fn trust_mut(&mut self) -> &mut TrustRegistry {
         &mut self.trust
     }
 
     /// Takes the ids of slices whose handles were dropped since the last
     /// call from `queue`, appending them to `out` for the caller to free,
-    /// and forgets their trust state (ids are never reused). Only a dropped
-    /// handle puts its id on a [`ReleaseQueue`], so this cannot trust a live
-    /// slice again.
+    /// and forgets their trust state (ids are never reused). It needs no
+    /// [`TrustKey`]: only the drop of a handle's last clone puts its id on a
+    /// queue, the one its server attached when binding it (a handle binds
+    /// once), so whatever queue a caller passes, this cannot trust a live
+    /// slice of this scheduler again.
     pub fn drain_released(&mut self, queue: &ReleaseQueue, out: &mut Vec<MemoryId>) {
         let start = out.len();
         queue.drain_into(out);
@@ -255,30 +287,28 @@ impl<B: SchedulerStreamBackend> SchedulerMultiStream<B> {
 
     /// The backend and the stream's pending work, to encode into.
     pub fn encoder(&mut self, id: StreamId) -> (&mut B, &mut B::Stream) {
-        if self.streams.len() >= MAX_IDLE_STREAMS && !self.streams.contains_key(&id) {
-            self.retire_idle();
+        if self.streams.len() >= self.sweep_at && !self.streams.contains_key(&id) {
+            self.sweep();
         }
         let backend = &mut self.backend;
         let next_batch = &mut self.next_batch;
+        let unreported = &mut self.unreported;
         let state = self.streams.entry(id).or_insert_with(|| {
             *next_batch += 1;
+            let (deferred, later) = unreported
+                .remove(&id)
+                .map_or((None, 0), |(first, later)| (Some(first), later));
             StreamState {
                 inner: backend.create_stream(id),
                 batch: *next_batch,
                 tasks: 0,
-                deferred: None,
-                later: 0,
+                deferred,
+                later,
+                seen: 0,
             }
         });
+        state.seen = self.sweeps;
         (&mut self.backend, &mut state.inner)
-    }
-
-    /// Frees the state of streams with nothing pending and nothing to
-    /// report: a program that uses a fresh stream id per task does not grow
-    /// the map. A retired stream comes back fresh when used again.
-    fn retire_idle(&mut self) {
-        self.streams
-            .retain(|_, s| s.tasks > 0 || s.deferred.is_some());
     }
 
     /// Streams seen so far, in id order.
@@ -469,44 +499,6 @@ impl<B: SchedulerStreamBackend> SchedulerMultiStream<B> {
     /// Forgets a page that was deallocated.
     pub fn forget_page(&mut self, page: StorageId) {
         self.pages.remove(&page);
-    }
-
-    /// Records a failure on `stream` for its next `flush` or `sync`. The
-    /// first unreported failure is kept as the cause; later ones are
-    /// counted, so none goes unmentioned.
-    pub fn defer_error(&mut self, stream: StreamId, error: &Arc<ServerError>) {
-        self.ensure(stream);
-        if let Some(s) = self.streams.get_mut(&stream) {
-            match &s.deferred {
-                None => s.deferred = Some(Arc::clone(error)),
-                Some(_) => s.later = s.later.saturating_add(1),
-            }
-        }
-    }
-
-    /// Records `error` on every stream seen so far (a fault that cannot be
-    /// attributed to one).
-    pub fn defer_error_everywhere(&mut self, error: &Arc<ServerError>) {
-        for id in self.stream_ids() {
-            self.defer_error(id, error);
-        }
-    }
-
-    /// Takes the unreported failure of `stream`, as a
-    /// [`ServerError::Deferred`].
-    pub fn take_deferred(&mut self, stream: StreamId) -> Result<(), ServerError> {
-        let Some(state) = self.streams.get_mut(&stream) else {
-            return Ok(());
-        };
-        let later = std::mem::take(&mut state.later);
-        match state.deferred.take() {
-            None => Ok(()),
-            Some(cause) => Err(ServerError::Deferred {
-                stream,
-                cause,
-                later,
-            }),
-        }
     }
 }
 

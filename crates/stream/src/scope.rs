@@ -7,8 +7,10 @@
 //!   error is deferred to the stream's next `flush`/`sync`, and
 //!   [`WriteScoped::on_failure`] is told (so a profile window in flight is
 //!   invalidated);
-//! - body succeeded: slices the body overwrote *whole* (as `is_full` says;
-//!   a launch never knows it did) are trusted again.
+//! - body succeeded: with the scheduler's [`TrustKey`]
+//!   ([`write_scope_restoring`]), slices the body overwrote *whole* (as
+//!   `is_full` says; a launch never knows it did) are trusted again;
+//!   without it ([`write_scope`]), nothing is.
 //!
 //! Either way, batches that failed to submit inside the body (the scheduler
 //! poisoned what they wrote and deferred their error) are told to
@@ -21,7 +23,7 @@ use std::sync::Arc;
 
 use compute_runtime::{BufferBinding, MemoryId, ServerError, StreamId};
 
-use crate::{SchedulerMultiStream, SchedulerStreamBackend};
+use crate::{SchedulerMultiStream, SchedulerStreamBackend, TrustKey};
 
 /// A server whose buffer-writing operations run in write scopes.
 pub trait WriteScoped {
@@ -57,12 +59,41 @@ pub trait WriteScoped {
     }
 }
 
-/// Runs `body` as an operation on `stream` that writes `writes`.
-///
-/// `is_full` tells whether a binding covers its whole slice; only those are
-/// trusted again on success. The body's result is returned unchanged.
+/// Runs `body` as an operation on `stream` that writes `writes`: a failure
+/// poisons them; success trusts nothing again (nothing says the body wrote
+/// every byte, and only the server may say so: [`write_scope_restoring`]).
+/// The body's result is returned unchanged.
 pub fn write_scope<S, B, R>(
     server: &mut S,
+    stream: StreamId,
+    writes: &[BufferBinding],
+    body: impl FnOnce(&mut S) -> Result<R, ServerError>,
+) -> Result<R, ServerError>
+where
+    S: WriteScoped<Streams = SchedulerMultiStream<B>>,
+    B: SchedulerStreamBackend,
+{
+    let result = body(server);
+    if let Err(error) = &result {
+        poison(
+            server,
+            stream,
+            writes.iter().map(BufferBinding::memory_id),
+            error,
+        );
+    }
+    settle_batch_failures(server);
+    result
+}
+
+/// [`write_scope`] for a server's own writes of whole slices (a host write,
+/// a collective's result): on success, the bindings `is_full` says cover
+/// their whole slice are trusted again. Only with the key of the server's
+/// scheduler; with another, nothing runs and the answer is
+/// [`ServerError::ForeignTrustKey`].
+pub fn write_scope_restoring<S, B, R>(
+    server: &mut S,
+    key: &TrustKey,
     stream: StreamId,
     writes: &[BufferBinding],
     is_full: impl Fn(&S, &BufferBinding) -> bool,
@@ -72,11 +103,11 @@ where
     S: WriteScoped<Streams = SchedulerMultiStream<B>>,
     B: SchedulerStreamBackend,
 {
+    server.write_streams().check_key(key)?;
     let result = body(server);
     match &result {
         Ok(_) => {
-            // Collected first (`is_full` reads the server); empty, and so
-            // not allocated, for work that never restores (a launch).
+            // Collected first: `is_full` reads the server.
             let restored: Vec<_> = writes
                 .iter()
                 .filter(|w| is_full(server, w))
@@ -84,21 +115,38 @@ where
                 .collect();
             let trust = server.write_streams().trust_mut();
             for m in restored {
-                trust.restore(m);
+                trust.restore(key, m)?;
             }
         }
-        Err(error) => {
-            let cause = Arc::new(error.clone());
-            let streams = server.write_streams();
-            for w in writes {
-                streams.trust_mut().poison(w.memory_id(), &cause);
-            }
-            streams.defer_error(stream, &cause);
-            server.on_failure(stream, error);
-        }
+        Err(error) => poison(
+            server,
+            stream,
+            writes.iter().map(BufferBinding::memory_id),
+            error,
+        ),
     }
     settle_batch_failures(server);
     result
+}
+
+/// Poisons `writes` with `error`, defers it to `stream` and tells
+/// [`WriteScoped::on_failure`].
+fn poison<S, B>(
+    server: &mut S,
+    stream: StreamId,
+    writes: impl Iterator<Item = MemoryId>,
+    error: &ServerError,
+) where
+    S: WriteScoped<Streams = SchedulerMultiStream<B>>,
+    B: SchedulerStreamBackend,
+{
+    let cause = Arc::new(error.clone());
+    let streams = server.write_streams();
+    for m in writes {
+        streams.trust_mut().poison(m, &cause);
+    }
+    streams.defer_error(stream, &cause);
+    server.on_failure(stream, error);
 }
 
 /// [`write_scope`] for work that never makes its writes trusted again (a
@@ -116,13 +164,7 @@ where
 {
     let result = body(server);
     if let Err(error) = &result {
-        let cause = Arc::new(error.clone());
-        let streams = server.write_streams();
-        for m in writes {
-            streams.trust_mut().poison(*m, &cause);
-        }
-        streams.defer_error(stream, &cause);
-        server.on_failure(stream, error);
+        poison(server, stream, writes.iter().copied(), error);
     }
     settle_batch_failures(server);
     result
@@ -165,6 +207,15 @@ mod tests {
         failures: Vec<(StreamId, ServerError)>,
     }
 
+    fn fake() -> (Fake, TrustKey) {
+        let (streams, key) = SchedulerMultiStream::new(NoBackend, 8);
+        let f = Fake {
+            streams,
+            failures: vec![],
+        };
+        (f, key)
+    }
+
     impl WriteScoped for Fake {
         type Streams = SchedulerMultiStream<NoBackend>;
         type Capture = ();
@@ -178,22 +229,14 @@ mod tests {
 
     #[test]
     fn failure_poisons_exactly_the_write_set_and_full_overwrite_restores() {
-        let mut f = Fake {
-            streams: SchedulerMultiStream::new(NoBackend, 8),
-            failures: vec![],
-        };
+        let (mut f, key) = fake();
         let a = ManagedMemoryHandle::new().binding(16);
         let b = ManagedMemoryHandle::new().binding(16);
         let bystander = ManagedMemoryHandle::new().binding(16);
         let s = StreamId(3);
         let err = ServerError::unsupported("k", "test");
-        let out: Result<(), _> = write_scope(
-            &mut f,
-            s,
-            &[a.clone(), b.clone()],
-            |_, _| true,
-            |_| Err(err.clone()),
-        );
+        let out: Result<(), _> =
+            write_scope(&mut f, s, &[a.clone(), b.clone()], |_| Err(err.clone()));
         assert_eq!(out, Err(err.clone()));
         assert!(f.streams.check(a.memory_id()).is_err());
         assert!(f.streams.check(b.memory_id()).is_err());
@@ -202,17 +245,38 @@ mod tests {
         assert!(f.streams.take_deferred(s).is_err());
 
         // A partial overwrite does not restore; a full one does.
-        write_scope(
-            &mut f,
-            s,
-            std::slice::from_ref(&a),
-            |_, _| false,
-            |_| Ok(()),
-        )
-        .expect("ok");
-        assert!(f.streams.check(a.memory_id()).is_err());
-        write_scope(&mut f, s, std::slice::from_ref(&a), |_, _| true, |_| Ok(())).expect("ok");
-        assert!(f.streams.check(a.memory_id()).is_ok());
+        let a = std::slice::from_ref(&a);
+        write_scope_restoring(&mut f, &key, s, a, |_, _| false, |_| Ok(())).expect("ok");
+        assert!(f.streams.check(a[0].memory_id()).is_err());
+        write_scope_restoring(&mut f, &key, s, a, |_, _| true, |_| Ok(())).expect("ok");
+        assert!(f.streams.check(a[0].memory_id()).is_ok());
         assert!(f.streams.check(b.memory_id()).is_err());
+    }
+
+    #[test]
+    fn only_the_schedulers_own_key_restores() {
+        let (mut f, _) = fake();
+        let (_, foreign) = fake();
+        let a = ManagedMemoryHandle::new().binding(16);
+        let a = std::slice::from_ref(&a);
+        let err = ServerError::unsupported("k", "test");
+        let _ = write_scope(&mut f, StreamId(1), a, |_| Err::<(), _>(err));
+        write_scope(&mut f, StreamId(1), a, |_| Ok(())).expect("ok");
+        assert!(f.streams.check(a[0].memory_id()).is_err(), "no key");
+        let mut ran = false;
+        let refused = write_scope_restoring(
+            &mut f,
+            &foreign,
+            StreamId(1),
+            a,
+            |_, _| true,
+            |_| {
+                ran = true;
+                Ok(())
+            },
+        );
+        assert!(matches!(refused, Err(ServerError::ForeignTrustKey { .. })));
+        assert!(!ran, "nothing runs with a foreign key");
+        assert!(f.streams.check(a[0].memory_id()).is_err(), "a foreign key");
     }
 }

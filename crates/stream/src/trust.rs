@@ -5,18 +5,19 @@
 //! `check`d binding and nothing on the success path of a write. A failed
 //! write poisons its whole write set; a later successful *full* overwrite of a
 //! slice clears it, because only then is every byte known again. A
-//! successful partial overwrite does not.
+//! successful partial overwrite does not. Only the holder of the
+//! scheduler's [`TrustKey`] may restore a slice.
 
 use std::sync::Arc;
 
 use compute_runtime::{MemoryId, ServerError};
 
-use crate::LateFaults;
+use crate::{LateFaults, TrustKey};
 use hashbrown::HashMap;
 
 /// Poisoned slices and the error that poisoned each: those poisoned on the
 /// server's thread, and the late verdicts of the GPU ([`LateFaults`]).
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct TrustRegistry {
     poisoned: HashMap<MemoryId, Arc<ServerError>>,
     /// Slices whose bytes are about to be replaced by work still to come
@@ -24,9 +25,21 @@ pub struct TrustRegistry {
     /// untrusted until it has, whatever else is on record.
     pending: HashMap<MemoryId, Arc<ServerError>>,
     late: Arc<LateFaults>,
+    /// The scheduler whose key may restore trust here.
+    owner: u64,
 }
 
 impl TrustRegistry {
+    /// The registry of the scheduler `owner` (see [`TrustKey`]).
+    pub(crate) fn new(owner: u64) -> Self {
+        Self {
+            poisoned: HashMap::new(),
+            pending: HashMap::new(),
+            late: Arc::default(),
+            owner,
+        }
+    }
+
     /// Marks `memory` untrusted because of `cause`. The first cause wins: it
     /// is the one that made the bytes wrong, a late verdict included.
     pub fn poison(&mut self, memory: MemoryId, cause: &Arc<ServerError>) {
@@ -38,10 +51,14 @@ impl TrustRegistry {
             .or_insert_with(|| Arc::clone(cause));
     }
 
-    /// Trusts `memory` again (after a successful full overwrite).
-    pub fn restore(&mut self, memory: MemoryId) {
+    /// Trusts `memory` again (after a successful full overwrite), for the
+    /// holder of this registry's key only: with another key nothing
+    /// changes and the answer is [`ServerError::ForeignTrustKey`].
+    pub fn restore(&mut self, key: &TrustKey, memory: MemoryId) -> Result<(), ServerError> {
+        key.check(self.owner)?;
         self.poisoned.remove(&memory);
         self.late.clear(memory);
+        Ok(())
     }
 
     /// Marks `memory` as about to be replaced by work still to come: every
@@ -51,13 +68,16 @@ impl TrustRegistry {
     }
 
     /// The work `memory` was pending on is done (or failed): its trust is
-    /// what the rest of the record says.
-    pub fn end_pending(&mut self, memory: MemoryId) {
+    /// what the rest of the record says. Clearing a mark needs the key, like
+    /// restoring trust.
+    pub fn end_pending(&mut self, key: &TrustKey, memory: MemoryId) -> Result<(), ServerError> {
+        key.check(self.owner)?;
         self.pending.remove(&memory);
+        Ok(())
     }
 
     /// Forgets a freed slice: its id is never reused, so its state is dead.
-    pub fn forget(&mut self, memory: MemoryId) {
+    pub(crate) fn forget(&mut self, memory: MemoryId) {
         self.poisoned.remove(&memory);
         self.pending.remove(&memory);
         self.late.clear(memory);
@@ -101,9 +121,14 @@ impl TrustRegistry {
 mod tests {
     use super::*;
 
+    fn registry() -> (TrustRegistry, TrustKey) {
+        let key = TrustKey::mint();
+        (TrustRegistry::new(key.owner()), key)
+    }
+
     #[test]
     fn first_cause_wins_and_restore_clears() {
-        let mut t = TrustRegistry::default();
+        let (mut t, key) = registry();
         let a = Arc::new(ServerError::unsupported("a", "first"));
         let b = Arc::new(ServerError::unsupported("b", "second"));
         let m = MemoryId(7);
@@ -112,14 +137,32 @@ mod tests {
         let err = t.check(m).expect_err("poisoned");
         assert_eq!(err.root_cause(), a.as_ref());
         assert!(t.check(MemoryId(8)).is_ok());
-        t.restore(m);
+        t.restore(&key, m).expect("its own key");
         assert!(t.check(m).is_ok());
         assert!(t.is_empty());
     }
 
     #[test]
+    fn another_schedulers_key_restores_nothing() {
+        let (mut t, _) = registry();
+        let (_, foreign) = registry();
+        let m = MemoryId(7);
+        t.poison(m, &Arc::new(ServerError::unsupported("a", "first")));
+        t.late().poison(
+            compute_runtime::StreamId(0),
+            &[m],
+            ServerError::unsupported("b", "late"),
+        );
+        assert!(matches!(
+            t.restore(&foreign, m),
+            Err(ServerError::ForeignTrustKey { .. })
+        ));
+        assert!(t.check(m).is_err(), "still untrusted");
+    }
+
+    #[test]
     fn a_late_verdict_is_a_first_cause_too() {
-        let mut t = TrustRegistry::default();
+        let (mut t, key) = registry();
         let m = MemoryId(7);
         let late = ServerError::unsupported("late", "verdict");
         t.late()
@@ -128,7 +171,7 @@ mod tests {
         let err = t.check(m).expect_err("poisoned");
         assert_eq!(err.root_cause(), &late);
         assert!(matches!(err, ServerError::Untrusted { cause, .. } if *cause == late));
-        t.restore(m);
+        t.restore(&key, m).expect("its own key");
         assert!(t.check(m).is_ok());
     }
 }

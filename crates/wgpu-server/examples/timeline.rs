@@ -80,6 +80,10 @@ fn main() -> Result<(), ServerError> {
             e.workgroups
         );
     }
-    println!("{} launches written to {path}", timeline.events.len());
+    println!(
+        "{} launches written to {path} ({} past the timeline's capacity not recorded)",
+        timeline.events.len(),
+        timeline.dropped
+    );
     Ok(())
 }

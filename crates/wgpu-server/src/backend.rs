@@ -21,6 +21,7 @@ use crate::launch::audit::BatchAudit;
 use crate::memory::upload::{HostCopies, UploadPool};
 
 use crate::timing::batch::{BatchStamps, BatchTiming};
+use crate::timing::stamps::StampAt;
 
 /// One stream's pending work.
 #[derive(Debug, Default)]
@@ -109,25 +110,25 @@ impl WgpuStream {
 
     /// The pass a launch encodes into, with its pipeline and bind group
     /// set (skipped when the open pass already has them). With `timed`, a
-    /// fresh pass whose timestamp writes (queries 0 and 1) bracket the
-    /// launch; the caller ends it after its one dispatch.
+    /// fresh pass whose timestamp writes bracket the launch; the caller ends
+    /// it after its one dispatch.
     pub(crate) fn launch_pass(
         &mut self,
         device: &wgpu::Device,
-        timed: Option<&wgpu::QuerySet>,
+        timed: Option<&StampAt>,
         pipeline: (&wgpu::ComputePipeline, u64),
         group: (&wgpu::BindGroup, u64),
     ) -> &mut wgpu::ComputePass<'static> {
-        if let Some(query_set) = timed {
+        if let Some(at) = timed {
             self.end_pass();
             let encoder = Self::encoder(&mut self.encoder, &self.stamps, device);
             let pass = encoder
                 .begin_compute_pass(&wgpu::ComputePassDescriptor {
                     label: Some("profiled launch"),
                     timestamp_writes: Some(wgpu::ComputePassTimestampWrites {
-                        query_set,
-                        beginning_of_pass_write_index: Some(0),
-                        end_of_pass_write_index: Some(1),
+                        query_set: &at.query_set,
+                        beginning_of_pass_write_index: Some(at.base),
+                        end_of_pass_write_index: Some(at.base + 1),
                     }),
                 })
                 .forget_lifetime();

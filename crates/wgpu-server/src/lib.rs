@@ -56,7 +56,7 @@ pub use graph::WgpuGraph;
 pub use memory::storage::{WgpuResource, WgpuStorage};
 pub use options::{CollectiveTransport, TASKS_MAX_ENV, WgpuServerOptions};
 pub use server::{DEFAULT_TASKS_MAX, WgpuServer};
-pub use timing::timeline::{Timeline, TimelineEvent};
+pub use timing::timeline::{DEFAULT_TIMELINE_CAPACITY, Timeline, TimelineEvent};
 
 pub use compute_wgsl::{
     BindingAccess, BoundsChecks, DefaultCompiler, IrCompiler, WgpuCompilationOptions, WgpuCompiler,

@@ -15,9 +15,15 @@ use wgpu_server::{BindingAccess, WgslKernel};
 use super::group::*;
 use crate::common::*;
 
-/// Poisons `h` with a write of the wrong size (a `SizeMismatch`).
-fn poison_by_bad_write(s: &mut TestServer, h: &Handle) {
-    s.write(vec![(h.copy_descriptor(), vec![0u8; 3].into())], S0);
+/// Poisons `h` with a `SizeMismatch` through the public write scope (what
+/// any failing write of it would do). Not with a host write of the wrong
+/// size: refused at the call, it touches nothing and poisons nothing.
+fn poison_with_size_mismatch(s: &mut TestServer, h: &Handle) {
+    let mismatch = ServerError::SizeMismatch {
+        expected: h.size,
+        actual: 3,
+    };
+    let _ = compute_stream::write_scope(s, S0, &[h.binding()], |_| Err::<(), _>(mismatch));
     assert!(s.check(vec![h.binding()], S0).is_err(), "poisoned");
 }
 
@@ -80,7 +86,7 @@ fn an_untrusted_src_poisons_every_rank_s_result_naming_its_rank() {
             let ids = g.ids.clone();
             let x = upload(s, vec![1; 12], S0);
             if r == bad {
-                poison_by_bad_write(s, &x);
+                poison_with_size_mismatch(s, &x);
             }
             let red = Reduction::sum(DType::U32);
             let mut dst = |len: u64| {
@@ -247,7 +253,7 @@ fn a_poisoned_result_poisons_what_reads_it_until_a_good_collective_overwrites_it
     for (r, s) in g.s.iter_mut().enumerate() {
         let x = upload(s, f32_bytes(&[r as f32 + 1.0; 64]), S0);
         if r == 1 {
-            poison_by_bad_write(s, &x);
+            poison_with_size_mismatch(s, &x);
         }
         let y = alloc(s, 256, S0);
         s.all_reduce(

@@ -117,7 +117,7 @@ impl KernelBuilder {
 
     /// The next scalar argument of the uniform block (`i32`, `u32` or `f32`),
     /// read where this is called. A launch passes them packed:
-    /// [`Kernel::pack_scalars`].
+    /// [`Kernel::pack_scalars`](crate::Kernel::pack_scalars).
     ///
     /// ```
     /// use compute_ir::{KernelBuilder, Lit, Scalar, interp};

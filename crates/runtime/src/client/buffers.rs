@@ -68,9 +68,10 @@ impl<S: Server> ComputeClient<S> {
     }
 
     /// Writes `data` to the start of `handle` (host to device). Enqueue-time
-    /// failures (a size over the handle, a misaligned length, a write inside
-    /// a graph capture) are returned here; a whole-handle write makes its
-    /// bytes trusted again after a failure poisoned them.
+    /// refusals (a size over the handle, a misaligned length, a write inside
+    /// a graph capture) are returned here, and leave the handle as it was,
+    /// trust included; a whole-handle write makes its bytes trusted again
+    /// after a failure poisoned them.
     pub fn write(&self, handle: &Handle, data: impl Into<Bytes>) -> Result<(), ServerError> {
         let data = data.into();
         if data.len() as u64 > handle.size {
@@ -85,6 +86,9 @@ impl<S: Server> ComputeClient<S> {
         let mut target = handle.clone();
         target.size = data.len() as u64;
         let mut server = self.server();
+        // A write refused at the call touches nothing, so it poisons
+        // nothing the check below would see: asked for first.
+        server.validate_write(&target.copy_descriptor(), target.size, self.stream)?;
         server.write(vec![(target.copy_descriptor(), data)], self.stream);
         server.check(vec![target.binding()], self.stream)
     }
@@ -213,8 +217,8 @@ impl<S: Server> ComputeClient<S> {
         self.server().memory_cleanup(self.stream)
     }
 
-    /// How new reservations are served (`Persistent`: exact-size reuse, for
-    /// steady-state loops).
+    /// How new reservations are served (`Persistent`: pages reused by size
+    /// class, for steady-state loops).
     ///
     /// ```
     /// use wgpu_server::prelude::*;

@@ -2,7 +2,7 @@
 //! checked launches, streams, profiling, graphs, memory and collectives.
 //!
 //! [`ComputeClient::load`] creates the server through
-//! [`DeviceService::init`] the first time a device is asked for, and hands
+//! [`DeviceService::try_init`] the first time a device is asked for, and hands
 //! out clones sharing it afterwards: one server per device per process
 //! ([`ComputeClient::new`] wraps a server built by hand). Calls lock the
 //! server for the enqueue only; waiting (`read`, `sync`, a profile's
@@ -15,11 +15,11 @@
 //! in any order except where it touches the same bytes, which the server
 //! orders for you.
 //!
-//! Errors are the server's [`ServerError`](crate::ServerError)s. Buffers can be labelled
+//! Errors are the server's [`ServerError`]s. Buffers can be labelled
 //! ([`Handle::with_label`](crate::Handle::with_label)): every error that names a labelled buffer names
 //! it by its label. A launch is checked before it is enqueued (through
 //! [`LaunchValidation`](crate::LaunchValidation)), so a launch whose arguments do not fit its kernel
-//! is a [`ServerError::Launch`](crate::ServerError::Launch) naming the kernel, at the call.
+//! is a [`ServerError::Launch`] naming the kernel, at the call.
 //!
 //! ```
 //! use wgpu_server::prelude::*;
@@ -43,7 +43,7 @@ use std::any::{Any, TypeId};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
-use crate::{DeviceId, DeviceService, Server, StreamId};
+use crate::{DeviceId, DeviceService, Server, ServerError, StreamId};
 
 type Registry = Mutex<HashMap<(TypeId, DeviceId), Arc<dyn Any + Send + Sync>>>;
 
@@ -73,38 +73,39 @@ impl<S> Clone for ComputeClient<S> {
 
 impl<S: Server + DeviceService> ComputeClient<S> {
     /// The client of `device`, creating its server on first use (through
-    /// [`DeviceService::init`], which may panic when the device cannot be
-    /// opened; [`ComputeClient::new`] over a server opened by hand reports
-    /// that as an error instead).
+    /// [`DeviceService::try_init`]); a device that cannot be opened is the
+    /// service's error, and nothing is registered, so a later call tries
+    /// again.
     ///
     /// ```
     /// use wgpu_server::prelude::*;
     ///
-    /// let a = ComputeClient::<DefaultServer>::load(DeviceId(0));
-    /// let b = ComputeClient::<DefaultServer>::load(DeviceId(0)); // the same server
+    /// let a = ComputeClient::<DefaultServer>::load(DeviceId(0))?;
+    /// let b = ComputeClient::<DefaultServer>::load(DeviceId(0))?; // the same server
     /// let x = a.create_from_slice(&[5u32])?;
     /// assert_eq!(b.read_vec::<u32>(&x)?, [5]);
+    /// assert!(ComputeClient::<DefaultServer>::load(DeviceId(99)).is_err());
     /// # Ok::<(), ServerError>(())
     /// ```
-    pub fn load(device: DeviceId) -> Self {
+    pub fn load(device: DeviceId) -> Result<Self, ServerError> {
         let mut map = registry().lock().unwrap_or_else(|e| e.into_inner());
         let key = (TypeId::of::<S>(), device);
         if let Some(existing) = map.get(&key)
             && let Ok(server) = Arc::clone(existing).downcast::<Mutex<S>>()
         {
-            return Self {
+            return Ok(Self {
                 device,
                 stream: StreamId::DEFAULT,
                 server,
-            };
+            });
         }
-        let server = Arc::new(Mutex::new(S::init(device)));
+        let server = Arc::new(Mutex::new(S::try_init(device)?));
         map.insert(key, server.clone());
-        Self {
+        Ok(Self {
             device,
             stream: StreamId::DEFAULT,
             server,
-        }
+        })
     }
 }
 

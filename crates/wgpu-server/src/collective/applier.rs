@@ -26,7 +26,7 @@ use std::time::Duration;
 
 use compute_collective::PendingResult;
 use compute_runtime::{ComputeWait, MemoryId, ServerError, StreamId};
-use compute_stream::LateFaults;
+use compute_stream::{LateAudit, LateFaults};
 
 use crate::collective::gate::{Gate, GateState};
 use crate::collective::stage::Staged;
@@ -44,7 +44,7 @@ pub(crate) struct Target {
     /// own padding).
     pub padded_len: u64,
     /// The registration of `dst` with [`LateFaults::expect`] (`Wait` only).
-    pub verdict: Option<u64>,
+    pub verdict: Option<LateAudit>,
 }
 
 /// A batch handed over to be submitted once what it is held behind is done.
@@ -202,13 +202,15 @@ fn outcome(
             Some(e) => Err(e),
             None => Ok(o.bytes),
         });
-    let verdict = target.as_ref().and_then(|t| t.verdict);
+    let mut target = target;
+    // The ticket for the verdict on `dst`, given once.
+    let verdict = std::cell::Cell::new(target.as_mut().and_then(|t| t.verdict.take()));
     // An `Overlap` result (or failure) is `sync_collective`'s to apply and
     // report.
     let overlap = mode == ComputeWait::Overlap && target.is_some();
-    let judge = |result: Result<(), ServerError>| match verdict {
+    let judge = |result: Result<(), ServerError>| match verdict.take() {
         _ if overlap => {}
-        Some(id) => cx.late.verdict(id, stream, result),
+        Some(audit) => cx.late.verdict(audit, stream, result),
         // Nothing of this rank's memory depends on it (a `send`, 0 bytes):
         // a failure is only reported.
         None => {

@@ -381,7 +381,7 @@ impl<C: WgpuCompiler> WgpuServer<C> {
             let (ComputeWait::Overlap, Some(dst)) = (p.mode, &p.dst) else {
                 continue;
             };
-            self.streams.end_pending(dst.memory_id());
+            self.end_pending(dst.memory_id())?;
             let result = match (settled, p.gate.take_ready()) {
                 (Some(Ok(())), Some(bytes)) => {
                     let descriptor = CopyDescriptor::contiguous(dst.clone());

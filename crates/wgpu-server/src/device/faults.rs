@@ -57,6 +57,20 @@ impl DeviceFaults {
         }
     }
 
+    /// The error of a wait, or of a map of one of the server's own buffers,
+    /// that failed: only a lost device makes those fail (its buffers are
+    /// destroyed with it), and the failure may come before the lost
+    /// callback has run, so it is `DeviceLost` either way: the recorded
+    /// reason when there is one, else `what` and why it failed.
+    pub fn lost_during(&self, what: &str, why: impl std::fmt::Display) -> ServerError {
+        match self.lost() {
+            Err(lost) => lost,
+            Ok(()) => ServerError::DeviceLost {
+                reason: format!("{what} failed: {why}"),
+            },
+        }
+    }
+
     /// Marks the device lost (a poll that failed says so before the
     /// callback does).
     pub fn mark_lost(&self, reason: String) {

@@ -26,6 +26,7 @@ use crate::graph::Graphs;
 use crate::launch::Kernels;
 use crate::memory::Memory;
 use crate::memory::storage::WgpuStorage;
+use crate::server::ServerTrustKey;
 use crate::timing::{Timing, batch::BatchTiming, windows::Profiler};
 use crate::{DeviceCaptures, WgpuServer, WgpuServerOptions};
 
@@ -187,7 +188,7 @@ fn assemble<C: WgpuCompiler + Default>(
             queue.get_timestamp_period(),
         ));
     }
-    let mut streams = SchedulerMultiStream::new(scheduled, w.tasks_max);
+    let (mut streams, trust_key) = SchedulerMultiStream::new(scheduled, w.tasks_max);
     // Late verdicts of the GPU (audited indirect counts) poison through the
     // scheduler's own trust registry.
     streams.backend_mut().late = Arc::clone(streams.trust().late());
@@ -236,5 +237,6 @@ fn assemble<C: WgpuCompiler + Default>(
         utilities: Arc::new(utilities),
         logger,
         failures: 0,
+        trust_key: ServerTrustKey::new(trust_key),
     })
 }

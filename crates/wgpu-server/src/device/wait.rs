@@ -96,7 +96,9 @@ impl Waiter {
             Ok(_) => {}
             Err(wgpu::PollError::Timeout) => match self.poller.wait(index).await {
                 Ok(r) => r?,
-                Err(_) => self.faults.lost()?,
+                // The poller stopped before answering (its server went
+                // away): the wait never happened.
+                Err(e) => return Err(self.faults.lost_during("waiting on the poller", e)),
             },
             Err(e) => {
                 let reason = format!("poll failed: {e}");

@@ -17,7 +17,7 @@
 use std::sync::Arc;
 
 use compute_runtime::{MemoryId, ServerError, StreamId};
-use compute_stream::LateFaults;
+use compute_stream::{LateAudit, LateFaults};
 
 use crate::launch::resolve::INDIRECT_BYTES;
 
@@ -31,7 +31,7 @@ const SLOTS: usize = 256;
 #[derive(Debug)]
 struct AuditBuffer {
     buffer: wgpu::Buffer,
-    audits: Vec<u64>,
+    audits: Vec<LateAudit>,
 }
 
 /// The audits of one pending batch.
@@ -93,7 +93,7 @@ impl BatchAudit {
                 let view = r
                     .ok()
                     .and_then(|()| buffer.slice(..).get_mapped_range().ok());
-                for (i, id) in audit.audits.iter().enumerate() {
+                for (i, id) in audit.audits.into_iter().enumerate() {
                     let over = view.as_ref().and_then(|v| over_limit(v, i, max));
                     let outcome = match over {
                         None => Ok(()),
@@ -104,7 +104,7 @@ impl BatchAudit {
                             max: u64::from(max),
                         }),
                     };
-                    late.verdict(*id, stream, outcome);
+                    late.verdict(id, stream, outcome);
                 }
             });
         }

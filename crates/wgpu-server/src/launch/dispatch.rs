@@ -20,6 +20,7 @@ use compute_wgsl::WgpuCompiler;
 use crate::WgpuServer;
 use crate::backend::WgpuStream;
 use crate::launch::resolve::{INDIRECT_BYTES, ResolvedCount, ResolvedLaunch};
+use crate::timing::stamps::StampAt;
 
 /// Orders `launch` against other streams and encodes it on `stream`.
 pub(crate) fn dispatch<C: WgpuCompiler>(
@@ -40,9 +41,7 @@ pub(crate) fn dispatch<C: WgpuCompiler>(
     // An at-launch profile window (or a timeline) stamps this launch.
     let timed = timing
         .profiler
-        .stamp_launch(&gpu.device, stream, launch.name(), || {
-            launch.count.to_string()
-        });
+        .stamp_launch(&gpu.device, stream, launch.name(), &launch.count);
     let (backend, ws) = streams.encoder(stream);
     // Inputs written by work whose verdict comes late put these writes at
     // risk behind the same verdict (before the launch's own audit, which
@@ -65,7 +64,7 @@ pub(crate) fn encode(
     ws: &mut WgpuStream,
     device: &wgpu::Device,
     launch: &ResolvedLaunch,
-    timed: Option<&wgpu::QuerySet>,
+    timed: Option<&StampAt>,
     late: &Arc<LateFaults>,
 ) {
     match &launch.count {

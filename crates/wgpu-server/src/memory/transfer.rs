@@ -52,24 +52,31 @@ fn check_descriptor(descriptor: &CopyDescriptor) -> Result<u64, ServerError> {
     Ok(bytes)
 }
 
-/// Writes `data` where `descriptor` says. Runs inside the caller's write
-/// scope.
-pub(crate) fn write<C: WgpuCompiler>(
+/// Where a write that passed its checks goes.
+pub(crate) struct CheckedWrite {
+    target: StorageHandle,
+    buffer: wgpu::Buffer,
+    size: u64,
+}
+
+/// Checks a write of `len` bytes where `descriptor` says, touching
+/// nothing: the descriptor, the data's length, the range, the alignment. `None`: there is
+/// nothing to move (zero bytes).
+pub(crate) fn check_write<C: WgpuCompiler>(
     server: &mut WgpuServer<C>,
     descriptor: &CopyDescriptor,
-    data: &Bytes,
-    stream: StreamId,
-) -> Result<(), ServerError> {
+    len: u64,
+) -> Result<Option<CheckedWrite>, ServerError> {
     let size = check_descriptor(descriptor)?;
-    if data.len() as u64 != size {
+    if len != size {
         return Err(ServerError::SizeMismatch {
             expected: size,
-            actual: data.len() as u64,
+            actual: len,
         });
     }
     let target = server.resolve(&descriptor.binding)?;
     if size == 0 {
-        return Ok(());
+        return Ok(None);
     }
     let slice_end = server
         .memory
@@ -95,6 +102,42 @@ pub(crate) fn write<C: WgpuCompiler>(
         .ok_or(ServerError::UnknownHandle {
             memory: descriptor.binding.memory_id(),
         })?;
+    Ok(Some(CheckedWrite {
+        target,
+        buffer,
+        size,
+    }))
+}
+
+/// Checks and writes `data` where `descriptor` says, inside the caller's
+/// write scope: a refusal fails the scope, poisoning the target (for writes
+/// whose target must not keep stale bytes, a collective's result).
+pub(crate) fn write<C: WgpuCompiler>(
+    server: &mut WgpuServer<C>,
+    descriptor: &CopyDescriptor,
+    data: &Bytes,
+    stream: StreamId,
+) -> Result<(), ServerError> {
+    match check_write(server, descriptor, data.len() as u64)? {
+        Some(checked) => write_checked(server, checked, descriptor, data, stream),
+        None => Ok(()),
+    }
+}
+
+/// Writes `data` where `descriptor` says, once [`check_write`] passed it.
+/// Runs inside the caller's write scope.
+pub(crate) fn write_checked<C: WgpuCompiler>(
+    server: &mut WgpuServer<C>,
+    checked: CheckedWrite,
+    descriptor: &CopyDescriptor,
+    data: &Bytes,
+    stream: StreamId,
+) -> Result<(), ServerError> {
+    let CheckedWrite {
+        target,
+        buffer,
+        size,
+    } = checked;
     // A queue write lands before the next submit of anything: behind work
     // held back by a collective (this stream's, or another stream's pending
     // use of the range) it would have to wait for the other ranks, and would
@@ -151,7 +194,8 @@ fn upload<C: WgpuCompiler>(
         .memory
         .upload
         .take(&server.gpu.device, data.len() as u64)?;
-    upload::fill(&staging, data)?;
+    upload::fill(&staging, data)
+        .map_err(|e| server.gpu.faults.lost_during("filling an upload buffer", e))?;
     let len = (data.len() as u64).next_multiple_of(ALIGN);
     // The range's pending users were submitted by the caller.
     server
@@ -185,9 +229,7 @@ fn write_on_stream<C: WgpuCompiler>(
     })?;
     staging
         .get_mapped_range_mut(..)
-        .map_err(|e| ServerError::Mapping {
-            reason: format!("write staging: {e}"),
-        })?
+        .map_err(|e| server.gpu.faults.lost_during("viewing write staging", e))?
         .slice(..data.len())
         .copy_from_slice(data);
     staging.unmap();
@@ -349,18 +391,14 @@ pub(crate) fn read<C: WgpuCompiler>(
                 Err(_) => Some("the map callback was dropped".into()),
             };
             if let Some(why) = failed {
-                faults.lost()?;
-                return Err(ServerError::DeviceLost {
-                    reason: format!("mapping a read's staging buffer failed: {why}"),
-                });
+                return Err(faults.lost_during("mapping a read's staging buffer", why));
             }
+            // Mapped, and destroyed with the device since: the same loss.
             let view = r
                 .staging
                 .slice(0..r.mapped_len)
                 .get_mapped_range()
-                .map_err(|e| ServerError::Mapping {
-                    reason: e.to_string(),
-                })?;
+                .map_err(|e| faults.lost_during("viewing a read's staging buffer", e))?;
             out.push(Bytes::from_owner(MappedRange::new(
                 view,
                 r.staging.clone(),

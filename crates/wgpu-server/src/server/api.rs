@@ -120,19 +120,17 @@ impl<C: WgpuCompiler> Server for WgpuServer<C> {
         Arc::clone(&self.utilities)
     }
 
-    fn staging(
-        &mut self,
-        sizes: &[usize],
-        _stream_id: StreamId,
-    ) -> Result<Vec<Bytes>, ServerError> {
+    /// Host buffers for writes: none larger than the largest reservation
+    /// `initialize_memory` would make on the stream, the one limit both
+    /// share (`MemoryManagement::max_reservation`).
+    fn staging(&mut self, sizes: &[usize], stream_id: StreamId) -> Result<Vec<Bytes>, ServerError> {
         self.enter()?;
-        let max = usize::try_from(self.utilities.memory.max_buffer_size).unwrap_or(usize::MAX);
-        if let Some(big) = sizes.iter().find(|s| **s > max) {
-            return Err(ServerError::LimitExceeded {
-                limit: "max_buffer_size",
-                requested: *big as u64,
-                max: max as u64,
-            });
+        let mode = self
+            .graphs
+            .allocation_mode(stream_id, self.memory.manager.mode());
+        for size in sizes {
+            let size = u64::try_from(*size).unwrap_or(u64::MAX);
+            self.memory.manager.check_reservation(size, mode)?;
         }
         Ok(sizes.iter().map(|s| self.memory.staging.take(*s)).collect())
     }
@@ -188,24 +186,42 @@ impl<C: WgpuCompiler> Server for WgpuServer<C> {
             return;
         }
         for (descriptor, data) in descriptors {
-            // Each write is its own scope: one bad descriptor poisons its
-            // own destination only.
-            let target = descriptor.binding.clone();
-            let written = self.scoped_overwrite(stream_id, std::slice::from_ref(&target), |s| {
-                if s.is_capturing(stream_id) {
-                    return Err(ServerError::CaptureState {
-                        stream: stream_id,
-                        reason: "host writes cannot be recorded into a graph".into(),
-                    });
+            // A write refused by its checks moved no byte: its target keeps
+            // its trust, and the refusal is reported like any failure.
+            let checked = match self.check_write(&descriptor, data.len() as u64, stream_id) {
+                Ok(checked) => checked,
+                Err(e) => {
+                    self.refuse(stream_id, e);
+                    continue;
                 }
-                transfer::write(s, &descriptor, &data, stream_id)
-            });
+            };
+            // Each write is its own scope: a write that fails once bytes may
+            // have moved poisons its own destination only.
+            let target = descriptor.binding.clone();
+            let written = match checked {
+                None => Ok(()),
+                Some(checked) => {
+                    self.scoped_overwrite(stream_id, std::slice::from_ref(&target), |s| {
+                        transfer::write_checked(s, checked, &descriptor, &data, stream_id)
+                    })
+                }
+            };
             // The queue has its own copy now: the allocation can serve the
             // next `staging` call (only if the caller kept no clone).
             if written.is_ok() {
                 self.memory.staging.give_back(data);
             }
         }
+    }
+
+    fn validate_write(
+        &mut self,
+        descriptor: &CopyDescriptor,
+        len: u64,
+        stream_id: StreamId,
+    ) -> Result<(), ServerError> {
+        self.enter()?;
+        self.check_write(descriptor, len, stream_id).map(|_| ())
     }
 
     fn check(

@@ -37,6 +37,16 @@ impl<C: WgpuCompiler> WgpuServer<C> {
         self.timing.profiler.open_windows()
     }
 
+    /// Query sets the timeline being recorded has made (each holds the
+    /// stamps of 2,048 launches); 0 when none records.
+    pub fn timeline_query_sets(&self) -> usize {
+        self.timing
+            .profiler
+            .timeline
+            .as_ref()
+            .map_or(0, |t| t.query_sets())
+    }
+
     /// Graphs stored in the device's registry.
     pub fn graph_count(&self) -> usize {
         self.graphs.registry.len()

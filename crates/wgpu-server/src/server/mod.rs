@@ -21,13 +21,18 @@ use std::sync::Arc;
 
 use compute_graph::{CaptureState, StreamCapture};
 use compute_runtime::{
-    BufferBinding, ComputeStorage, CubeKernel, DeviceId, DeviceService, DeviceServiceStage, DynFut,
-    LogCategory, LogLevel, ManagedResource, MemoryId, ServerError, ServerLogger, ServerStorage,
-    ServerUtilities, ServerUtilitiesHandle, StorageHandle, StreamId, TimingMethod,
+    BufferBinding, ComputeStorage, CopyDescriptor, CubeKernel, DeviceId, DeviceService,
+    DeviceServiceStage, DynFut, LogCategory, LogLevel, ManagedResource, MemoryId, ServerError,
+    ServerLogger, ServerStorage, ServerUtilities, ServerUtilitiesHandle, StorageHandle, StreamId,
+    TimingMethod,
 };
-use compute_stream::{SchedulerMultiStream, WriteScoped, settle_batch_failures, write_scope};
+use compute_stream::{
+    SchedulerMultiStream, TrustKey, WriteScoped, settle_batch_failures, write_scope,
+    write_scope_restoring,
+};
 use compute_wgsl::WgpuCompiler;
 
+use crate::WgpuServerOptions;
 use crate::backend::ScheduledWgpuBackend;
 use crate::collective::Collectives;
 use crate::device::Gpu;
@@ -36,6 +41,7 @@ use crate::launch::Kernels;
 use crate::launch::path::ResolvedLaunch;
 use crate::memory::Memory;
 use crate::memory::storage::{WgpuResource, WgpuStorage};
+use crate::memory::transfer::CheckedWrite;
 use crate::timing::Timing;
 
 /// Default bound on tasks a stream encodes before it submits.
@@ -54,6 +60,19 @@ pub struct WgpuServer<C: WgpuCompiler> {
     pub(crate) logger: Arc<ServerLogger>,
     /// Failures settled by write scopes so far.
     pub(crate) failures: u64,
+    /// The right to trust bytes again, used by `scoped_overwrite` only.
+    pub(crate) trust_key: ServerTrustKey,
+}
+
+/// The key of the server's scheduler ([`TrustKey`]), readable only in this
+/// module: every restore of trust goes through
+/// [`WgpuServer::scoped_overwrite`], a full write by the server itself.
+pub(crate) struct ServerTrustKey(TrustKey);
+
+impl ServerTrustKey {
+    pub(crate) fn new(key: TrustKey) -> Self {
+        Self(key)
+    }
 }
 
 impl<C: WgpuCompiler> std::fmt::Debug for WgpuServer<C> {
@@ -88,9 +107,19 @@ impl<C: WgpuCompiler> WgpuServer<C> {
     }
 
     /// Starts recording a timeline of every launch (per-launch GPU
-    /// timestamps; see [`crate::Timeline`]). Needs timestamp queries.
+    /// timestamps; see [`crate::Timeline`]), at most
+    /// [`DEFAULT_TIMELINE_CAPACITY`](crate::DEFAULT_TIMELINE_CAPACITY)
+    /// launches. Needs timestamp queries.
     pub fn start_timeline(&mut self) -> Result<(), ServerError> {
-        crate::timing::timeline::start(self)
+        self.start_timeline_with_capacity(crate::DEFAULT_TIMELINE_CAPACITY)
+    }
+
+    /// [`WgpuServer::start_timeline`] recording at most `capacity` launches:
+    /// later ones run unstamped and are counted in
+    /// [`Timeline::dropped`](crate::Timeline::dropped). A timeline already
+    /// recording keeps its own capacity.
+    pub fn start_timeline_with_capacity(&mut self, capacity: usize) -> Result<(), ServerError> {
+        crate::timing::timeline::start(self, capacity)
     }
 
     /// Stops recording and resolves the timeline (submits every stream).
@@ -213,7 +242,7 @@ impl<C: WgpuCompiler> WgpuServer<C> {
         writes: &[BufferBinding],
         body: impl FnOnce(&mut Self) -> Result<R, ServerError>,
     ) -> Result<R, ServerError> {
-        write_scope(self, stream, writes, |_, _| false, body)
+        write_scope(self, stream, writes, body)
     }
 
     /// Runs a host write of `writes` in a write scope: success trusts a
@@ -224,7 +253,41 @@ impl<C: WgpuCompiler> WgpuServer<C> {
         writes: &[BufferBinding],
         body: impl FnOnce(&mut Self) -> Result<R, ServerError>,
     ) -> Result<R, ServerError> {
-        write_scope(self, stream, writes, |s, b| s.covers(b), body)
+        let key = self.trust_key.0.clone();
+        write_scope_restoring(self, &key, stream, writes, |s, b| s.covers(b), body)
+    }
+
+    /// The `Overlap` collective `memory` was pending on has written it or
+    /// failed: its trust is what the rest of the record says.
+    pub(crate) fn end_pending(&mut self, memory: MemoryId) -> Result<(), ServerError> {
+        let key = self.trust_key.0.clone();
+        self.streams.end_pending(&key, memory)
+    }
+
+    /// Checks a host write before anything moves (see
+    /// [`transfer::check_write`](crate::memory::transfer::check_write)),
+    /// refusing one on a capturing stream too.
+    pub(crate) fn check_write(
+        &mut self,
+        descriptor: &CopyDescriptor,
+        len: u64,
+        stream: StreamId,
+    ) -> Result<Option<CheckedWrite>, ServerError> {
+        if self.is_capturing(stream) {
+            return Err(ServerError::CaptureState {
+                stream,
+                reason: "host writes cannot be recorded into a graph".into(),
+            });
+        }
+        crate::memory::transfer::check_write(self, descriptor, len)
+    }
+
+    /// Reports `error` for work refused before it touched anything: to the
+    /// stream's next `flush`/`sync` and to `on_failure`, poisoning nothing.
+    pub(crate) fn refuse(&mut self, stream: StreamId, error: ServerError) {
+        let cause = Arc::new(error);
+        self.streams.defer_error(stream, &cause);
+        self.on_failure(stream, &cause);
     }
 
     /// `Ok` when every slice in `reads` is trusted; else the refusal of
@@ -281,14 +344,21 @@ impl<C: WgpuCompiler + Default> DeviceService for WgpuServer<C> {
     ///
     /// # Panics
     ///
-    /// When no adapter can be opened (the seed's `init` cannot fail); the
-    /// message says how to install one. [`WgpuServer::try_init`] returns the
+    /// When the device cannot be opened (no adapter, or none with that
+    /// index): the seed's signature cannot return an error. The message says
+    /// how to install an adapter. [`DeviceService::try_init`] (what
+    /// `ComputeClient::load` calls) and [`WgpuServer::try_init`] return the
     /// error instead.
     fn init(device_id: DeviceId) -> Self {
-        match Self::try_init(device_id) {
+        match WgpuServerOptions::new().device_id(device_id).open() {
             Ok(s) => s,
             Err(e) => panic!("WgpuServer::init({device_id}): {e}"),
         }
+    }
+
+    /// Opens the device, or says why it cannot ([`WgpuServer::try_init`]).
+    fn try_init(device_id: DeviceId) -> Result<Self, ServerError> {
+        WgpuServerOptions::new().device_id(device_id).open()
     }
 
     fn utilities(&self) -> ServerUtilitiesHandle {

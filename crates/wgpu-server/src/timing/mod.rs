@@ -7,6 +7,7 @@
 
 pub(crate) mod batch;
 pub(crate) mod profile;
+pub(crate) mod recording;
 pub(crate) mod stamps;
 pub mod timeline;
 pub(crate) mod windows;

@@ -177,19 +177,13 @@ fn resolve<C: WgpuCompiler>(
             done.await?;
             match rx.await {
                 Ok(Ok(())) => {}
-                _ => {
-                    faults.lost()?;
-                    return Err(ProfileError::Server(ServerError::Mapping {
-                        reason: "timestamp readback could not be mapped".into(),
-                    }));
-                }
+                Ok(Err(e)) => return Err(faults.lost_during("mapping timestamps", e).into()),
+                Err(e) => return Err(faults.lost_during("mapping timestamps", e).into()),
             }
             let view = readback
                 .slice(..)
                 .get_mapped_range()
-                .map_err(|e| ServerError::Mapping {
-                    reason: e.to_string(),
-                })?;
+                .map_err(|e| faults.lost_during("viewing timestamps", e))?;
             stamps::duration(&view, period).ok_or(ProfileError::Server(ServerError::Mapping {
                 reason: "timestamp readback too short".into(),
             }))

@@ -48,6 +48,14 @@ impl StampPair {
     }
 }
 
+/// Where a stamped launch writes its two timestamps: queries `base` and
+/// `base + 1` of `query_set`.
+#[derive(Debug, Clone)]
+pub(crate) struct StampAt {
+    pub query_set: wgpu::QuerySet,
+    pub base: u32,
+}
+
 /// A `MAP_READ` buffer of `size` bytes for resolved stamps.
 pub(crate) fn readback(device: &wgpu::Device, size: u64, label: &str) -> wgpu::Buffer {
     device.create_buffer(&wgpu::BufferDescriptor {

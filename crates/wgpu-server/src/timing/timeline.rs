@@ -6,6 +6,12 @@
 //! recording costs a pass per launch and is meant for inspection, not for
 //! production loops. One track per stream, one slice per launch, the kernel's
 //! name and workgroup count in the slice's args.
+//!
+//! A timeline is bounded: it records at most its capacity of launches
+//! ([`DEFAULT_TIMELINE_CAPACITY`] unless
+//! [`WgpuServer::start_timeline_with_capacity`] says otherwise); launches
+//! after that run unstamped and are counted in [`Timeline::dropped`]. What
+//! it keeps per launch is small (see `recording.rs`).
 
 use std::fmt::Write as _;
 
@@ -14,7 +20,12 @@ use compute_wgsl::WgpuCompiler;
 use futures::channel::oneshot;
 
 use crate::WgpuServer;
+use crate::timing::recording::Recording;
 use crate::timing::stamps::{self, PAIR_BYTES};
+
+/// Launches a timeline records unless told otherwise: about 3 MiB of host
+/// memory and 1 MiB of device memory when full.
+pub const DEFAULT_TIMELINE_CAPACITY: usize = 65_536;
 
 /// One launch on the timeline.
 #[derive(Clone, Debug, PartialEq)]
@@ -34,8 +45,11 @@ pub struct TimelineEvent {
 /// Recorded launches, in recording order.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Timeline {
-    /// The events.
+    /// The events: the first launches, up to the timeline's capacity.
     pub events: Vec<TimelineEvent>,
+    /// Launches after the capacity was reached: they ran, unstamped, and
+    /// are not in `events`.
+    pub dropped: u64,
 }
 
 fn json_escape(s: &str) -> String {
@@ -94,8 +108,12 @@ impl Timeline {
     }
 }
 
-/// Starts recording (see the module doc). Needs timestamp queries.
-pub(crate) fn start<C: WgpuCompiler>(s: &mut WgpuServer<C>) -> Result<(), ServerError> {
+/// Starts recording at most `capacity` launches (see the module doc).
+/// Needs timestamp queries.
+pub(crate) fn start<C: WgpuCompiler>(
+    s: &mut WgpuServer<C>,
+    capacity: usize,
+) -> Result<(), ServerError> {
     if !s
         .gpu
         .caps
@@ -107,7 +125,10 @@ pub(crate) fn start<C: WgpuCompiler>(s: &mut WgpuServer<C>) -> Result<(), Server
             "the device has no timestamp queries",
         ));
     }
-    s.timing.profiler.timeline.get_or_insert_with(Vec::new);
+    s.timing
+        .profiler
+        .timeline
+        .get_or_insert_with(|| Recording::new(capacity));
     Ok(())
 }
 
@@ -115,36 +136,26 @@ pub(crate) fn start<C: WgpuCompiler>(s: &mut WgpuServer<C>) -> Result<(), Server
 pub(crate) fn finish<C: WgpuCompiler>(
     s: &mut WgpuServer<C>,
 ) -> DynFut<Result<Timeline, ServerError>> {
-    let entries = s.timing.profiler.timeline.take().unwrap_or_default();
+    let recording = s.timing.profiler.timeline.take();
     if let Err(e) = s.enter() {
         return Box::pin(async move { Err(e) });
     }
-    if entries.is_empty() {
+    let Some(recording) = recording.filter(|r| r.len() > 0) else {
         return Box::pin(async { Ok(Timeline::default()) });
-    }
+    };
     s.streams.submit_all();
     s.streams.backend_mut().flush_host_writes();
     let device = s.gpu.device.clone();
     let readback = stamps::readback(
         &device,
-        PAIR_BYTES * entries.len() as u64,
+        PAIR_BYTES * recording.len() as u64,
         "timeline readback",
     );
     let mut encoder = device.create_command_encoder(&wgpu::CommandEncoderDescriptor {
         label: Some("timeline"),
     });
-    for (i, e) in entries.iter().enumerate() {
-        e.slot
-            .copy_to(&mut encoder, &readback, PAIR_BYTES * i as u64);
-    }
+    let (recorded, dropped) = recording.resolve_into(&mut encoder, &readback);
     let (index, no) = s.streams.backend_mut().submit_outside(encoder.finish());
-    let meta: Vec<(StreamId, String, String)> = entries
-        .into_iter()
-        .map(|e| {
-            s.timing.profiler.give_back(e.slot);
-            (e.stream, e.kernel, e.workgroups)
-        })
-        .collect();
     let (tx, rx) = oneshot::channel();
     readback.map_async(wgpu::MapMode::Read, .., move |r| {
         let _ = tx.send(r);
@@ -154,33 +165,30 @@ pub(crate) fn finish<C: WgpuCompiler>(
     let faults = std::sync::Arc::clone(&s.gpu.faults);
     Box::pin(async move {
         done.await?;
-        if !matches!(rx.await, Ok(Ok(()))) {
-            faults.lost()?;
-            return Err(ServerError::Mapping {
-                reason: "timeline readback could not be mapped".into(),
-            });
+        match rx.await {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => return Err(faults.lost_during("mapping the timeline", e)),
+            Err(e) => return Err(faults.lost_during("mapping the timeline", e)),
         }
         let view = readback
             .slice(..)
             .get_mapped_range()
-            .map_err(|e| ServerError::Mapping {
-                reason: e.to_string(),
-            })?;
-        let raw: Vec<(u64, u64)> = (0..meta.len())
+            .map_err(|e| faults.lost_during("viewing the timeline", e))?;
+        let raw: Vec<(u64, u64)> = (0..recorded.len())
             .map(|i| stamps::pair_at(&view, PAIR_BYTES as usize * i).unwrap_or((0, 0)))
             .collect();
         let origin = raw.iter().map(|r| r.0).min().unwrap_or(0);
-        let events = meta
+        let events = recorded
             .into_iter()
             .zip(raw)
-            .map(|((stream, kernel, workgroups), (t0, t1))| TimelineEvent {
-                stream,
-                kernel,
-                workgroups,
+            .map(|(r, (t0, t1))| TimelineEvent {
+                stream: r.stream,
+                kernel: r.kernel.to_string(),
+                workgroups: r.count.to_string(),
                 start_ns: stamps::ticks_to_ns(origin, t0, period),
                 duration_ns: stamps::ticks_to_ns(t0, t1, period),
             })
             .collect();
-        Ok(Timeline { events })
+        Ok(Timeline { events, dropped })
     })
 }

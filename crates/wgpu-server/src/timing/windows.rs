@@ -24,7 +24,9 @@ use std::time::Instant;
 
 use compute_runtime::{ProfileError, ServerError, StreamId, TimingMethod};
 
-use crate::timing::stamps::StampPair;
+use crate::launch::resolve::ResolvedCount;
+use crate::timing::recording::Recording;
+use crate::timing::stamps::{StampAt, StampPair};
 
 /// A window's two stamps.
 pub(crate) type Slot = StampPair;
@@ -46,15 +48,6 @@ pub(crate) struct Window {
     pub invalid: Option<ServerError>,
 }
 
-/// A launch recorded for the timeline: its slot holds its two stamps.
-#[derive(Debug)]
-pub(crate) struct TimelineEntry {
-    pub stream: StreamId,
-    pub kernel: String,
-    pub workgroups: String,
-    pub slot: Slot,
-}
-
 /// Windows a server keeps open at most. A token dropped without
 /// `end_profile` or `abandon_profile` keeps its window (and its timestamp
 /// slot) until then; past this many, opening a window closes the oldest,
@@ -74,7 +67,7 @@ pub(crate) struct Profiler {
     pool: Vec<Slot>,
     slots_created: usize,
     /// `Some` while a timeline is being recorded.
-    pub timeline: Option<Vec<TimelineEntry>>,
+    pub timeline: Option<Recording>,
 }
 
 impl Profiler {
@@ -149,45 +142,38 @@ impl Profiler {
         }
     }
 
-    /// The query set of an armed at-launch window of `stream`, marking it
+    /// The stamps of an armed at-launch window of `stream`, marking it
     /// recorded: the launch about to be encoded is the one it holds.
-    pub fn arm_launch(&mut self, stream: StreamId) -> Option<wgpu::QuerySet> {
+    pub fn arm_launch(&mut self, stream: StreamId) -> Option<StampAt> {
         self.windows
             .values_mut()
             .find_map(|w| match &mut w.measure {
                 Measure::AtLaunch { slot, recorded } if w.stream == stream && !*recorded => {
                     *recorded = true;
-                    Some(slot.query_set.clone())
+                    Some(StampAt {
+                        query_set: slot.query_set.clone(),
+                        base: 0,
+                    })
                 }
                 _ => None,
             })
     }
 
-    /// The query set the next launch on `stream` is stamped with: an armed
-    /// at-launch window's, else (while a timeline records) a fresh slot's,
-    /// recorded under the kernel's name.
+    /// Where the next launch on `stream` writes its stamps: an armed
+    /// at-launch window's slot, else (while a timeline records, and until
+    /// it is full) the timeline's next pair, recorded under the kernel's
+    /// name and count.
     pub fn stamp_launch(
         &mut self,
         device: &wgpu::Device,
         stream: StreamId,
         kernel: &str,
-        workgroups: impl FnOnce() -> String,
-    ) -> Option<wgpu::QuerySet> {
-        if let Some(q) = self.arm_launch(stream) {
-            return Some(q);
+        count: &ResolvedCount,
+    ) -> Option<StampAt> {
+        if let Some(at) = self.arm_launch(stream) {
+            return Some(at);
         }
-        self.timeline.as_ref()?;
-        let slot = self.take_slot(device);
-        let query_set = slot.query_set.clone();
-        if let Some(t) = self.timeline.as_mut() {
-            t.push(TimelineEntry {
-                stream,
-                kernel: kernel.to_string(),
-                workgroups: workgroups(),
-                slot,
-            });
-        }
-        Some(query_set)
+        self.timeline.as_mut()?.stamp(device, stream, kernel, count)
     }
 
     /// Whether launches on `stream` are stamped now (a timeline records, or
