@@ -291,6 +291,11 @@ impl<S: ComputeStorage> MemoryManagement<S> {
         &mut self.storage
     }
 
+    /// The storage, to look pages up in.
+    pub fn storage_ref(&self) -> &S {
+        &self.storage
+    }
+
     /// The pool a reservation of `size` bytes goes to in `Auto` mode.
     fn route(&self, size: u64) -> Result<usize, ServerError> {
         if let Some(i) = self.pools.iter().position(|p| p.routes(size)) {

@@ -7,6 +7,8 @@
 
 use std::sync::Arc;
 
+use crate::InternalFault;
+
 use crate::{GraphId, MemoryId, StreamId};
 
 /// Why a server call could not do what it was asked.
@@ -163,6 +165,13 @@ pub enum ServerError {
         memory: MemoryId,
         /// The error that poisoned it.
         cause: Arc<ServerError>,
+    },
+    /// A fault inside the server, not the caller's mistake (see
+    /// [`InternalFault`]).
+    #[error("internal fault of the server: {fault}")]
+    Internal {
+        /// What the server found.
+        fault: InternalFault,
     },
     /// A call that restores trust carried the key of another server's
     /// scheduler: only the server that owns the bytes may make them trusted

@@ -26,6 +26,7 @@
 pub mod client;
 mod collective;
 mod error;
+mod fault;
 mod handle;
 pub mod hostcopy;
 mod id;
@@ -41,6 +42,7 @@ mod utilities;
 pub use bytes::Bytes;
 pub use collective::{ComputeWait, DType, ReduceOp, Reduction};
 pub use error::{ProfileError, ServerError};
+pub use fault::InternalFault;
 pub use handle::{BufferBinding, CopyDescriptor, Handle, ManagedMemoryHandle, ReleaseQueue};
 pub use id::{DeviceId, GraphId, KernelId, MemoryId, StorageId, StreamId};
 pub use kernel::{AccessChecks, CubeCount, CubeKernel, KernelArguments, LaunchMode};

@@ -190,13 +190,23 @@ impl<B: SchedulerStreamBackend> SchedulerMultiStream<B> {
     /// on it (at least 1), and the one key that restores trust on it: the
     /// server keeps it private (see [`TrustKey`]).
     pub fn new(backend: B, tasks_max: usize) -> (Self, TrustKey) {
+        Self::with_late_faults(backend, tasks_max, Arc::default())
+    }
+
+    /// [`new`](Self::new), recording late verdicts in `late` (which the
+    /// backend, made first, may already hold to give them).
+    pub fn with_late_faults(
+        backend: B,
+        tasks_max: usize,
+        late: Arc<crate::LateFaults>,
+    ) -> (Self, TrustKey) {
         let key = TrustKey::mint();
         let scheduler = Self {
             backend,
             streams: HashMap::new(),
             pages: HashMap::new(),
             tasks_max: tasks_max.max(1),
-            trust: TrustRegistry::new(key.owner()),
+            trust: TrustRegistry::new(key.owner(), late),
             submits: 0,
             next_batch: 0,
             failures: Vec::new(),

@@ -31,11 +31,11 @@ pub struct TrustRegistry {
 
 impl TrustRegistry {
     /// The registry of the scheduler `owner` (see [`TrustKey`]).
-    pub(crate) fn new(owner: u64) -> Self {
+    pub(crate) fn new(owner: u64, late: Arc<LateFaults>) -> Self {
         Self {
             poisoned: HashMap::new(),
             pending: HashMap::new(),
-            late: Arc::default(),
+            late,
             owner,
         }
     }
@@ -123,7 +123,7 @@ mod tests {
 
     fn registry() -> (TrustRegistry, TrustKey) {
         let key = TrustKey::mint();
-        (TrustRegistry::new(key.owner()), key)
+        (TrustRegistry::new(key.owner(), Arc::default()), key)
     }
 
     #[test]

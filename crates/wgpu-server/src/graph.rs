@@ -11,27 +11,26 @@
 //! safe without a sync because a freed slice's page is ordered by the
 //! scheduler like any other.
 
+use std::sync::Arc;
+
 use compute_graph::{CaptureState, StreamCapture};
 use compute_runtime::{
     BufferBinding, GraphId, MemoryAllocationMode, MemoryId, ServerError, StorageHandle, StreamId,
 };
 use compute_stream::Access;
-use compute_wgsl::WgpuCompiler;
 use hashbrown::HashMap;
 
-use crate::launch::dispatch::{dispatch, encode};
-use crate::launch::path::ResolvedLaunch;
-use crate::{DeviceCaptures, WgpuServer};
+use crate::launch::resolve::ResolvedLaunch;
 
 /// A server's graph state: the device's registry, and each stream's
 /// capture state and recording.
 #[derive(Debug)]
 pub(crate) struct Graphs {
-    pub registry: DeviceCaptures,
+    registry: DeviceCaptures,
     /// Streams not `Idle`.
-    pub states: HashMap<StreamId, CaptureState>,
+    states: HashMap<StreamId, CaptureState>,
     /// Recordings of the streams that are capturing.
-    pub recordings: HashMap<StreamId, StreamCapture<ResolvedLaunch>>,
+    recordings: HashMap<StreamId, StreamCapture<ResolvedLaunch>>,
 }
 
 impl Graphs {
@@ -55,6 +54,66 @@ impl Graphs {
         }
     }
 
+    /// `graph_prepare`: `stream` enters `Prepared` (see
+    /// [`allocation_mode`](Self::allocation_mode)).
+    pub fn prepare(&mut self, stream: StreamId) -> Result<(), ServerError> {
+        let next = self.state(stream).prepare(stream)?;
+        self.set_state(stream, next);
+        Ok(())
+    }
+
+    /// `begin_capture`: launches on `stream` are recorded from now on.
+    pub fn begin(&mut self, stream: StreamId) -> Result<(), ServerError> {
+        let next = self.state(stream).begin(stream)?;
+        self.set_state(stream, next);
+        self.recordings.insert(stream, StreamCapture::default());
+        Ok(())
+    }
+
+    /// `end_capture`: stores `stream`'s recording as a graph of `device`
+    /// (or reports the failure that spoiled it).
+    pub fn end(
+        &mut self,
+        stream: StreamId,
+        device: &wgpu::Device,
+        tasks_max: usize,
+    ) -> Result<GraphId, ServerError> {
+        let next = self.state(stream).end(stream)?;
+        self.set_state(stream, next);
+        let capture = self.recordings.remove(&stream).unwrap_or_default();
+        let graph = WgpuGraph::from_capture(device.clone(), stream, capture, tasks_max)?;
+        Ok(self.registry.insert(graph))
+    }
+
+    /// The recording of `stream`, while it captures.
+    pub fn recording(&mut self, stream: StreamId) -> Option<&mut StreamCapture<ResolvedLaunch>> {
+        self.recordings.get_mut(&stream)
+    }
+
+    /// Graph `id` of `device`, to replay: a handle taken under the
+    /// registry's lock and used outside it, so a replay that waits (for a
+    /// collective holding its stream) never blocks other servers sharing
+    /// the registry.
+    pub fn get(&self, id: GraphId, device: &wgpu::Device) -> Result<WgpuGraph, ServerError> {
+        self.registry
+            .with(id, |g| g.clone())
+            .filter(|g| g.0.device == *device)
+            .ok_or(ServerError::UnknownGraph { graph: id })
+    }
+
+    /// `graph_destroy`: drops graph `id` if it is `device`'s.
+    pub fn destroy(&mut self, id: GraphId, device: &wgpu::Device) {
+        if self.registry.with(id, |g| g.0.device == *device) == Some(true) {
+            let _ = self.registry.remove(id);
+        }
+    }
+
+    /// Graphs in the registry.
+    #[cfg(feature = "testing")]
+    pub fn len(&self) -> usize {
+        self.registry.len()
+    }
+
     /// How `initialize_memory` on `stream` allocates: persistently from
     /// `graph_prepare` to `end_capture`, so the capture window reuses what
     /// the warm-up freed; otherwise as the device's mode says. Only that
@@ -73,31 +132,43 @@ impl Graphs {
 
 /// A recorded graph: the launches of one capture window, resolved. Opaque;
 /// it lives in the device's [`DeviceCaptures`](crate::DeviceCaptures).
+/// Clones share it.
+#[derive(Clone, Debug)]
+pub struct WgpuGraph(Arc<Recorded>);
+
+/// What a graph holds.
 #[derive(Debug)]
-pub struct WgpuGraph {
+pub(crate) struct Recorded {
     /// The device its pipelines and bind groups belong to: a registry
     /// shared by mistake between devices still never replays it elsewhere.
     device: wgpu::Device,
-    launches: Vec<ResolvedLaunch>,
+    pub launches: Vec<ResolvedLaunch>,
     /// A replay's write set.
-    writes: Vec<BufferBinding>,
+    pub writes: Vec<BufferBinding>,
     /// Keeps every touched slice out of the pool.
     _pins: Vec<BufferBinding>,
     /// Every slice the graph reads, once.
-    reads: Vec<MemoryId>,
+    pub reads: Vec<MemoryId>,
     /// The byte ranges of the whole graph, merged per page.
-    pages: Vec<(StorageHandle, Access)>,
+    pub pages: Vec<(StorageHandle, Access)>,
     /// The launches in runs of at most `tasks_max`, each with its merged
     /// ranges and writes: what a replay orders and records per batch.
-    segments: Vec<Segment>,
+    pub segments: Vec<Segment>,
+}
+
+impl WgpuGraph {
+    /// What it recorded.
+    pub(crate) fn recorded(&self) -> &Recorded {
+        &self.0
+    }
 }
 
 /// A run of consecutive recorded launches, replayed into one batch.
 #[derive(Debug)]
-struct Segment {
-    launches: std::ops::Range<usize>,
-    pages: Vec<(StorageHandle, Access)>,
-    writes: Vec<MemoryId>,
+pub(crate) struct Segment {
+    pub launches: std::ops::Range<usize>,
+    pub pages: Vec<(StorageHandle, Access)>,
+    pub writes: Vec<MemoryId>,
 }
 
 /// `ranges` merged per page: one range from the lowest start to the highest
@@ -159,7 +230,7 @@ impl WgpuGraph {
                 }
             })
             .collect();
-        Ok(Self {
+        Ok(Self(Arc::new(Recorded {
             device,
             launches,
             writes,
@@ -167,119 +238,13 @@ impl WgpuGraph {
             reads,
             pages,
             segments,
-        })
+        })))
     }
 }
 
-/// `graph_prepare`: the stream enters `Prepared`; from now on its
-/// allocations are persistent (see [`Graphs::allocation_mode`]).
-pub(crate) fn prepare<C: WgpuCompiler>(
-    s: &mut WgpuServer<C>,
-    stream_id: StreamId,
-) -> Result<(), ServerError> {
-    s.enter()?;
-    let next = s.graphs.state(stream_id).prepare(stream_id)?;
-    s.graphs.set_state(stream_id, next);
-    Ok(())
-}
-
-/// `begin_capture`: launches on the stream are recorded from now on.
-pub(crate) fn begin<C: WgpuCompiler>(
-    s: &mut WgpuServer<C>,
-    stream_id: StreamId,
-) -> Result<(), ServerError> {
-    s.enter()?;
-    let next = s.graphs.state(stream_id).begin(stream_id)?;
-    s.graphs.set_state(stream_id, next);
-    s.graphs
-        .recordings
-        .insert(stream_id, StreamCapture::default());
-    Ok(())
-}
-
-/// `end_capture`: stores the recording as a graph (or reports the failure
-/// that spoiled it); the stream allocates as the device says again.
-pub(crate) fn end<C: WgpuCompiler>(
-    s: &mut WgpuServer<C>,
-    stream_id: StreamId,
-) -> Result<GraphId, ServerError> {
-    s.enter()?;
-    let next = s.graphs.state(stream_id).end(stream_id)?;
-    s.graphs.set_state(stream_id, next);
-    let capture = s.graphs.recordings.remove(&stream_id).unwrap_or_default();
-    let graph = WgpuGraph::from_capture(
-        s.gpu.device.clone(),
-        stream_id,
-        capture,
-        s.streams.tasks_max(),
-    )?;
-    Ok(s.graphs.registry.insert(graph))
-}
-
-/// `replay`: re-encodes every recorded launch on `stream_id`, inside one
-/// write scope over the graph's write set.
+/// The device's registry of recorded graphs, as [`WgpuServer::new`] takes
+/// it: `compute_graph`'s registry of this server's [`WgpuGraph`]s. Clone it
+/// to share graphs between servers of one device.
 ///
-/// The launch path's per-launch work is done per graph or per segment
-/// instead: the whole graph's ranges are ordered once (which may submit
-/// other streams, and a refused batch poisons what it wrote), its inputs'
-/// trust is checked once (any untrusted input refuses the whole replay),
-/// and each segment of at most `tasks_max` launches records its ranges and
-/// writes once and is encoded in one run. Only while launches are stamped
-/// (a timeline, an at-launch window) does each go through `dispatch`.
-pub(crate) fn replay<C: WgpuCompiler>(
-    s: &mut WgpuServer<C>,
-    graph: GraphId,
-    stream_id: StreamId,
-) -> Result<(), ServerError> {
-    s.enter()?;
-    if s.is_capturing(stream_id) {
-        return Err(ServerError::CaptureState {
-            stream: stream_id,
-            reason: "replay inside a capture window is not recorded".into(),
-        });
-    }
-    let registry = s.graphs.registry.clone();
-    let device = s.gpu.device.clone();
-    registry
-        .with(graph, |g| {
-            if g.device != device {
-                return Err(ServerError::UnknownGraph { graph });
-            }
-            s.scoped(stream_id, &g.writes, |s| {
-                if s.timing.profiler.stamps_launches(stream_id) {
-                    return g
-                        .launches
-                        .iter()
-                        .try_for_each(|launch| dispatch(s, stream_id, launch));
-                }
-                s.streams.prepare(stream_id, &g.pages);
-                s.check_inputs(&g.reads)?;
-                for seg in &g.segments {
-                    s.streams.prepare(stream_id, &seg.pages);
-                    let (backend, ws) = s.streams.encoder(stream_id);
-                    for launch in &g.launches[seg.launches.clone()] {
-                        backend
-                            .late
-                            .depend(stream_id, &launch.reads, &launch.writes);
-                        encode(ws, &device, launch, None, &backend.late);
-                    }
-                    ws.wrote(&seg.writes);
-                    s.streams.tasks_done(stream_id, seg.launches.len());
-                }
-                Ok(())
-            })
-        })
-        .ok_or(ServerError::UnknownGraph { graph })?
-}
-
-/// `graph_destroy`: drops the graph, unpinning its slices. A replay already
-/// encoded or submitted is ordered before any later user of those pages by
-/// the scheduler (the wgpu guarantee the seed names), so no sync is needed.
-/// An unknown id, or a graph of another device in a shared registry, is left
-/// alone.
-pub(crate) fn destroy<C: WgpuCompiler>(s: &mut WgpuServer<C>, graph: GraphId) {
-    let device = &s.gpu.device;
-    if s.graphs.registry.with(graph, |g| g.device == *device) == Some(true) {
-        let _ = s.graphs.registry.remove(graph);
-    }
-}
+/// [`WgpuServer::new`]: crate::WgpuServer::new
+pub type DeviceCaptures = compute_graph::DeviceCaptures<WgpuGraph>;

@@ -35,27 +35,28 @@
 //! [`Server`]: compute_runtime::Server
 //! [`WgpuCompiler`]: compute_wgsl::WgpuCompiler
 
-mod backend;
 mod collective;
 mod device;
 mod graph;
 mod launch;
 mod memory;
-mod options;
 pub mod prelude;
 mod server;
+mod stream;
 mod timing;
 
 pub use compute_ir as ir;
 pub use compute_runtime as runtime;
 pub use compute_wgsl as wgsl;
 
-pub use backend::{ScheduledWgpuBackend, WgpuStream};
+pub use collective::transport::CollectiveTransport;
 pub use device::adapter;
-pub use graph::WgpuGraph;
+pub use graph::{DeviceCaptures, WgpuGraph};
+pub use launch::resolve::ResolvedLaunch;
 pub use memory::storage::{WgpuResource, WgpuStorage};
-pub use options::{CollectiveTransport, TASKS_MAX_ENV, WgpuServerOptions};
+pub use server::options::{DefaultClient, DefaultServer, TASKS_MAX_ENV, WgpuServerOptions};
 pub use server::{DEFAULT_TASKS_MAX, WgpuServer};
+pub use stream::{ScheduledWgpuBackend, WgpuStream};
 pub use timing::timeline::{DEFAULT_TIMELINE_CAPACITY, Timeline, TimelineEvent};
 
 pub use compute_wgsl::{
@@ -63,19 +64,6 @@ pub use compute_wgsl::{
     WgslKernel, WgslPassthrough,
 };
 pub use wgpu::Backend;
-
-/// The device's registry of recorded graphs, as [`WgpuServer::new`] takes
-/// it: `compute_graph`'s registry of this server's [`WgpuGraph`]s. Clone it
-/// to share graphs between servers of one device.
-pub type DeviceCaptures = compute_graph::DeviceCaptures<WgpuGraph>;
-
-/// The server most programs want: IR kernels ([`ir::Kernel`]) and WGSL
-/// kernels ([`WgslKernel`]) on one device, through [`DefaultCompiler`].
-pub type DefaultServer = WgpuServer<DefaultCompiler>;
-
-/// A client of a [`DefaultServer`]: what [`WgpuServerOptions::client`]
-/// opens.
-pub type DefaultClient = compute_runtime::client::ComputeClient<DefaultServer>;
 
 /// The README's code blocks, compiled and run as doc tests.
 #[cfg(doctest)]

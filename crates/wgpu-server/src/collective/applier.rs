@@ -25,15 +25,13 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use compute_collective::PendingResult;
-use compute_runtime::{ComputeWait, MemoryId, ServerError, StreamId};
+use compute_runtime::{ComputeWait, ServerError, StreamId};
 use compute_stream::{LateAudit, LateFaults};
 
-use crate::collective::gate::{Gate, GateState};
-use crate::collective::stage::Staged;
-use crate::device::faults::scoped;
-use crate::device::poller::{PollLock, PollerHandle};
-use crate::launch::audit::BatchAudit;
 use crate::memory::upload::{self, MIN_UPLOAD, UploadPool};
+use crate::stream::gate::{Gate, GateState};
+use crate::stream::handoff::{HandOff, HandOffs};
+use crate::stream::submit::Submitter;
 
 /// Where a `Wait` collective's result goes.
 #[derive(Debug)]
@@ -45,22 +43,6 @@ pub(crate) struct Target {
     pub padded_len: u64,
     /// The registration of `dst` with [`LateFaults::expect`] (`Wait` only).
     pub verdict: Option<LateAudit>,
-}
-
-/// A batch handed over to be submitted once what it is held behind is done.
-#[derive(Debug)]
-pub(crate) struct Parked {
-    /// What the batch comes after (settled by an earlier job).
-    pub after: Arc<Gate>,
-    pub batch: wgpu::CommandBuffer,
-    pub writes: Vec<MemoryId>,
-    pub audit: BatchAudit,
-    pub stream: StreamId,
-    /// A collective input the batch copies out, provided once it has run.
-    pub staged: Option<Staged>,
-    /// What the stream's later work is held by: settled once the batch is
-    /// submitted, so that work can never reach the queue before it.
-    pub submitted: Arc<Gate>,
 }
 
 /// A unit of the applier's work.
@@ -76,7 +58,7 @@ pub(crate) enum Job {
         stream: StreamId,
     },
     /// A stream's batch held behind an earlier job's gate.
-    Parked(Box<Parked>),
+    Parked(Box<HandOff>),
     /// Settles a gate once every job queued before it has run: what work
     /// held behind several things at once waits for.
     Mark(Arc<Gate>),
@@ -85,19 +67,20 @@ pub(crate) enum Job {
 /// What the applier thread needs of the device.
 #[derive(Debug)]
 pub(crate) struct Context {
-    pub device: wgpu::Device,
-    pub queue: wgpu::Queue,
-    pub poller: PollerHandle,
-    pub late: Arc<LateFaults>,
-    /// `max_compute_workgroups_per_dimension`, for held batches' audits.
-    pub indirect_max: u32,
+    /// Submits results and handed-off batches (and knows where late
+    /// verdicts go).
+    pub submitter: Submitter,
     /// How long an outcome may take (past the communicator's own timeout,
     /// which always completes a call first).
     pub outcome_wait: Duration,
     /// Mapped upload buffers, for large results.
     pub upload: UploadPool,
-    /// Held to submit (see `DevicePoller::start`).
-    pub poll_lock: PollLock,
+}
+
+impl Context {
+    fn late(&self) -> &LateFaults {
+        self.submitter.late()
+    }
 }
 
 /// Where jobs go; shared by the server's collective part and its streams'
@@ -117,6 +100,11 @@ impl Jobs {
             })
     }
 
+    /// Where the streams hand off held batches: this queue.
+    pub fn handoffs(&self) -> Arc<dyn HandOffs> {
+        Arc::new(self.clone())
+    }
+
     /// Settles a new gate once every job queued so far has run.
     pub fn mark(&self) -> Result<Arc<Gate>, ServerError> {
         let gate = Arc::new(Gate::new());
@@ -126,6 +114,16 @@ impl Jobs {
 
     fn close(&self) {
         *self.0.lock().unwrap_or_else(|e| e.into_inner()) = None;
+    }
+}
+
+impl HandOffs for Jobs {
+    fn hand_off(&self, h: HandOff) -> Result<(), ServerError> {
+        self.push(Job::Parked(Box::new(h)))
+    }
+
+    fn mark(&self) -> Result<Arc<Gate>, ServerError> {
+        Jobs::mark(self)
     }
 }
 
@@ -179,7 +177,7 @@ fn run(cx: &Context, job: Job) {
             target,
             stream,
         } => outcome(cx, pending, &gate, mode, target, stream),
-        Job::Parked(parked) => submit_parked(cx, *parked),
+        Job::Parked(h) => submit_parked(cx, *h),
         Job::Mark(gate) => {
             gate.settle(|| GateState::Written);
         }
@@ -210,12 +208,12 @@ fn outcome(
     let overlap = mode == ComputeWait::Overlap && target.is_some();
     let judge = |result: Result<(), ServerError>| match verdict.take() {
         _ if overlap => {}
-        Some(audit) => cx.late.verdict(audit, stream, result),
+        Some(audit) => cx.late().verdict(audit, stream, result),
         // Nothing of this rank's memory depends on it (a `send`, 0 bytes):
         // a failure is only reported.
         None => {
             if let Err(e) = result {
-                cx.late.poison(stream, &[], e);
+                cx.late().poison(stream, &[], e);
             }
         }
     };
@@ -248,34 +246,22 @@ fn outcome(
     }
 }
 
-/// Submits a batch that was held behind `after` (settled by an earlier
-/// job), provides its staged input, and settles what the stream's later
-/// work waits for.
-fn submit_parked(cx: &Context, p: Parked) {
-    let _ = p.after.wait(Duration::ZERO);
-    let submitted = {
-        let _submitting = cx.poll_lock.lock();
-        scoped(&cx.device, || cx.queue.submit(Some(p.batch)))
-    };
-    match submitted {
-        Ok(index) => {
-            p.audit.submitted(p.stream, cx.indirect_max, &cx.late);
-            if let Some(s) = p.staged {
-                s.map_and_provide(&cx.poller, index);
-            }
-        }
-        Err(e) => {
-            let e = ServerError::BatchRejected {
-                reason: e.to_string(),
-            };
-            cx.late.poison(p.stream, &p.writes, e.clone());
-            p.audit.abandon(p.stream, &cx.late, &e);
-            if let Some(s) = p.staged {
-                s.fail(Arc::new(e));
-            }
-        }
+/// Submits a batch that was handed off behind `after` (settled by an
+/// earlier job), tells whoever waits for its submission, and settles what
+/// the stream's later work waits for.
+fn submit_parked(cx: &Context, h: HandOff) {
+    let _ = h.after.wait(Duration::ZERO);
+    let submitted = cx
+        .submitter
+        .submit(h.stream, h.batch)
+        .map_err(|(e, writes)| {
+            cx.late().poison(h.stream, &writes, e.clone());
+            Arc::new(e)
+        });
+    if let Some(then) = h.then {
+        then(submitted);
     }
-    p.submitted.settle(|| GateState::Written);
+    h.submitted.settle(|| GateState::Written);
 }
 
 /// Writes a result into `dst` (a whole number of words: the padding past an
@@ -285,29 +271,22 @@ fn submit_parked(cx: &Context, p: Parked) {
 /// submitted only after the gate settles.
 fn write(cx: &Context, t: &Target, bytes: &[u8]) -> Result<(), ServerError> {
     if bytes.len() as u64 >= MIN_UPLOAD {
-        let staging = cx.upload.take(&cx.device, bytes.len() as u64)?;
+        let device = cx.submitter.device();
+        let staging = cx.upload.take(device, bytes.len() as u64)?;
         upload::fill(&staging, bytes)?;
-        let mut encoder = cx
-            .device
-            .create_command_encoder(&wgpu::CommandEncoderDescriptor {
-                label: Some("collective result"),
-            });
+        let mut encoder = device.create_command_encoder(&wgpu::CommandEncoderDescriptor {
+            label: Some("collective result"),
+        });
         encoder.copy_buffer_to_buffer(&staging, 0, &t.buffer, t.offset, t.padded_len);
-        let commands = encoder.finish();
-        {
-            let _submitting = cx.poll_lock.lock();
-            scoped(&cx.device, || cx.queue.submit(Some(commands)))?;
-        }
+        cx.submitter.commands(Some(encoder.finish()))?;
         cx.upload.recycle(staging);
         return Ok(());
     }
-    scoped(&cx.device, || {
-        if bytes.len() as u64 == t.padded_len {
-            cx.queue.write_buffer(&t.buffer, t.offset, bytes);
-        } else {
-            let mut padded = bytes.to_vec();
-            padded.resize(t.padded_len as usize, 0);
-            cx.queue.write_buffer(&t.buffer, t.offset, &padded);
-        }
-    })
+    if bytes.len() as u64 == t.padded_len {
+        cx.submitter.write_buffer(&t.buffer, t.offset, bytes)
+    } else {
+        let mut padded = bytes.to_vec();
+        padded.resize(t.padded_len as usize, 0);
+        cx.submitter.write_buffer(&t.buffer, t.offset, &padded)
+    }
 }

@@ -44,47 +44,50 @@
 //! replays recorded dispatches, and a collective is a host exchange.
 
 pub(crate) mod applier;
-pub(crate) mod gate;
-mod ops;
-mod stage;
+pub(crate) mod stage;
+pub(crate) mod transport;
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use compute_collective::{CommConfig, Communicator};
-use compute_runtime::{
-    BufferBinding, ComputeWait, CopyDescriptor, DeviceId, Handle, Reduction, ServerCommunication,
-    ServerError, StreamId,
-};
-use compute_wgsl::WgpuCompiler;
+use compute_runtime::{BufferBinding, ComputeWait, DeviceId, ServerError, StreamId};
 use hashbrown::HashMap;
 
-use crate::collective::applier::Applier;
-use crate::collective::gate::Gate;
-use crate::collective::ops::{Operands, Peers};
-use crate::{CollectiveTransport, WgpuServer};
-use compute_collective::CollectiveCall;
+use crate::collective::applier::{Applier, Context, Jobs};
+use crate::collective::transport::CollectiveTransport;
+use crate::stream::gate::Gate;
+use crate::stream::handoff::HandOffs;
 
 /// A collective posted on a stream and not yet synced.
 #[derive(Debug)]
 pub(crate) struct Posted {
-    gate: Arc<Gate>,
-    mode: ComputeWait,
-    dst: Option<BufferBinding>,
+    pub gate: Arc<Gate>,
+    pub mode: ComputeWait,
+    pub dst: Option<BufferBinding>,
     /// The call, in words.
-    call: &'static str,
+    pub call: &'static str,
 }
 
-/// A server's collective state.
+/// A server's collective state: its communicators, the applier thread that
+/// applies their outcomes, and what each stream has posted.
 #[derive(Debug)]
 pub(crate) struct Collectives {
     /// This server's device: its rank in each communicator.
-    pub device_id: DeviceId,
+    device_id: DeviceId,
     /// The transport its options named (else the environment's).
     transport: Option<CollectiveTransport>,
     comms: Vec<Communicator>,
     applier: Option<Applier>,
     posted: HashMap<StreamId, Vec<Posted>>,
+}
+
+/// What a new communicator asks of the streams: to hold batches for as
+/// long as `wait`, and to hand them to `handoffs` when they must go on
+/// without waiting.
+pub(crate) struct Joined {
+    pub wait: Duration,
+    pub handoffs: Arc<dyn HandOffs>,
 }
 
 impl Collectives {
@@ -98,8 +101,37 @@ impl Collectives {
         }
     }
 
+    /// Forms the communicator of `device_ids` (a no-op, `None`, when it
+    /// exists), starting the applier with `context` the first time.
+    pub fn join(
+        &mut self,
+        device_ids: &[DeviceId],
+        context: impl FnOnce(Duration) -> Context,
+    ) -> Result<Option<Joined>, ServerError> {
+        if self.comms.iter().any(|c| c.device_ids() == device_ids) {
+            return Ok(None);
+        }
+        let config = CommConfig::from_env();
+        // Past the communicator's own timeout, which completes every call.
+        let wait = config.timeout.saturating_mul(3) / 2 + Duration::from_secs(30);
+        let transport = match self.transport {
+            Some(t) => t,
+            None => CollectiveTransport::from_env()?,
+        };
+        let comm = match transport {
+            CollectiveTransport::Mpi => join_mpi(device_ids, self.device_id, config)?,
+            _ => Communicator::join_in_process(device_ids, self.device_id, config)?,
+        };
+        if self.applier.is_none() {
+            self.applier = Some(Applier::start(context(wait))?);
+        }
+        self.comms.push(comm);
+        let handoffs = self.jobs()?.handoffs();
+        Ok(Some(Joined { wait, handoffs }))
+    }
+
     /// The communicator of exactly these ranks, in this order.
-    fn by_ranks(&mut self, ids: &[DeviceId]) -> Result<&mut Communicator, ServerError> {
+    pub fn by_ranks(&mut self, ids: &[DeviceId]) -> Result<&mut Communicator, ServerError> {
         self.comms
             .iter_mut()
             .find(|c| c.device_ids() == ids)
@@ -109,7 +141,7 @@ impl Collectives {
     }
 
     /// The most recent communicator that has `peer`, and `peer`'s rank in it.
-    fn with_peer(&mut self, peer: DeviceId) -> Result<(&mut Communicator, usize), ServerError> {
+    pub fn with_peer(&mut self, peer: DeviceId) -> Result<(&mut Communicator, usize), ServerError> {
         self.comms
             .iter_mut()
             .rev()
@@ -117,6 +149,29 @@ impl Collectives {
             .ok_or_else(|| ServerError::CollectiveState {
                 reason: format!("no communicator has {peer}: call comm_init with it first"),
             })
+    }
+
+    /// The applier's queue.
+    pub fn jobs(&self) -> Result<&Jobs, ServerError> {
+        self.applier
+            .as_ref()
+            .map(Applier::jobs)
+            .ok_or_else(|| ServerError::CollectiveState {
+                reason: "no communicator: call comm_init first".into(),
+            })
+    }
+
+    /// Records a collective posted on `stream`, for `sync_collective`.
+    pub fn post(&mut self, stream: StreamId, posted: Posted) {
+        let list = self.posted.entry(stream).or_default();
+        // Settled `Wait` entries have nothing left for `sync_collective`.
+        list.retain(|p| p.mode == ComputeWait::Overlap || !p.gate.is_settled());
+        list.push(posted);
+    }
+
+    /// Every collective posted on `stream` since the last call.
+    pub fn take_posted(&mut self, stream: StreamId) -> Vec<Posted> {
+        self.posted.remove(&stream).unwrap_or_default()
     }
 }
 
@@ -137,203 +192,4 @@ fn join_mpi(_: &[DeviceId], _: DeviceId, _: CommConfig) -> Result<Communicator, 
         what: "the MPI collective transport",
         reason: "wgpu-server was built without its `mpi` feature",
     })
-}
-
-/// Waits on a gate and what to do with its outcome are in `ops.rs`; this is
-/// the seed's surface.
-impl<C: WgpuCompiler> ServerCommunication for WgpuServer<C> {
-    fn sync_collective(&mut self, stream_id: StreamId) -> Result<(), ServerError> {
-        self.enter()?;
-        self.sync_collectives(stream_id)
-    }
-
-    fn comm_init(&mut self, device_ids: Vec<DeviceId>) -> Result<(), ServerError> {
-        self.enter()?;
-        let c = &mut self.collectives;
-        if c.comms
-            .iter()
-            .any(|comm| comm.device_ids() == device_ids.as_slice())
-        {
-            return Ok(());
-        }
-        let config = CommConfig::from_env();
-        // Past the communicator's own timeout, which completes every call.
-        let wait = config.timeout.saturating_mul(3) / 2 + Duration::from_secs(30);
-        let transport = match c.transport {
-            Some(t) => t,
-            None => CollectiveTransport::from_env()?,
-        };
-        let comm = match transport {
-            CollectiveTransport::Mpi => join_mpi(&device_ids, c.device_id, config)?,
-            _ => Communicator::join_in_process(&device_ids, c.device_id, config)?,
-        };
-        if c.applier.is_none() {
-            c.applier = Some(Applier::start(applier::Context {
-                device: self.gpu.device.clone(),
-                queue: self.gpu.queue.clone(),
-                poller: self.gpu.poller.handle(),
-                late: Arc::clone(self.streams.trust().late()),
-                indirect_max: self.gpu.caps.limits.max_compute_workgroups_per_dimension,
-                outcome_wait: wait,
-                upload: self.memory.upload.clone(),
-                poll_lock: self.gpu.poll_lock.clone(),
-            })?);
-        }
-        c.comms.push(comm);
-        let jobs = c.applier.as_ref().map(|a| a.jobs().clone());
-        let backend = self.streams.backend_mut();
-        backend.collective_wait = backend.collective_wait.max(wait);
-        backend.jobs = jobs;
-        Ok(())
-    }
-
-    fn all_reduce(
-        &mut self,
-        src: BufferBinding,
-        dst: BufferBinding,
-        reduction: Reduction,
-        stream_id: StreamId,
-        device_ids: Vec<DeviceId>,
-        wait: ComputeWait,
-    ) -> Result<(), ServerError> {
-        let call = CollectiveCall::AllReduce {
-            reduction,
-            len: src.size as usize,
-        };
-        let operands = Operands::new(Some(src), Some(dst));
-        self.collective(call, Peers::Ranks(&device_ids), operands, stream_id, wait)
-    }
-
-    fn all_gather(
-        &mut self,
-        src: BufferBinding,
-        dst: BufferBinding,
-        stream_id: StreamId,
-        device_ids: Vec<DeviceId>,
-    ) -> Result<(), ServerError> {
-        let call = CollectiveCall::AllGather {
-            src_len: src.size as usize,
-        };
-        let operands = Operands::new(Some(src), Some(dst));
-        self.collective(
-            call,
-            Peers::Ranks(&device_ids),
-            operands,
-            stream_id,
-            ComputeWait::Wait,
-        )
-    }
-
-    fn reduce_scatter(
-        &mut self,
-        src: BufferBinding,
-        dst: BufferBinding,
-        reduction: Reduction,
-        stream_id: StreamId,
-        device_ids: Vec<DeviceId>,
-    ) -> Result<(), ServerError> {
-        let call = CollectiveCall::ReduceScatter {
-            reduction,
-            dst_len: dst.size as usize,
-        };
-        let operands = Operands::new(Some(src), Some(dst));
-        self.collective(
-            call,
-            Peers::Ranks(&device_ids),
-            operands,
-            stream_id,
-            ComputeWait::Wait,
-        )
-    }
-
-    fn broadcast(
-        &mut self,
-        src: Option<BufferBinding>,
-        dst: BufferBinding,
-        stream_id: StreamId,
-        root: DeviceId,
-        device_ids: Vec<DeviceId>,
-    ) -> Result<(), ServerError> {
-        let call = CollectiveCall::Broadcast {
-            // A root outside the list is a rank past the last: the call is
-            // posted, invalid, so every rank fails with the same mismatch and
-            // the ranks' calls stay paired (refused here, it took no turn,
-            // and the other ranks' broadcast paired with this rank's next
-            // call).
-            root: device_ids
-                .iter()
-                .position(|d| *d == root)
-                .unwrap_or(device_ids.len()),
-            len: dst.size as usize,
-            has_src: src.is_some(),
-        };
-        let operands = Operands::new(src, Some(dst));
-        self.collective(
-            call,
-            Peers::Ranks(&device_ids),
-            operands,
-            stream_id,
-            ComputeWait::Wait,
-        )
-    }
-
-    fn all_to_all(
-        &mut self,
-        src: BufferBinding,
-        dst: BufferBinding,
-        stream_id: StreamId,
-        device_ids: Vec<DeviceId>,
-    ) -> Result<(), ServerError> {
-        let call = CollectiveCall::AllToAll {
-            len: src.size as usize,
-        };
-        let operands = Operands::new(Some(src), Some(dst));
-        self.collective(
-            call,
-            Peers::Ranks(&device_ids),
-            operands,
-            stream_id,
-            ComputeWait::Wait,
-        )
-    }
-
-    fn send(
-        &mut self,
-        desc: CopyDescriptor,
-        stream_id: StreamId,
-        device_id_dst: DeviceId,
-    ) -> Result<(), ServerError> {
-        let call = CollectiveCall::Send {
-            peer: usize::MAX, // set from the communicator by `collective`
-            len: desc.binding.size as usize,
-        };
-        let operands = Operands::new(Some(desc.binding), None);
-        self.collective(
-            call,
-            Peers::Peer(device_id_dst),
-            operands,
-            stream_id,
-            ComputeWait::Overlap,
-        )
-    }
-
-    fn recv(
-        &mut self,
-        handle: Handle,
-        stream_id: StreamId,
-        device_id_src: DeviceId,
-    ) -> Result<(), ServerError> {
-        let call = CollectiveCall::Recv {
-            peer: usize::MAX, // set from the communicator by `collective`
-            len: handle.size as usize,
-        };
-        let operands = Operands::new(None, Some(handle.binding()));
-        self.collective(
-            call,
-            Peers::Peer(device_id_src),
-            operands,
-            stream_id,
-            ComputeWait::Wait,
-        )
-    }
 }

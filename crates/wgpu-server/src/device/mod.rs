@@ -10,8 +10,8 @@
 
 pub mod adapter;
 pub(crate) mod faults;
-mod init;
 pub(crate) mod poller;
+pub(crate) mod stamps;
 pub(crate) mod wait;
 
 use std::sync::Arc;
@@ -32,6 +32,4 @@ pub(crate) struct Gpu {
     pub poller: poller::DevicePoller,
     /// How futures wait for submissions (inline first, then the poller).
     pub waiter: wait::Waiter,
-    /// Held to poll or submit (see `poller::DevicePoller::start`).
-    pub poll_lock: poller::PollLock,
 }

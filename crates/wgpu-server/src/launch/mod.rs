@@ -12,15 +12,11 @@
 //! - `validate`: the checks of `resolve` without enqueuing anything, for
 //!   the client's checked launch (`LaunchValidation`).
 
-pub(crate) mod audit;
 pub(crate) mod bind;
 pub(crate) mod cache;
-pub(crate) mod dispatch;
-pub mod path;
 pub(crate) mod pipeline;
 pub(crate) mod queued;
 pub(crate) mod resolve;
-mod validate;
 
 use compute_wgsl::{WgpuCompilationOptions, WgpuCompiler};
 

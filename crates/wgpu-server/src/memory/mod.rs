@@ -9,24 +9,96 @@
 pub(crate) mod readback;
 pub(crate) mod staging;
 pub mod storage;
-pub(crate) mod transfer;
 pub(crate) mod upload;
 
 use std::sync::Arc;
 
 use compute_memory::MemoryManagement;
-use compute_runtime::{MemoryId, ReleaseQueue};
+use compute_runtime::{InternalFault, MemoryId, ReleaseQueue, ServerError, StorageId};
 
 /// A server's memory: the pooled manager, the queue dropped handles report
 /// to, and the host-side staging pools.
 #[derive(Debug)]
 pub(crate) struct Memory {
-    pub manager: MemoryManagement<storage::WgpuStorage>,
+    manager: MemoryManagement<storage::WgpuStorage>,
     /// Ids of dropped handles, freed at the next call.
-    pub releases: Arc<ReleaseQueue>,
+    releases: Arc<ReleaseQueue>,
     /// Scratch for draining `releases` without allocating.
-    pub released: Vec<MemoryId>,
-    pub staging: staging::HostStaging,
-    pub readback: readback::ReadbackPool,
-    pub upload: upload::UploadPool,
+    released: Vec<MemoryId>,
+    staging: staging::HostStaging,
+    readback: readback::ReadbackPool,
+    upload: upload::UploadPool,
+}
+
+impl Memory {
+    pub fn new(
+        manager: MemoryManagement<storage::WgpuStorage>,
+        upload: upload::UploadPool,
+    ) -> Self {
+        Memory {
+            manager,
+            releases: ReleaseQueue::new(),
+            released: Vec::new(),
+            staging: Default::default(),
+            readback: Default::default(),
+            upload,
+        }
+    }
+
+    /// The pools.
+    pub fn manager(&self) -> &MemoryManagement<storage::WgpuStorage> {
+        &self.manager
+    }
+
+    pub fn manager_mut(&mut self) -> &mut MemoryManagement<storage::WgpuStorage> {
+        &mut self.manager
+    }
+
+    /// The buffer of page `page`. A live slice's page always has one: a
+    /// missing one is the server's fault, not the caller's.
+    pub fn page_buffer(&self, page: StorageId) -> Result<wgpu::Buffer, ServerError> {
+        self.manager
+            .storage_ref()
+            .buffer(page)
+            .cloned()
+            .ok_or(ServerError::Internal {
+                fault: InternalFault::PageGone { page },
+            })
+    }
+
+    /// Where dropped handles report their ids.
+    pub fn releases(&self) -> &Arc<ReleaseQueue> {
+        &self.releases
+    }
+
+    /// Frees the slices of handles dropped since the last call, after
+    /// `forget` (the trust registry) saw their ids; returns them for the log.
+    pub fn free_released(
+        &mut self,
+        forget: impl FnOnce(&ReleaseQueue, &mut Vec<MemoryId>),
+    ) -> &[MemoryId] {
+        self.released.clear();
+        forget(&self.releases, &mut self.released);
+        for id in &self.released {
+            self.manager.release(*id);
+        }
+        &self.released
+    }
+
+    #[cfg(feature = "testing")]
+    pub fn staging(&self) -> &staging::HostStaging {
+        &self.staging
+    }
+
+    pub fn staging_mut(&mut self) -> &mut staging::HostStaging {
+        &mut self.staging
+    }
+
+    pub fn readback(&self) -> &readback::ReadbackPool {
+        &self.readback
+    }
+
+    pub fn upload(&self) -> &upload::UploadPool {
+        &self.upload
+    }
 }

@@ -9,6 +9,10 @@
 
 use std::sync::{Arc, Mutex};
 
+use compute_runtime::ServerError;
+
+use crate::device::faults::scoped;
+
 /// Bytes of staging the pool keeps at most.
 pub const MAX_POOLED_BYTES: u64 = 256 << 20;
 
@@ -47,6 +51,39 @@ impl ReadbackPool {
         let b = free.buffers.swap_remove(i);
         free.bytes -= b.size();
         Some(b)
+    }
+
+    /// A buffer of the size class of a `len`-byte copy (at most `max`), kept
+    /// or new; a buffer the device cannot give is `OutOfMemory`.
+    pub fn take_or_create(
+        &self,
+        device: &wgpu::Device,
+        len: u64,
+        max: u64,
+        label: &'static str,
+    ) -> Result<wgpu::Buffer, ServerError> {
+        let class = Self::class(len, max);
+        if let Some(b) = self.take(class) {
+            return Ok(b);
+        }
+        scoped(device, || {
+            device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some(label),
+                size: class,
+                usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+                mapped_at_creation: false,
+            })
+        })
+        .map_err(|e| match e {
+            ServerError::Validation { message }
+            | ServerError::OutOfMemory {
+                reason: message, ..
+            } => ServerError::OutOfMemory {
+                size: len,
+                reason: format!("{label}: {message}"),
+            },
+            other => other,
+        })
     }
 
     /// Gives an unmapped buffer back.

@@ -145,6 +145,16 @@ pub fn fill(buffer: &wgpu::Buffer, data: &[u8]) -> Result<(), ServerError> {
     Ok(())
 }
 
+/// Where a host copy goes, and who asked.
+#[derive(Debug)]
+pub(crate) struct CopyTarget<'a> {
+    pub buffer: &'a wgpu::Buffer,
+    pub offset: u64,
+    pub len: u64,
+    pub stream: compute_runtime::StreamId,
+    pub memory: compute_runtime::MemoryId,
+}
+
 /// Upload copies waiting for the next submit, in the order they were made.
 #[derive(Debug, Default)]
 pub(crate) struct HostCopies {
@@ -157,42 +167,33 @@ pub(crate) struct HostCopies {
 
 /// Copies taken for submission: the command buffer, the upload buffers it
 /// reads, what it writes.
-pub(crate) type TakenCopies = (
-    wgpu::CommandBuffer,
-    Vec<wgpu::Buffer>,
-    Vec<(compute_runtime::StreamId, compute_runtime::MemoryId)>,
-);
+#[derive(Debug)]
+pub(crate) struct TakenCopies {
+    pub commands: wgpu::CommandBuffer,
+    pub uploads: Vec<wgpu::Buffer>,
+    pub writes: Vec<(compute_runtime::StreamId, compute_runtime::MemoryId)>,
+}
 
 impl HostCopies {
-    /// Encodes the copy of `len` bytes from `upload` to `dst` at `offset`.
-    #[allow(clippy::too_many_arguments)] // One copy's endpoints and its origin.
-    pub fn record(
-        &mut self,
-        device: &wgpu::Device,
-        upload: wgpu::Buffer,
-        dst: &wgpu::Buffer,
-        offset: u64,
-        len: u64,
-        stream: compute_runtime::StreamId,
-        memory: compute_runtime::MemoryId,
-    ) {
+    /// Encodes the copy of `upload`'s first bytes to `to`.
+    pub fn record(&mut self, device: &wgpu::Device, upload: wgpu::Buffer, to: CopyTarget<'_>) {
         let encoder = self.encoder.get_or_insert_with(|| {
             device.create_command_encoder(&wgpu::CommandEncoderDescriptor {
                 label: Some("host writes"),
             })
         });
-        encoder.copy_buffer_to_buffer(&upload, 0, dst, offset, len);
+        encoder.copy_buffer_to_buffer(&upload, 0, to.buffer, to.offset, to.len);
         self.uploads.push(upload);
-        self.writes.push((stream, memory));
+        self.writes.push((to.stream, to.memory));
     }
 
     /// The waiting copies, finished, if any.
     pub fn take(&mut self) -> Option<TakenCopies> {
         let encoder = self.encoder.take()?;
-        Some((
-            encoder.finish(),
-            std::mem::take(&mut self.uploads),
-            std::mem::take(&mut self.writes),
-        ))
+        Some(TakenCopies {
+            commands: encoder.finish(),
+            uploads: std::mem::take(&mut self.uploads),
+            writes: std::mem::take(&mut self.writes),
+        })
     }
 }

@@ -14,8 +14,8 @@ use compute_wgsl::WgpuCompiler;
 
 use compute_stream::settle_batch_failures;
 
-use crate::WgpuServer;
-use crate::memory::transfer;
+use crate::server::WgpuServer;
+use crate::server::transfer;
 
 impl<C: WgpuCompiler> Server for WgpuServer<C> {
     fn sync(
@@ -41,13 +41,13 @@ impl<C: WgpuCompiler> Server for WgpuServer<C> {
             .try_for_each(|h| self.streams.check(h.memory_id()));
         // Host writes of any stream may be what the caller waits for; they
         // reach the GPU only with a submission.
-        let host_writes = self.streams.backend().host_writes_pending;
+        let host_writes = self.streams.backend().host_writes_pending();
         let (index, no) = if host_writes {
             let index = self.streams.backend_mut().flush_host_writes();
-            (index, self.streams.backend().submits_made)
+            (index, self.streams.backend().last_submission().1)
         } else {
             let (_, stream) = self.streams.encoder(stream_id);
-            (stream.last_submission.clone(), stream.last_submit_no)
+            stream.last_submission()
         };
         let waiter = self.gpu.waiter.clone();
         let faults = Arc::clone(&self.gpu.faults);
@@ -57,7 +57,12 @@ impl<C: WgpuCompiler> Server for WgpuServer<C> {
         let late = Arc::clone(self.streams.trust().late());
         let memories: Vec<_> = handles.iter().map(BufferBinding::memory_id).collect();
         let logger = Arc::clone(&self.logger);
-        let gpu = self.streams.backend().timing.as_ref().map(|t| t.counter());
+        let gpu = self
+            .streams
+            .backend()
+            .submitter()
+            .timing()
+            .map(|t| t.counter());
         let last_gpu = Arc::clone(&self.timing.last_sync_gpu_ns);
         let started = std::time::Instant::now();
         Box::pin(async move {
@@ -127,12 +132,15 @@ impl<C: WgpuCompiler> Server for WgpuServer<C> {
         self.enter()?;
         let mode = self
             .graphs
-            .allocation_mode(stream_id, self.memory.manager.mode());
+            .allocation_mode(stream_id, self.memory.manager().mode());
         for size in sizes {
             let size = u64::try_from(*size).unwrap_or(u64::MAX);
-            self.memory.manager.check_reservation(size, mode)?;
+            self.memory.manager().check_reservation(size, mode)?;
         }
-        Ok(sizes.iter().map(|s| self.memory.staging.take(*s)).collect())
+        Ok(sizes
+            .iter()
+            .map(|s| self.memory.staging_mut().take(*s))
+            .collect())
     }
 
     fn initialize_memory(
@@ -150,10 +158,10 @@ impl<C: WgpuCompiler> Server for WgpuServer<C> {
         let id = memory.id();
         let mode = self
             .graphs
-            .allocation_mode(stream_id, self.memory.manager.mode());
-        self.memory.manager.bind_in(id, size, mode)?;
-        if let Err(e) = memory.attach_release(&self.memory.releases) {
-            self.memory.manager.release(id);
+            .allocation_mode(stream_id, self.memory.manager().mode());
+        self.memory.manager_mut().bind_in(id, size, mode)?;
+        if let Err(e) = memory.attach_release(self.memory.releases()) {
+            self.memory.manager_mut().release(id);
             return Err(e);
         }
         self.logger.log(LogCategory::Memory, LogLevel::Full, || {
@@ -209,7 +217,7 @@ impl<C: WgpuCompiler> Server for WgpuServer<C> {
             // The queue has its own copy now: the allocation can serve the
             // next `staging` call (only if the caller kept no clone).
             if written.is_ok() {
-                self.memory.staging.give_back(data);
+                self.memory.staging_mut().give_back(data);
             }
         }
     }
@@ -262,11 +270,11 @@ impl<C: WgpuCompiler> Server for WgpuServer<C> {
             });
             return;
         }
-        crate::launch::path::launch(self, kernel.as_ref(), count, args, stream_id);
+        crate::server::launch::launch(self, kernel.as_ref(), count, args, stream_id);
     }
 
     fn compile_queued(&mut self) {
-        crate::launch::queued::compile_and_encode(self);
+        crate::server::launch::compile_and_encode(self);
     }
 
     fn flush(&mut self, stream_id: StreamId) -> Result<(), ServerError> {
@@ -283,7 +291,7 @@ impl<C: WgpuCompiler> Server for WgpuServer<C> {
         self.enter()?;
         self.capture_state(stream_id)
             .allow_host_wait(stream_id, "start_profile")?;
-        crate::timing::profile::start(self, stream_id)
+        crate::server::profile::start(self, stream_id)
     }
 
     fn end_profile(
@@ -291,18 +299,18 @@ impl<C: WgpuCompiler> Server for WgpuServer<C> {
         stream_id: StreamId,
         token: ProfilingToken,
     ) -> Result<ProfileDuration, ProfileError> {
-        crate::timing::profile::end(self, stream_id, token)
+        crate::server::profile::end(self, stream_id, token)
     }
 
     fn abandon_profile(&mut self, stream_id: StreamId, token: ProfilingToken) {
-        crate::timing::profile::abandon(self, stream_id, token);
+        crate::server::profile::abandon(self, stream_id, token);
     }
 
     /// The device's report, whatever the stream: every stream allocates from
     /// the one manager (see the trait doc).
     fn memory_report(&mut self, _stream_id: StreamId) -> Option<StreamMemoryReport> {
         self.drain_releases();
-        Some(self.memory.manager.report())
+        Some(self.memory.manager().report())
     }
 
     fn stream_ids(&self) -> Vec<StreamId> {
@@ -311,7 +319,7 @@ impl<C: WgpuCompiler> Server for WgpuServer<C> {
 
     fn memory_cleanup(&mut self, _stream_id: StreamId) -> Result<(), ServerError> {
         self.enter()?;
-        let pages = self.memory.manager.cleanup();
+        let pages = self.memory.manager_mut().cleanup();
         for page in &pages {
             self.streams.forget_page(*page);
             self.kernels.bind_groups.forget_page(*page);
@@ -321,7 +329,7 @@ impl<C: WgpuCompiler> Server for WgpuServer<C> {
             format!(
                 "cleanup: {} page(s) given back, {} bytes still reserved",
                 pages.len(),
-                self.memory.manager.report().bytes_reserved()
+                self.memory.manager().report().bytes_reserved()
             )
         });
         Ok(())
@@ -331,27 +339,27 @@ impl<C: WgpuCompiler> Server for WgpuServer<C> {
         self.logger.log(LogCategory::Memory, LogLevel::Basic, || {
             format!("allocation mode: {mode:?}")
         });
-        self.memory.manager.set_mode(mode);
+        self.memory.manager_mut().set_mode(mode);
     }
 
     fn graph_prepare(&mut self, stream_id: StreamId) -> Result<(), ServerError> {
-        crate::graph::prepare(self, stream_id)
+        crate::server::graph::prepare(self, stream_id)
     }
 
     fn begin_capture(&mut self, stream_id: StreamId) -> Result<(), ServerError> {
-        crate::graph::begin(self, stream_id)
+        crate::server::graph::begin(self, stream_id)
     }
 
     fn end_capture(&mut self, stream_id: StreamId) -> Result<GraphId, ServerError> {
-        crate::graph::end(self, stream_id)
+        crate::server::graph::end(self, stream_id)
     }
 
     fn replay(&mut self, graph: GraphId, stream_id: StreamId) -> Result<(), ServerError> {
-        crate::graph::replay(self, graph, stream_id)
+        crate::server::graph::replay(self, graph, stream_id)
     }
 
     fn graph_destroy(&mut self, graph: GraphId, _stream_id: StreamId) {
-        crate::graph::destroy(self, graph);
+        crate::server::graph::destroy(self, graph);
     }
 
     fn start_profile_at_launch(
@@ -361,6 +369,6 @@ impl<C: WgpuCompiler> Server for WgpuServer<C> {
         self.enter()?;
         self.capture_state(stream_id)
             .allow_host_wait(stream_id, "start_profile_at_launch")?;
-        crate::timing::profile::start_at_launch(self, stream_id)
+        crate::server::profile::start_at_launch(self, stream_id)
     }
 }

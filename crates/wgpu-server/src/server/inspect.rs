@@ -3,7 +3,7 @@
 
 use compute_wgsl::WgpuCompiler;
 
-use crate::WgpuServer;
+use crate::server::WgpuServer;
 
 impl<C: WgpuCompiler> WgpuServer<C> {
     /// Failures settled by write scopes so far (each was told to
@@ -19,7 +19,7 @@ impl<C: WgpuCompiler> WgpuServer<C> {
 
     /// Host allocations `staging` had to make (the rest came from its pool).
     pub fn staging_allocations(&self) -> u64 {
-        self.memory.staging.allocations
+        self.memory.staging().allocations
     }
 
     /// Queued launches not encoded yet.
@@ -49,6 +49,6 @@ impl<C: WgpuCompiler> WgpuServer<C> {
 
     /// Graphs stored in the device's registry.
     pub fn graph_count(&self) -> usize {
-        self.graphs.registry.len()
+        self.graphs.len()
     }
 }

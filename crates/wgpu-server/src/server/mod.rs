@@ -14,8 +14,20 @@
 //! [`Graphs`]: crate::graph::Graphs
 
 mod api;
+mod assemble;
+mod collective;
+mod communication;
+mod dispatch;
+mod graph;
 #[cfg(feature = "testing")]
 mod inspect;
+mod launch;
+pub(crate) mod options;
+mod profile;
+mod resolve;
+mod timeline;
+mod transfer;
+mod validate;
 
 use std::sync::Arc;
 
@@ -32,16 +44,16 @@ use compute_stream::{
 };
 use compute_wgsl::WgpuCompiler;
 
-use crate::WgpuServerOptions;
-use crate::backend::ScheduledWgpuBackend;
 use crate::collective::Collectives;
 use crate::device::Gpu;
 use crate::graph::Graphs;
 use crate::launch::Kernels;
-use crate::launch::path::ResolvedLaunch;
 use crate::memory::Memory;
 use crate::memory::storage::{WgpuResource, WgpuStorage};
-use crate::memory::transfer::CheckedWrite;
+use crate::server::launch::ResolvedLaunch;
+use crate::server::options::WgpuServerOptions;
+use crate::server::transfer::CheckedWrite;
+use crate::stream::ScheduledWgpuBackend;
 use crate::timing::Timing;
 
 /// Default bound on tasks a stream encodes before it submits.
@@ -119,12 +131,12 @@ impl<C: WgpuCompiler> WgpuServer<C> {
     /// [`Timeline::dropped`](crate::Timeline::dropped). A timeline already
     /// recording keeps its own capacity.
     pub fn start_timeline_with_capacity(&mut self, capacity: usize) -> Result<(), ServerError> {
-        crate::timing::timeline::start(self, capacity)
+        crate::server::timeline::start(self, capacity)
     }
 
     /// Stops recording and resolves the timeline (submits every stream).
     pub fn finish_timeline(&mut self) -> DynFut<Result<crate::Timeline, ServerError>> {
-        crate::timing::timeline::finish(self)
+        crate::server::timeline::finish(self)
     }
 
     /// Whether `kernel`'s pipeline is cached under the server's options: the
@@ -158,12 +170,13 @@ impl<C: WgpuCompiler> WgpuServer<C> {
 
     /// Frees the slices of handles dropped since the last call.
     pub(crate) fn drain_releases(&mut self) {
-        self.streams
-            .drain_released(&self.memory.releases, &mut self.memory.released);
-        for id in self.memory.released.drain(..) {
+        let streams = &mut self.streams;
+        let freed = self
+            .memory
+            .free_released(|queue, ids| streams.drain_released(queue, ids));
+        for id in freed {
             self.logger
                 .log(LogCategory::Memory, LogLevel::Full, || format!("free {id}"));
-            self.memory.manager.release(id);
         }
     }
 
@@ -180,7 +193,7 @@ impl<C: WgpuCompiler> WgpuServer<C> {
         self.drain_releases();
         // Held (queued) launches come before anything issued after them.
         if !self.kernels.held.is_empty() {
-            crate::launch::queued::compile_and_encode(self);
+            crate::server::launch::compile_and_encode(self);
         }
         Ok(())
     }
@@ -208,10 +221,10 @@ impl<C: WgpuCompiler> WgpuServer<C> {
         let memory = binding.memory_id();
         let slice = self
             .memory
-            .manager
+            .manager()
             .get(memory)
             .ok_or(ServerError::UnknownHandle { memory })?;
-        let capacity = self.memory.manager.size_of(memory).unwrap_or(slice.size);
+        let capacity = self.memory.manager().size_of(memory).unwrap_or(slice.size);
         match binding.end() {
             Some(end) if end <= capacity => Ok(StorageHandle {
                 id: slice.id,
@@ -230,7 +243,7 @@ impl<C: WgpuCompiler> WgpuServer<C> {
     /// Whether a binding covers its whole slice (a full overwrite).
     pub(crate) fn covers(&self, binding: &BufferBinding) -> bool {
         binding.offset == 0
-            && self.memory.manager.size_of(binding.memory_id()) == Some(binding.size)
+            && self.memory.manager().size_of(binding.memory_id()) == Some(binding.size)
     }
 
     /// Runs work that writes `writes` on the device (a launch, a replay) in
@@ -265,7 +278,7 @@ impl<C: WgpuCompiler> WgpuServer<C> {
     }
 
     /// Checks a host write before anything moves (see
-    /// [`transfer::check_write`](crate::memory::transfer::check_write)),
+    /// [`transfer::check_write`](crate::server::transfer::check_write)),
     /// refusing one on a capturing stream too.
     pub(crate) fn check_write(
         &mut self,
@@ -279,7 +292,7 @@ impl<C: WgpuCompiler> WgpuServer<C> {
                 reason: "host writes cannot be recorded into a graph".into(),
             });
         }
-        crate::memory::transfer::check_write(self, descriptor, len)
+        crate::server::transfer::check_write(self, descriptor, len)
     }
 
     /// Reports `error` for work refused before it touched anything: to the
@@ -327,7 +340,7 @@ impl<C: WgpuCompiler> WriteScoped for WgpuServer<C> {
     }
 
     fn capturing(&mut self, stream: StreamId) -> Option<&mut Self::Capture> {
-        self.graphs.recordings.get_mut(&stream)
+        self.graphs.recording(stream)
     }
 
     fn on_failure(&mut self, stream: StreamId, error: &ServerError) {
@@ -386,7 +399,7 @@ impl<C: WgpuCompiler> ServerStorage for WgpuServer<C> {
         self.streams.prepare_host_write(&[handle]);
         let resource =
             self.memory
-                .manager
+                .manager_mut()
                 .storage()
                 .get(&handle)
                 .ok_or(ServerError::UnknownHandle {

@@ -5,10 +5,7 @@
 //! - `batch`: GPU time of submitted batches, for the `sync` log line;
 //! - [`timeline`]: per-launch stamps exported as a Chrome trace.
 
-pub(crate) mod batch;
-pub(crate) mod profile;
 pub(crate) mod recording;
-pub(crate) mod stamps;
 pub mod timeline;
 pub(crate) mod windows;
 

@@ -10,8 +10,8 @@ use std::sync::Arc;
 use compute_runtime::StreamId;
 use hashbrown::HashSet;
 
+use crate::device::stamps::{PAIR_BYTES, StampAt};
 use crate::launch::resolve::ResolvedCount;
-use crate::timing::stamps::{PAIR_BYTES, StampAt};
 
 /// Launches one query set holds: two stamps each, and wgpu's largest query
 /// set holds 4,096 queries.

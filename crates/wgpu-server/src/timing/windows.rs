@@ -24,9 +24,9 @@ use std::time::Instant;
 
 use compute_runtime::{ProfileError, ServerError, StreamId, TimingMethod};
 
+use crate::device::stamps::{StampAt, StampPair};
 use crate::launch::resolve::ResolvedCount;
 use crate::timing::recording::Recording;
-use crate::timing::stamps::{StampAt, StampPair};
 
 /// A window's two stamps.
 pub(crate) type Slot = StampPair;

@@ -12,7 +12,7 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use crate::timing::stamps::{self, PAIR_BYTES, StampPair};
+use crate::device::stamps::{self, PAIR_BYTES, StampPair};
 
 /// A stream's two stamps: one when its encoder is created, one before it
 /// is finished.

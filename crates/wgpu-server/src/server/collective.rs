@@ -11,12 +11,12 @@ use compute_runtime::{
 use compute_stream::Access;
 use compute_wgsl::WgpuCompiler;
 
-use crate::WgpuServer;
 use crate::collective::Posted;
-use crate::collective::applier::{Job, Parked, Target};
-use crate::collective::gate::Gate;
+use crate::collective::applier::{Job, Target};
 use crate::collective::stage::Staged;
-use crate::memory::readback::ReadbackPool;
+use crate::server::WgpuServer;
+use crate::stream::gate::Gate;
+use crate::stream::handoff::HandOff;
 
 const ALIGN: u64 = wgpu::COPY_BUFFER_ALIGNMENT;
 
@@ -106,22 +106,22 @@ impl<C: WgpuCompiler> WgpuServer<C> {
             }
             _ => None,
         };
-        self.applier()?.jobs().push(Job::Outcome {
+        self.collectives.jobs()?.push(Job::Outcome {
             pending,
             gate: Arc::clone(&gate),
             mode,
             target,
             stream,
         })?;
-        let posted = self.collectives.posted.entry(stream).or_default();
-        // Settled `Wait` entries have nothing left for `sync_collective`.
-        posted.retain(|p| p.mode == ComputeWait::Overlap || !p.gate.is_settled());
-        posted.push(Posted {
-            gate,
-            mode,
-            dst: operands.dst,
-            call: call.name(),
-        });
+        self.collectives.post(
+            stream,
+            Posted {
+                gate,
+                mode,
+                dst: operands.dst,
+                call: call.name(),
+            },
+        );
         Ok(())
     }
 
@@ -164,7 +164,7 @@ impl<C: WgpuCompiler> WgpuServer<C> {
                 let _ = self.scoped_overwrite(stream, std::slice::from_ref(dst), |_| Ok(()));
                 let verdict = self.streams.trust().late().expect(&[memory]);
                 let (_, ws) = self.streams.encoder(stream);
-                ws.held_by = Some(Arc::clone(gate));
+                ws.hold_behind(Arc::clone(gate));
                 // The held batch now has a pending use of `dst`.
                 self.streams.task_done(stream);
                 Some(verdict)
@@ -176,7 +176,7 @@ impl<C: WgpuCompiler> WgpuServer<C> {
             }
         };
         Ok(Target {
-            buffer: self.page_buffer(range.id)?,
+            buffer: self.memory.page_buffer(range.id)?,
             offset: range.offset,
             padded_len: range.size.next_multiple_of(ALIGN),
             verdict,
@@ -213,7 +213,7 @@ impl<C: WgpuCompiler> WgpuServer<C> {
                     });
                 }
                 let range = self.resolve(b)?;
-                let ends_slice = b.end() == self.memory.manager.size_of(b.memory_id());
+                let ends_slice = b.end() == self.memory.manager().size_of(b.memory_id());
                 if range.offset % ALIGN != 0 || (b.size % ALIGN != 0 && !ends_slice) {
                     return Err(ServerError::InvalidArgument {
                         reason: format!(
@@ -228,29 +228,6 @@ impl<C: WgpuCompiler> WgpuServer<C> {
             None => None,
         };
         Ok((src, dst))
-    }
-
-    fn page_buffer(
-        &mut self,
-        page: compute_runtime::StorageId,
-    ) -> Result<wgpu::Buffer, ServerError> {
-        self.memory
-            .manager
-            .storage()
-            .buffer(page)
-            .cloned()
-            .ok_or_else(|| ServerError::InvalidArgument {
-                reason: format!("page {page} is gone"),
-            })
-    }
-
-    fn applier(&self) -> Result<&crate::collective::applier::Applier, ServerError> {
-        self.collectives
-            .applier
-            .as_ref()
-            .ok_or_else(|| ServerError::CollectiveState {
-                reason: "no communicator: call comm_init first".into(),
-            })
     }
 
     /// Copies `src` (at `range`) into mapped staging on `stream`; the map
@@ -282,26 +259,19 @@ impl<C: WgpuCompiler> WgpuServer<C> {
             }
         }
         let start = range.offset - range.offset % ALIGN;
-        let buffer = self.page_buffer(range.id)?;
+        let buffer = self.memory.page_buffer(range.id)?;
         let end = (range.offset + range.size)
             .next_multiple_of(ALIGN)
             .min(buffer.size());
         let copy_len = (end - start).max(ALIGN);
-        let class = ReadbackPool::class(copy_len, self.gpu.caps.limits.max_buffer_size);
         let device = self.gpu.device.clone();
-        let staging = match self.memory.readback.take(class) {
-            Some(b) => b,
-            None => crate::device::faults::scoped(&device, || {
-                device.create_buffer(&wgpu::BufferDescriptor {
-                    label: Some("collective staging"),
-                    size: class,
-                    usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
-                    mapped_at_creation: false,
-                })
-            })?,
-        };
+        let max = self.gpu.caps.limits.max_buffer_size;
+        let staging =
+            self.memory
+                .readback()
+                .take_or_create(&device, copy_len, max, "collective staging")?;
         let (_, ws) = self.streams.encoder(stream);
-        ws.encoder_for_copy(&device).copy_buffer_to_buffer(
+        ws.batch().encoder_for_copy(&device).copy_buffer_to_buffer(
             &buffer,
             start,
             &staging,
@@ -319,7 +289,7 @@ impl<C: WgpuCompiler> WgpuServer<C> {
             start: (range.offset - start) as usize,
             len,
             contribution,
-            pool: self.memory.readback.clone(),
+            pool: self.memory.readback().clone(),
             risk,
         }))
     }
@@ -333,33 +303,37 @@ impl<C: WgpuCompiler> WgpuServer<C> {
         stream: StreamId,
         staged: Option<Staged>,
     ) -> Result<(), ServerError> {
+        let timing = self.streams.backend().submitter().timing_arc();
         let (_, ws) = self.streams.encoder(stream);
-        if ws.is_held() {
-            let after = ws.held_by.clone();
-            let Some(((batch, writes, audit), after)) = ws.park().zip(after) else {
+        if let Some(after) = ws.hold().filter(|g| !g.is_settled()).cloned() {
+            let Some(batch) = ws.hand_off(timing.as_deref()) else {
                 // Nothing encoded: nothing to send on, and no copy staged.
                 return Ok(());
             };
             let submitted = Arc::new(Gate::new());
-            ws.held_by = Some(Arc::clone(&submitted));
-            let parked = Parked {
+            ws.hold_behind(Arc::clone(&submitted));
+            let poller = self.gpu.poller.handle();
+            let h = HandOff {
                 after,
                 batch,
-                writes,
-                audit,
                 stream,
-                staged,
                 submitted,
+                then: staged.map(|s| -> crate::stream::handoff::AfterSubmit {
+                    Box::new(move |submitted| match submitted {
+                        Ok(index) => s.map_and_provide(&poller, index),
+                        Err(e) => s.fail(e),
+                    })
+                }),
             };
-            return self.applier()?.jobs().push(Job::Parked(Box::new(parked)));
+            return self.collectives.jobs()?.push(Job::Parked(Box::new(h)));
         }
         self.streams.submit(stream);
         let Some(staged) = staged else {
             return Ok(());
         };
         let (_, ws) = self.streams.encoder(stream);
-        let failed = std::mem::take(&mut ws.last_failed);
-        match (failed, self.streams.backend().last_submission.clone()) {
+        let failed = ws.take_failed();
+        match (failed, self.streams.backend().last_submission().0) {
             (false, Some(index)) => staged.map_and_provide(&self.gpu.poller.handle(), index),
             _ => staged.fail(Arc::new(ServerError::CollectiveState {
                 reason: "the batch holding the staging copy did not run".into(),
@@ -374,8 +348,8 @@ impl<C: WgpuCompiler> WgpuServer<C> {
     /// reported yet, like `flush` (each failure is reported once, by
     /// whichever of `flush`, `sync` and `sync_collective` comes first).
     pub(crate) fn sync_collectives(&mut self, stream: StreamId) -> Result<(), ServerError> {
-        let posted = self.collectives.posted.remove(&stream).unwrap_or_default();
-        let wait = self.streams.backend().collective_wait;
+        let posted = self.collectives.take_posted(stream);
+        let wait = self.streams.backend().collective_wait();
         for p in posted {
             let settled = p.gate.wait(wait);
             let (ComputeWait::Overlap, Some(dst)) = (p.mode, &p.dst) else {
@@ -386,7 +360,7 @@ impl<C: WgpuCompiler> WgpuServer<C> {
                 (Some(Ok(())), Some(bytes)) => {
                     let descriptor = CopyDescriptor::contiguous(dst.clone());
                     self.scoped_overwrite(stream, std::slice::from_ref(dst), |s| {
-                        crate::memory::transfer::write(s, &descriptor, &bytes, stream)
+                        crate::server::transfer::write(s, &descriptor, &bytes, stream)
                     })
                     .map(|_| ())
                 }

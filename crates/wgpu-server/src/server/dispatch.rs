@@ -17,10 +17,10 @@ use compute_runtime::{LogCategory, LogLevel, ServerError, StreamId};
 use compute_stream::LateFaults;
 use compute_wgsl::WgpuCompiler;
 
-use crate::WgpuServer;
-use crate::backend::WgpuStream;
+use crate::device::stamps::StampAt;
 use crate::launch::resolve::{INDIRECT_BYTES, ResolvedCount, ResolvedLaunch};
-use crate::timing::stamps::StampAt;
+use crate::server::WgpuServer;
+use crate::stream::WgpuStream;
 
 /// Orders `launch` against other streams and encodes it on `stream`.
 pub(crate) fn dispatch<C: WgpuCompiler>(
@@ -42,13 +42,14 @@ pub(crate) fn dispatch<C: WgpuCompiler>(
     let timed = timing
         .profiler
         .stamp_launch(&gpu.device, stream, launch.name(), &launch.count);
-    let (backend, ws) = streams.encoder(stream);
+    let late = std::sync::Arc::clone(streams.trust().late());
+    let (_, ws) = streams.encoder(stream);
     // Inputs written by work whose verdict comes late put these writes at
     // risk behind the same verdict (before the launch's own audit, which
     // judges what it writes, not what it read).
-    backend.late.depend(stream, &launch.reads, &launch.writes);
-    encode(ws, &gpu.device, launch, timed.as_ref(), &backend.late);
-    ws.wrote(&launch.writes);
+    late.depend(stream, &launch.reads, &launch.writes);
+    encode(ws, &gpu.device, launch, timed.as_ref(), &late);
+    ws.batch().wrote(&launch.writes);
     streams.task_done(stream);
     logger.log(LogCategory::Launch, LogLevel::Full, || {
         format!("launch `{}` {} on {stream}", launch.name(), launch.count)
@@ -70,7 +71,8 @@ pub(crate) fn encode(
     match &launch.count {
         ResolvedCount::Static(..) => {}
         ResolvedCount::Indirect { buffer, offset } => {
-            ws.audit_indirect(device, buffer, *offset, &launch.writes, late);
+            ws.batch()
+                .audit_indirect(device, buffer, *offset, &launch.writes, late);
         }
         ResolvedCount::Copied {
             src,
@@ -79,8 +81,9 @@ pub(crate) fn encode(
             scratch_offset,
             ..
         } => {
-            ws.audit_indirect(device, src, *src_offset, &launch.writes, late);
-            ws.encoder_for_copy(device).copy_buffer_to_buffer(
+            ws.batch()
+                .audit_indirect(device, src, *src_offset, &launch.writes, late);
+            ws.batch().encoder_for_copy(device).copy_buffer_to_buffer(
                 src,
                 *src_offset,
                 scratch,
@@ -89,7 +92,7 @@ pub(crate) fn encode(
             );
         }
     }
-    let pass = ws.launch_pass(
+    let pass = ws.batch().launch_pass(
         device,
         timed,
         (&launch.pipeline.pipeline, launch.pipeline.id),
@@ -107,6 +110,6 @@ pub(crate) fn encode(
         } => pass.dispatch_workgroups_indirect(scratch, *scratch_offset),
     }
     if timed.is_some() {
-        ws.end_pass();
+        ws.batch().end_pass();
     }
 }

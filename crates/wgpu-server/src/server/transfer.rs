@@ -24,10 +24,10 @@ use compute_stream::Access;
 use compute_wgsl::WgpuCompiler;
 use futures::channel::oneshot;
 
-use crate::WgpuServer;
 use crate::device::faults::scoped;
-use crate::memory::readback::{MappedRange, ReadbackPool};
-use crate::memory::upload::{self, MIN_UPLOAD};
+use crate::memory::readback::MappedRange;
+use crate::memory::upload::{self, CopyTarget, MIN_UPLOAD};
+use crate::server::WgpuServer;
 
 const ALIGN: u64 = wgpu::COPY_BUFFER_ALIGNMENT;
 
@@ -80,7 +80,7 @@ pub(crate) fn check_write<C: WgpuCompiler>(
     }
     let slice_end = server
         .memory
-        .manager
+        .manager()
         .size_of(descriptor.binding.memory_id())
         .unwrap_or(0);
     let ends_slice = descriptor.binding.end() == Some(slice_end);
@@ -93,15 +93,7 @@ pub(crate) fn check_write<C: WgpuCompiler>(
             ),
         });
     }
-    let buffer = server
-        .memory
-        .manager
-        .storage()
-        .buffer(target.id)
-        .cloned()
-        .ok_or(ServerError::UnknownHandle {
-            memory: descriptor.binding.memory_id(),
-        })?;
+    let buffer = server.memory.page_buffer(target.id)?;
     Ok(Some(CheckedWrite {
         target,
         buffer,
@@ -144,7 +136,7 @@ pub(crate) fn write_checked<C: WgpuCompiler>(
     // land before that work. It is encoded on the stream instead, after
     // (and, for another stream's work, held behind) that work.
     let (_, ws) = server.streams.encoder(stream);
-    let held = ws.held_by.is_some();
+    let held = ws.has_hold();
     let padded = StorageHandle {
         size: size.next_multiple_of(ALIGN),
         ..target
@@ -192,16 +184,22 @@ fn upload<C: WgpuCompiler>(
 ) -> Result<(), ServerError> {
     let staging = server
         .memory
-        .upload
+        .upload()
         .take(&server.gpu.device, data.len() as u64)?;
     upload::fill(&staging, data)
         .map_err(|e| server.gpu.faults.lost_during("filling an upload buffer", e))?;
     let len = (data.len() as u64).next_multiple_of(ALIGN);
     // The range's pending users were submitted by the caller.
-    server
-        .streams
-        .backend_mut()
-        .host_copy(staging, buffer, target.offset, len, stream, memory);
+    server.streams.backend_mut().host_copy(
+        staging,
+        CopyTarget {
+            buffer,
+            offset: target.offset,
+            len,
+            stream,
+            memory,
+        },
+    );
     Ok(())
 }
 
@@ -234,9 +232,14 @@ fn write_on_stream<C: WgpuCompiler>(
         .copy_from_slice(data);
     staging.unmap();
     let (_, ws) = server.streams.encoder(stream);
-    ws.encoder_for_copy(&device)
-        .copy_buffer_to_buffer(&staging, 0, buffer, target.offset, padded);
-    ws.wrote(&[descriptor.binding.memory_id()]);
+    ws.batch().encoder_for_copy(&device).copy_buffer_to_buffer(
+        &staging,
+        0,
+        buffer,
+        target.offset,
+        padded,
+    );
+    ws.batch().wrote(&[descriptor.binding.memory_id()]);
     server.streams.task_done(stream);
     Ok(())
 }
@@ -283,43 +286,21 @@ pub(crate) fn read<C: WgpuCompiler>(
         let start = target.offset - target.offset % ALIGN;
         let end = (target.offset + size).next_multiple_of(ALIGN);
         let copy_len = (end - start).max(ALIGN);
-        let buffer = server
-            .memory
-            .manager
-            .storage()
-            .buffer(target.id)
-            .cloned()
-            .ok_or(ServerError::InvalidArgument {
-                reason: "page vanished during read".into(),
-            })?;
+        let buffer = server.memory.page_buffer(target.id)?;
         let page_size = buffer.size();
         let copy_len = copy_len.min(page_size - start);
         let device = server.gpu.device.clone();
-        let class = ReadbackPool::class(copy_len, server.gpu.caps.limits.max_buffer_size);
-        let staging = match server.memory.readback.take(class) {
-            Some(b) => b,
-            None => scoped(&device, || {
-                device.create_buffer(&wgpu::BufferDescriptor {
-                    label: Some("read staging"),
-                    size: class,
-                    usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
-                    mapped_at_creation: false,
-                })
-            })
-            .map_err(|e| match e {
-                ServerError::Validation { message }
-                | ServerError::OutOfMemory {
-                    reason: message, ..
-                } => ServerError::OutOfMemory {
-                    size: copy_len,
-                    reason: format!("read staging buffer: {message}"),
-                },
-                other => other,
-            })?,
-        };
+        let max = server.gpu.caps.limits.max_buffer_size;
+        let staging = server.memory.readback().take_or_create(
+            &device,
+            copy_len,
+            max,
+            "read staging buffer",
+        )?;
         if copy_len > 0 {
             let (_, s) = server.streams.encoder(stream);
-            s.encoder_for_copy(&device)
+            s.batch()
+                .encoder_for_copy(&device)
                 .copy_buffer_to_buffer(&buffer, start, &staging, 0, copy_len);
         }
         copies.push((buffer, start, staging.clone(), copy_len));
@@ -336,19 +317,20 @@ pub(crate) fn read<C: WgpuCompiler>(
     // and was dropped with it, or the queue refused it): what it wrote is
     // poisoned now (checked again), and the copies are made again in a batch
     // of their own, rather than mapping what the staging buffers held.
-    if std::mem::take(&mut server.streams.encoder(stream).1.last_failed) {
+    if server.streams.encoder(stream).1.take_failed() {
         for d in &descriptors {
             server.streams.check(d.binding.memory_id())?;
         }
         let device = server.gpu.device.clone();
         let (_, s) = server.streams.encoder(stream);
         for (buffer, start, staging, copy_len) in copies.iter().filter(|c| c.3 > 0) {
-            s.encoder_for_copy(&device)
+            s.batch()
+                .encoder_for_copy(&device)
                 .copy_buffer_to_buffer(buffer, *start, staging, 0, *copy_len);
         }
         server.streams.task_done(stream);
         server.streams.submit(stream);
-        if std::mem::take(&mut server.streams.encoder(stream).1.last_failed) {
+        if server.streams.encoder(stream).1.take_failed() {
             server.streams.take_deferred(stream)?;
             return Err(ServerError::BatchRejected {
                 reason: "the batch of a read's copies did not run".into(),
@@ -371,10 +353,10 @@ pub(crate) fn read<C: WgpuCompiler>(
         });
     }
     let (_, s) = server.streams.encoder(stream);
-    let (index, no) = (s.last_submission.clone(), s.last_submit_no);
+    let (index, no) = s.last_submission();
     let waiter = server.gpu.waiter.clone();
     let faults = std::sync::Arc::clone(&server.gpu.faults);
-    let pool = server.memory.readback.clone();
+    let pool = server.memory.readback().clone();
     Ok(Box::pin(async move {
         waiter.wait(index, no).await?;
         for m in memories {

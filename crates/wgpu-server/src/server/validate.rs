@@ -16,10 +16,10 @@ use compute_runtime::{
 };
 use compute_wgsl::{BoundsChecks, WgpuCompiler};
 
-use crate::WgpuServer;
-use crate::launch::resolve::{
-    INDIRECT_BYTES, check_arguments, check_counts, check_scalars, resolve_bindings,
-};
+use crate::launch::resolve::{check_arguments, check_counts, check_scalars};
+use crate::server::WgpuServer;
+use crate::server::resolve::resolve_bindings;
+use crate::stream::audit::INDIRECT_BYTES;
 
 // SAFETY: `Checked` is answered only for a pipeline whose module was
 // created with `create_shader_module` (wgpu's run-time bounds checks), and

@@ -22,10 +22,10 @@ use compute_runtime::{BufferBinding, CubeCount, CubeKernel, KernelArguments, Str
 use compute_stream::{WriteScoped, write_scope_ids};
 use compute_wgsl::{BindingAccess, WgpuCompiler};
 
-use crate::WgpuServer;
 use crate::launch::cache::LaunchKey;
-use crate::launch::dispatch::dispatch;
-use crate::launch::resolve::resolve_launch;
+use crate::server::WgpuServer;
+use crate::server::dispatch::dispatch;
+use crate::server::resolve::resolve_launch;
 
 pub use crate::launch::resolve::ResolvedLaunch;
 
@@ -106,4 +106,26 @@ pub(crate) fn launch<C: WgpuCompiler>(
         }
         dispatch(s, stream, &resolved)
     });
+}
+/// Compiles every held kernel, then encodes the held launches in order.
+pub(crate) fn compile_and_encode<C: WgpuCompiler>(s: &mut WgpuServer<C>) {
+    if s.kernels.held.is_empty() {
+        return;
+    }
+    let held = std::mem::take(&mut s.kernels.held);
+    for h in &held {
+        // Failures are not reported here: the launch below fails the same
+        // way inside its write scope, which poisons and defers it.
+        let _ = s.kernels.pipelines.get_or_compile(
+            &mut s.kernels.compiler,
+            h.kernel.as_ref(),
+            &s.kernels.options,
+            &s.gpu.caps,
+            &s.gpu.device,
+            &s.logger,
+        );
+    }
+    for h in held {
+        crate::server::launch::launch(s, h.kernel.as_ref(), h.count, h.args, h.stream);
+    }
 }

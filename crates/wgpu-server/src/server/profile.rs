@@ -10,15 +10,15 @@ use compute_runtime::{
 use compute_wgsl::WgpuCompiler;
 use futures::channel::oneshot;
 
-use crate::WgpuServer;
-use crate::timing::stamps::{self, PAIR_BYTES};
+use crate::device::stamps::{self, PAIR_BYTES};
+use crate::server::WgpuServer;
 use crate::timing::windows::{Measure, Slot};
 
 /// Submits `stream` (and pending host writes) and waits for the queue.
 fn drain<C: WgpuCompiler>(s: &mut WgpuServer<C>, stream: StreamId) -> Result<(), ServerError> {
     s.streams.submit(stream);
     let index = s.streams.backend_mut().flush_host_writes();
-    let no = s.streams.backend().submits_made;
+    let no = s.streams.backend().last_submission().1;
     futures::executor::block_on(s.gpu.waiter.clone().wait(index, no))
 }
 
@@ -31,7 +31,7 @@ pub(crate) fn start<C: WgpuCompiler>(
             let slot = s.timing.profiler.take_slot(&s.gpu.device);
             let device = s.gpu.device.clone();
             let (_, ws) = s.streams.encoder(stream);
-            ws.stamp(&device, &slot.query_set, 0);
+            ws.batch().stamp(&device, &slot.query_set, 0);
             s.streams.task_done(stream);
             Measure::Device(slot)
         }
@@ -135,7 +135,7 @@ pub(crate) fn end<C: WgpuCompiler>(
         Measure::Device(slot) => {
             let device = s.gpu.device.clone();
             let (_, ws) = s.streams.encoder(stream);
-            ws.stamp(&device, &slot.query_set, 1);
+            ws.batch().stamp(&device, &slot.query_set, 1);
             resolve(s, stream, slot)
         }
         Measure::AtLaunch { slot, .. } => resolve(s, stream, slot),
@@ -154,7 +154,7 @@ fn resolve<C: WgpuCompiler>(
     let readback = stamps::readback(&device, PAIR_BYTES, "profile readback");
     {
         let (_, ws) = s.streams.encoder(stream);
-        slot.copy_to(ws.encoder_for_copy(&device), &readback, 0);
+        slot.copy_to(ws.batch().encoder_for_copy(&device), &readback, 0);
     }
     s.timing.profiler.give_back(slot);
     s.streams.task_done(stream);
@@ -164,11 +164,8 @@ fn resolve<C: WgpuCompiler>(
         let _ = tx.send(r);
     });
     let (_, ws) = s.streams.encoder(stream);
-    let done = s
-        .gpu
-        .waiter
-        .clone()
-        .wait(ws.last_submission.clone(), ws.last_submit_no);
+    let (index, no) = ws.last_submission();
+    let done = s.gpu.waiter.clone().wait(index, no);
     let faults = Arc::clone(&s.gpu.faults);
     let period = s.gpu.queue.get_timestamp_period();
     Ok(ProfileDuration::new(

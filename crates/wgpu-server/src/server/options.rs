@@ -23,8 +23,10 @@ use compute_runtime::client::ComputeClient;
 use compute_runtime::{DeviceId, MemoryConfiguration, ServerError, ServerLogger, TimingMethod};
 use compute_wgsl::{DefaultCompiler, WgpuCompilationOptions};
 
+use crate::collective::transport::CollectiveTransport;
+use crate::graph::DeviceCaptures;
 use crate::server::DEFAULT_TASKS_MAX;
-use crate::{DefaultClient, DeviceCaptures};
+use crate::server::WgpuServer;
 
 /// The environment variable that overrides the default `tasks_max`.
 pub const TASKS_MAX_ENV: &str = "WGPU_SERVER_TASKS_MAX";
@@ -41,62 +43,6 @@ pub struct WgpuServerOptions {
     pub(crate) logger: Option<Arc<ServerLogger>>,
     pub(crate) captures: Option<DeviceCaptures>,
     pub(crate) transport: Option<CollectiveTransport>,
-}
-
-/// How `comm_init` joins a communicator: the ranks of one process meet in
-/// memory, or the ranks are processes of an MPI job (one server per
-/// process and device; see `docs/mpi.md`).
-///
-/// ```
-/// use compute_runtime::{DeviceId, ServerCommunication, ServerError};
-/// use wgpu_server::{CollectiveTransport, WgpuServer, WgpuServerOptions, WgslPassthrough};
-///
-/// let mut server: WgpuServer<WgslPassthrough> = WgpuServerOptions::new()
-///     .transport(CollectiveTransport::Mpi)
-///     .open()?;
-/// // Built without its `mpi` feature, the server refuses the transport at
-/// // `comm_init`, at once.
-/// if !cfg!(feature = "mpi") {
-///     let e = server.comm_init(vec![DeviceId(0)]).expect_err("no MPI");
-///     assert!(matches!(e, ServerError::Unsupported { .. }), "{e}");
-/// }
-/// # Ok::<(), ServerError>(())
-/// ```
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum CollectiveTransport {
-    /// Every rank's server is in this process (the default).
-    #[default]
-    InProcess,
-    /// One rank per process, through MPI
-    /// (`compute_collective::mpi::MpiTransport`); needs the `mpi` feature
-    /// of `wgpu-server`, else `comm_init` answers `Unsupported`. Device ids
-    /// name processes: `DeviceId = world_rank * devices_per_process +
-    /// local_index`.
-    Mpi,
-}
-
-impl CollectiveTransport {
-    /// The environment variable that picks the transport when the options
-    /// do not: `mpi` or `in-process`.
-    pub const ENV: &'static str = "COMPUTE_COLLECTIVE_TRANSPORT";
-
-    /// The transport [`Self::ENV`] names; [`Self::InProcess`] when it is
-    /// unset or empty.
-    pub fn from_env() -> Result<Self, ServerError> {
-        match std::env::var(Self::ENV) {
-            Err(_) => Ok(CollectiveTransport::InProcess),
-            Ok(v) => match v.trim().to_ascii_lowercase().as_str() {
-                "" | "in-process" | "inprocess" | "in_process" => {
-                    Ok(CollectiveTransport::InProcess)
-                }
-                "mpi" => Ok(CollectiveTransport::Mpi),
-                other => Err(ServerError::InvalidConfiguration {
-                    reason: format!("{}={other:?}: expected `mpi` or `in-process`", Self::ENV),
-                }),
-            },
-        }
-    }
 }
 
 impl WgpuServerOptions {
@@ -198,3 +144,12 @@ impl WgpuServerOptions {
             .unwrap_or(DEFAULT_TASKS_MAX)
     }
 }
+
+/// The server most programs want: IR kernels ([`ir::Kernel`](crate::ir::Kernel))
+/// and WGSL kernels ([`WgslKernel`](crate::WgslKernel)) on one device,
+/// through [`DefaultCompiler`].
+pub type DefaultServer = WgpuServer<DefaultCompiler>;
+
+/// A client of a [`DefaultServer`]: what [`WgpuServerOptions::client`]
+/// opens.
+pub type DefaultClient = compute_runtime::client::ComputeClient<DefaultServer>;

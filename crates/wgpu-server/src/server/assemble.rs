@@ -8,13 +8,12 @@ use std::sync::atomic::AtomicU64;
 
 use compute_memory::MemoryManagement;
 use compute_runtime::{
-    DeviceId, LogCategory, LogLevel, MemoryConfiguration, MemoryDeviceProperties, ReleaseQueue,
-    ServerError, ServerLogger, ServerUtilities, TimingMethod,
+    DeviceId, LogCategory, LogLevel, MemoryConfiguration, MemoryDeviceProperties, ServerError,
+    ServerLogger, ServerUtilities, TimingMethod,
 };
-use compute_stream::SchedulerMultiStream;
+use compute_stream::{LateFaults, SchedulerMultiStream};
 use compute_wgsl::{DeviceCaps, WgpuCompilationOptions, WgpuCompiler};
 
-use crate::backend::ScheduledWgpuBackend;
 use crate::collective::Collectives;
 use crate::device::{
     Gpu, adapter,
@@ -22,13 +21,19 @@ use crate::device::{
     poller::{DevicePoller, PollLock},
     wait::Waiter,
 };
+use crate::graph::DeviceCaptures;
 use crate::graph::Graphs;
 use crate::launch::Kernels;
 use crate::memory::Memory;
 use crate::memory::storage::WgpuStorage;
+use crate::memory::upload::UploadPool;
 use crate::server::ServerTrustKey;
-use crate::timing::{Timing, batch::BatchTiming, windows::Profiler};
-use crate::{DeviceCaptures, WgpuServer, WgpuServerOptions};
+use crate::server::WgpuServer;
+use crate::server::options::WgpuServerOptions;
+use crate::stream::ScheduledWgpuBackend;
+use crate::stream::submit::Submitter;
+use crate::stream::timing::BatchTiming;
+use crate::timing::{Timing, windows::Profiler};
 
 impl WgpuServerOptions {
     /// Opens the adapter these options name (see [`crate::adapter`]) and
@@ -176,29 +181,35 @@ fn assemble<C: WgpuCompiler + Default>(
     utilities.timing_method = timing;
     utilities.memory = w.memory_properties;
     let logger = Arc::clone(&utilities.logger);
-    let mut scheduled = ScheduledWgpuBackend::new(device.clone(), queue.clone());
-    if timing == TimingMethod::Device
+    let batch_timing = (timing == TimingMethod::Device
         && caps
             .features
             .contains(wgpu::Features::TIMESTAMP_QUERY_INSIDE_ENCODERS)
-        && logger.level(LogCategory::Sync) >= LogLevel::Basic
-    {
-        scheduled.timing = Some(BatchTiming::new(
-            device.clone(),
-            queue.get_timestamp_period(),
-        ));
-    }
-    let (mut streams, trust_key) = SchedulerMultiStream::new(scheduled, w.tasks_max);
-    // Late verdicts of the GPU (audited indirect counts) poison through the
-    // scheduler's own trust registry.
-    streams.backend_mut().late = Arc::clone(streams.trust().late());
-    let upload = streams.backend().upload.clone();
-    streams.backend_mut().poll_lock = Some(poll_lock.clone());
+        && logger.level(LogCategory::Sync) >= LogLevel::Basic)
+        .then(|| {
+            Arc::new(BatchTiming::new(
+                device.clone(),
+                queue.get_timestamp_period(),
+            ))
+        });
+    // Late verdicts of the GPU (audited indirect counts) and of collectives
+    // poison through the scheduler's own trust registry.
+    let late = Arc::new(LateFaults::default());
+    let submitter = Submitter::new(
+        device.clone(),
+        queue.clone(),
+        poll_lock.clone(),
+        Arc::clone(&late),
+        batch_timing,
+    );
+    let upload = UploadPool::default();
+    let scheduled = ScheduledWgpuBackend::new(submitter, upload.clone());
+    let (streams, trust_key) = SchedulerMultiStream::with_late_faults(scheduled, w.tasks_max, late);
     let waiter = Waiter::new(
         device.clone(),
         poller.handle(),
         Arc::clone(&faults),
-        poll_lock.clone(),
+        poll_lock,
     );
     Ok(WgpuServer {
         gpu: Gpu {
@@ -209,17 +220,9 @@ fn assemble<C: WgpuCompiler + Default>(
             faults,
             poller,
             waiter,
-            poll_lock,
         },
         streams,
-        memory: Memory {
-            manager,
-            releases: ReleaseQueue::new(),
-            released: Vec::new(),
-            staging: Default::default(),
-            readback: Default::default(),
-            upload,
-        },
+        memory: Memory::new(manager, upload),
         kernels: Kernels {
             compiler: C::default(),
             options: w.compilation,

@@ -19,7 +19,8 @@ use std::sync::Arc;
 use compute_runtime::{MemoryId, ServerError, StreamId};
 use compute_stream::{LateAudit, LateFaults};
 
-use crate::launch::resolve::INDIRECT_BYTES;
+/// Bytes of an indirect dispatch's count (three `u32`s).
+pub(crate) const INDIRECT_BYTES: u64 = 12;
 
 /// Bytes one audited count takes in the audit buffer.
 const SLOT: u64 = 16;

@@ -1,0 +1,326 @@
+//! [`ScheduledWgpuBackend`]: the queue side of the streams.
+//!
+//! It submits a stream's batch when the scheduler says so (through the
+//! [`Submitter`]), holds one back while a collective it comes after has not
+//! answered (or hands it off, see `handoff.rs`), and owns the host writes
+//! that land before the next submit of anything: `queue.write_buffer`'s
+//! staged bytes (flushed past a threshold) and large writes' copies from
+//! mapped upload buffers ([`HostCopies`]), submitted before any batch.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use compute_runtime::StreamId;
+use compute_stream::{BatchFailure, SchedulerStreamBackend, Submitted, Urgency};
+
+use crate::memory::upload::{CopyTarget, HostCopies, UploadPool};
+use crate::stream::WgpuStream;
+use crate::stream::batch::Batch;
+use crate::stream::gate::Gate;
+use crate::stream::handoff::{HandOff, HandOffs};
+use crate::stream::submit::Submitter;
+
+/// Host-write bytes queued without a submit before the backend submits an
+/// empty batch: `queue.write_buffer` stages every byte until the next
+/// submit, so a loop of writes with no flush would grow without bound.
+pub const HOST_WRITE_FLUSH_BYTES: u64 = 256 << 20;
+
+/// Host writes queued without a submit before the backend submits.
+pub const HOST_WRITE_FLUSH_COUNT: u32 = 1024;
+
+/// How long a submission that must happen waits for a collective by
+/// default: past the communicators' default timeout, which completes every
+/// call (with an error if it must) first.
+pub const DEFAULT_COLLECTIVE_WAIT: Duration = Duration::from_secs(90);
+
+/// The wgpu side of the scheduler: the device's one queue.
+#[derive(Debug)]
+pub struct ScheduledWgpuBackend {
+    submitter: Submitter,
+    /// The latest submission on any stream, and how many there were.
+    last_submission: Option<wgpu::SubmissionIndex>,
+    submits_made: u64,
+    /// `queue.write_buffer` calls not yet followed by a submit: they only
+    /// reach the GPU with the next submission; their bytes and calls,
+    /// toward the flush thresholds.
+    host_writes_pending: bool,
+    host_write_bytes: u64,
+    host_write_calls: u32,
+    /// Where upload buffers go back once their copies are submitted.
+    upload: UploadPool,
+    /// Large host writes' copies, submitted before the next submit.
+    host_copies: HostCopies,
+    /// How long a submission that must happen waits for the collective that
+    /// holds its batch (past the communicator's timeout, which always
+    /// completes a call first).
+    collective_wait: Duration,
+    /// Who submits a held batch once what holds it is done (the collective
+    /// applier; set by `comm_init`).
+    handoffs: Option<Arc<dyn HandOffs>>,
+    /// What the last hand-off left for the work that must follow it.
+    handed: Option<Arc<Gate>>,
+}
+
+impl ScheduledWgpuBackend {
+    pub(crate) fn new(submitter: Submitter, upload: UploadPool) -> Self {
+        Self {
+            submitter,
+            last_submission: None,
+            submits_made: 0,
+            host_writes_pending: false,
+            host_write_bytes: 0,
+            host_write_calls: 0,
+            upload,
+            host_copies: HostCopies::default(),
+            collective_wait: DEFAULT_COLLECTIVE_WAIT,
+            handoffs: None,
+            handed: None,
+        }
+    }
+
+    /// The submitter (for work of no stream).
+    pub(crate) fn submitter(&self) -> &Submitter {
+        &self.submitter
+    }
+
+    /// The latest submission on any stream, and its number.
+    pub(crate) fn last_submission(&self) -> (Option<wgpu::SubmissionIndex>, u64) {
+        (self.last_submission.clone(), self.submits_made)
+    }
+
+    /// Whether `write_buffer`s wait for a submit to reach the GPU.
+    pub(crate) fn host_writes_pending(&self) -> bool {
+        self.host_writes_pending
+    }
+
+    /// How long a submission waits for the collective holding its batch.
+    pub(crate) fn collective_wait(&self) -> Duration {
+        self.collective_wait
+    }
+
+    /// Collectives are on: batches may be held for as long as `wait`, and
+    /// `handoffs` takes them when they must go on without waiting.
+    pub(crate) fn enable_collectives(&mut self, wait: Duration, handoffs: Arc<dyn HandOffs>) {
+        self.collective_wait = self.collective_wait.max(wait);
+        self.handoffs = Some(handoffs);
+    }
+
+    /// Counts a `queue.write_buffer` of `bytes`; past the thresholds it
+    /// submits an empty batch so wgpu's staging is handed to the GPU and
+    /// recycled instead of growing.
+    pub(crate) fn host_write(&mut self, bytes: u64) {
+        self.host_writes_pending = true;
+        self.host_write_bytes = self.host_write_bytes.saturating_add(bytes);
+        self.host_write_calls = self.host_write_calls.saturating_add(1);
+        if self.host_write_bytes >= HOST_WRITE_FLUSH_BYTES
+            || self.host_write_calls >= HOST_WRITE_FLUSH_COUNT
+        {
+            self.flush_host_writes();
+        }
+    }
+
+    /// Encodes a large host write's copy (see `memory/upload.rs`); it is
+    /// submitted before the next submit of anything, like `write_buffer`.
+    pub(crate) fn host_copy(&mut self, upload: wgpu::Buffer, to: CopyTarget<'_>) {
+        let len = to.len;
+        let device = self.submitter.device().clone();
+        self.host_copies.record(&device, upload, to);
+        self.host_write(len);
+    }
+
+    /// Submits the waiting host copies, if any: before any other submit,
+    /// and before a `write_buffer` (which would otherwise land before them).
+    pub(crate) fn flush_host_copies(&mut self) {
+        let Some(taken) = self.host_copies.take() else {
+            return;
+        };
+        match self.submitter.commands(Some(taken.commands)) {
+            Ok(index) => {
+                for upload in taken.uploads {
+                    self.upload.recycle(upload);
+                }
+                // The upload buffers come back through map callbacks, run by
+                // whatever polls next; a poll that does not wait runs those
+                // already due, so a loop of writes with no waits recycles.
+                self.submitter.poll_ready();
+                self.submitted(index);
+            }
+            Err(error) => {
+                for (stream, memory) in taken.writes {
+                    self.submitter
+                        .late()
+                        .poison(stream, &[memory], error.clone());
+                }
+            }
+        }
+    }
+
+    fn submitted(&mut self, index: wgpu::SubmissionIndex) {
+        self.submits_made += 1;
+        self.last_submission = Some(index);
+        self.host_writes_pending = false;
+        self.host_write_bytes = 0;
+        self.host_write_calls = 0;
+    }
+
+    /// Hands `stream`'s batch, held behind `gate`, to whoever submits it
+    /// once `gate` is settled; the stream's later work and the work that
+    /// must follow ([`follow`](SchedulerStreamBackend::follow)) are held
+    /// behind that submission. `false` when nobody takes hand-offs.
+    fn hand_off(&mut self, id: StreamId, stream: &mut WgpuStream, gate: &Arc<Gate>) -> bool {
+        let Some(handoffs) = &self.handoffs else {
+            return false;
+        };
+        let Some(batch) = stream.hand_off(self.submitter.timing()) else {
+            // Nothing encoded: what follows waits for the gate itself.
+            self.handed = Some(Arc::clone(gate));
+            return true;
+        };
+        let submitted = Arc::new(Gate::new());
+        let h = HandOff {
+            after: Arc::clone(gate),
+            batch,
+            stream: id,
+            submitted: Arc::clone(&submitted),
+            then: None,
+        };
+        if handoffs.hand_off(h).is_err() {
+            return false;
+        }
+        stream.hold_behind(Arc::clone(&submitted));
+        self.handed = Some(submitted);
+        true
+    }
+
+    /// Submits a command buffer that belongs to no stream (the timeline's
+    /// resolve); returns it with its number.
+    pub(crate) fn submit_outside(
+        &mut self,
+        commands: wgpu::CommandBuffer,
+    ) -> Result<(wgpu::SubmissionIndex, u64), compute_runtime::ServerError> {
+        let index = self.submitter.commands(Some(commands))?;
+        self.submitted(index.clone());
+        Ok((index, self.submits_made))
+    }
+
+    /// Submits an empty batch when host writes are pending, so a drain
+    /// covers them; returns the submission to wait on.
+    pub(crate) fn flush_host_writes(&mut self) -> Option<wgpu::SubmissionIndex> {
+        self.flush_host_copies();
+        if self.host_writes_pending
+            && let Ok(index) = self.submitter.commands(None)
+        {
+            self.submitted(index);
+        }
+        self.last_submission.clone()
+    }
+
+    /// Waits for what holds `stream`'s batch when it must go now
+    /// (`Ok(true)`: it was held); `Err` with `Held` or `HandedOff` when it
+    /// goes later.
+    fn release(
+        &mut self,
+        id: StreamId,
+        stream: &mut WgpuStream,
+        urgency: Urgency,
+    ) -> Result<bool, Submitted> {
+        let Some(gate) = stream.hold().cloned() else {
+            return Ok(false);
+        };
+        if !gate.is_settled() {
+            match urgency {
+                Urgency::WhenReady => return Err(Submitted::Held),
+                Urgency::Before if self.hand_off(id, stream, &gate) => {
+                    return Err(Submitted::HandedOff);
+                }
+                // A wait that gives up submits anyway: the collective's
+                // result is then never written (see `Gate::wait`).
+                _ => {
+                    let _ = gate.wait(self.collective_wait);
+                }
+            }
+        }
+        stream.release_hold();
+        Ok(true)
+    }
+}
+
+impl SchedulerStreamBackend for ScheduledWgpuBackend {
+    type Stream = WgpuStream;
+
+    /// Holds `stream` behind the batch just handed off. A stream already
+    /// held behind something else is held behind a mark settled after both
+    /// (hand-offs are dealt with in order).
+    fn follow(&mut self, _id: StreamId, stream: &mut WgpuStream) {
+        let Some(hold) = self.handed.take() else {
+            return;
+        };
+        if stream.is_held()
+            && let Some(handoffs) = &self.handoffs
+            && let Ok(mark) = handoffs.mark()
+        {
+            stream.hold_behind(mark);
+            return;
+        }
+        stream.hold_behind(hold);
+    }
+
+    fn create_stream(&mut self, _id: StreamId) -> WgpuStream {
+        // A fresh stream (or one retired and used again) may have work in
+        // flight from before: the newest submission covers it. (Not `None`:
+        // a wait for "everything" keeps waiting while other threads submit.)
+        WgpuStream::new(
+            Batch::new(self.submitter.timing()),
+            self.last_submission.clone(),
+            self.submits_made,
+        )
+    }
+
+    /// Submits the stream's batch (see [`Submitter`]): a batch the queue
+    /// refuses is a [`BatchFailure`] naming what it wrote.
+    ///
+    /// A batch held behind a collective stays pending when the submit is
+    /// only opportunistic, is handed off with [`Urgency::Before`] (never
+    /// waiting), and waits for what holds it with [`Urgency::Now`].
+    /// Whatever the collective's outcome, the batch then runs: a failure
+    /// poisons the data it concerns (its `dst`, and what read it), not the
+    /// work queued after it.
+    fn submit(
+        &mut self,
+        id: StreamId,
+        stream: &mut WgpuStream,
+        urgency: Urgency,
+    ) -> Result<Submitted, BatchFailure> {
+        stream.set_failed(false);
+        // What an earlier hand-off left is for the `follow` right after it.
+        self.handed = None;
+        // Host writes' copies were asked for first: they go first.
+        self.flush_host_copies();
+        let was_held = match self.release(id, stream, urgency) {
+            Ok(was_held) => was_held,
+            Err(later) => return Ok(later),
+        };
+        let Some(batch) = stream.batch().finish(self.submitter.timing()) else {
+            if was_held {
+                // A result written with `write_buffer` reaches the GPU with
+                // the next submit, which must happen even with nothing
+                // encoded.
+                self.host_writes_pending = true;
+                self.flush_host_writes();
+            }
+            stream.caught_up(self.last_submission.clone(), self.submits_made);
+            return Ok(Submitted::Yes);
+        };
+        match self.submitter.submit(id, batch) {
+            Ok(index) => {
+                self.submitted(index.clone());
+                stream.submitted(index, self.submits_made);
+                Ok(Submitted::Yes)
+            }
+            Err((error, writes)) => {
+                stream.set_failed(true);
+                Err(BatchFailure { error, writes })
+            }
+        }
+    }
+}

@@ -1,0 +1,139 @@
+//! [`Submitter`]: the one place a finished batch reaches the queue.
+//!
+//! A batch is submitted inside an error scope (a batch the queue refuses is
+//! a [`ServerError::BatchRejected`], never an uncaptured error that a later
+//! `sync` of any stream would report) and under the device's [`PollLock`]
+//! (wgpu 30's poll asserts when another thread submits during its wait).
+//! Once submitted, its audits are mapped for their verdicts and its batch
+//! timing, if any, for its GPU time; refused, its audits' verdict is the
+//! refusal and what it writes is the caller's to poison. The stream backend
+//! submits through it, and so does the collective applier for a batch that
+//! was handed off.
+
+use std::sync::Arc;
+
+use compute_runtime::{ServerError, StreamId};
+use compute_stream::LateFaults;
+
+use crate::device::faults::scoped;
+use crate::device::poller::PollLock;
+use crate::stream::batch::FinishedBatch;
+use crate::stream::timing::BatchTiming;
+
+/// Submits batches of one device's queue; clones share everything.
+#[derive(Clone, Debug)]
+pub(crate) struct Submitter {
+    device: wgpu::Device,
+    queue: wgpu::Queue,
+    poll_lock: PollLock,
+    late: Arc<LateFaults>,
+    /// `max_compute_workgroups_per_dimension`, for the audits.
+    indirect_max: u32,
+    timing: Option<Arc<BatchTiming>>,
+}
+
+impl Submitter {
+    pub fn new(
+        device: wgpu::Device,
+        queue: wgpu::Queue,
+        poll_lock: PollLock,
+        late: Arc<LateFaults>,
+        timing: Option<Arc<BatchTiming>>,
+    ) -> Self {
+        let indirect_max = device.limits().max_compute_workgroups_per_dimension;
+        Submitter {
+            device,
+            queue,
+            poll_lock,
+            late,
+            indirect_max,
+            timing,
+        }
+    }
+
+    /// The device.
+    pub fn device(&self) -> &wgpu::Device {
+        &self.device
+    }
+
+    /// Batch timing, when on.
+    pub fn timing(&self) -> Option<&BatchTiming> {
+        self.timing.as_deref()
+    }
+
+    /// Batch timing, when on, shared.
+    pub fn timing_arc(&self) -> Option<Arc<BatchTiming>> {
+        self.timing.clone()
+    }
+
+    /// Where late verdicts go.
+    pub fn late(&self) -> &Arc<LateFaults> {
+        &self.late
+    }
+
+    /// Submits `stream`'s batch. Refused, the batch's audits are judged
+    /// with the refusal; the caller poisons what it wrote.
+    pub fn submit(
+        &self,
+        stream: StreamId,
+        batch: FinishedBatch,
+    ) -> Result<wgpu::SubmissionIndex, (ServerError, FinishedWrites)> {
+        let FinishedBatch {
+            commands,
+            writes,
+            audit,
+            timing,
+        } = batch;
+        match self.commands(Some(commands)) {
+            Ok(index) => {
+                if let (Some(t), Some(r)) = (&self.timing, timing) {
+                    t.after_submit(r);
+                }
+                audit.submitted(stream, self.indirect_max, &self.late);
+                Ok(index)
+            }
+            Err(error) => {
+                audit.abandon(stream, &self.late, &error);
+                Err((error, writes))
+            }
+        }
+    }
+
+    /// Submits command buffers of no stream (host copies, a resolve), or
+    /// none at all (so pending `write_buffer`s land).
+    pub fn commands(
+        &self,
+        commands: impl IntoIterator<Item = wgpu::CommandBuffer>,
+    ) -> Result<wgpu::SubmissionIndex, ServerError> {
+        let _submitting = self.poll_lock.lock();
+        scoped(&self.device, || self.queue.submit(commands)).map_err(|e| {
+            ServerError::BatchRejected {
+                reason: e.to_string(),
+            }
+        })
+    }
+
+    /// `queue.write_buffer` in an error scope: lands before the next
+    /// submit of anything.
+    pub fn write_buffer(
+        &self,
+        buffer: &wgpu::Buffer,
+        offset: u64,
+        bytes: &[u8],
+    ) -> Result<(), ServerError> {
+        scoped(&self.device, || {
+            self.queue.write_buffer(buffer, offset, bytes)
+        })
+    }
+
+    /// Runs the map callbacks already due without waiting, if no other
+    /// thread is polling: recycles what finished work gave back.
+    pub fn poll_ready(&self) {
+        if let Some(_polling) = self.poll_lock.try_lock() {
+            let _ = self.device.poll(wgpu::PollType::Poll);
+        }
+    }
+}
+
+/// What a refused batch wrote.
+pub(crate) type FinishedWrites = Vec<compute_runtime::MemoryId>;
