@@ -242,9 +242,7 @@ impl WgpuGraph {
     }
 }
 
-/// The device's registry of recorded graphs, as [`WgpuServer::new`] takes
+/// The device's registry of recorded graphs, as `WgpuServer::new` takes
 /// it: `compute_graph`'s registry of this server's [`WgpuGraph`]s. Clone it
 /// to share graphs between servers of one device.
-///
-/// [`WgpuServer::new`]: crate::WgpuServer::new
 pub type DeviceCaptures = compute_graph::DeviceCaptures<WgpuGraph>;

@@ -21,15 +21,68 @@ use compute_wgsl::DeviceCaps;
 /// The device a server runs on and what waits on it.
 #[derive(Debug)]
 pub(crate) struct Gpu {
-    pub device: wgpu::Device,
-    pub queue: wgpu::Queue,
+    device: wgpu::Device,
+    queue: wgpu::Queue,
     /// Limits and features, as compilers see them.
-    pub caps: DeviceCaps,
-    pub backend: wgpu::Backend,
+    caps: DeviceCaps,
+    backend: wgpu::Backend,
     /// Device loss and uncaptured errors, recorded by wgpu's callbacks.
-    pub faults: Arc<faults::DeviceFaults>,
+    faults: Arc<faults::DeviceFaults>,
     /// The device's one waiter thread.
-    pub poller: poller::DevicePoller,
+    poller: poller::DevicePoller,
     /// How futures wait for submissions (inline first, then the poller).
-    pub waiter: wait::Waiter,
+    waiter: wait::Waiter,
+}
+
+impl Gpu {
+    pub fn new(
+        device: wgpu::Device,
+        queue: wgpu::Queue,
+        backend: wgpu::Backend,
+        faults: Arc<faults::DeviceFaults>,
+        poller: poller::DevicePoller,
+        waiter: wait::Waiter,
+    ) -> Self {
+        let caps = DeviceCaps {
+            limits: device.limits(),
+            features: device.features(),
+        };
+        Gpu {
+            device,
+            queue,
+            caps,
+            backend,
+            faults,
+            poller,
+            waiter,
+        }
+    }
+
+    pub fn device(&self) -> &wgpu::Device {
+        &self.device
+    }
+
+    pub fn queue(&self) -> &wgpu::Queue {
+        &self.queue
+    }
+
+    pub fn caps(&self) -> &DeviceCaps {
+        &self.caps
+    }
+
+    pub fn backend(&self) -> wgpu::Backend {
+        self.backend
+    }
+
+    pub fn faults(&self) -> &Arc<faults::DeviceFaults> {
+        &self.faults
+    }
+
+    pub fn poller(&self) -> &poller::DevicePoller {
+        &self.poller
+    }
+
+    pub fn waiter(&self) -> &wait::Waiter {
+        &self.waiter
+    }
 }

@@ -105,9 +105,4 @@ impl BindGroupCache {
     pub fn forget_page(&mut self, page: StorageId) {
         self.groups.retain(|k, _| !k.uses(page));
     }
-
-    /// Number of cached groups.
-    pub fn len(&self) -> usize {
-        self.groups.len()
-    }
 }

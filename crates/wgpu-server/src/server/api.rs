@@ -49,8 +49,8 @@ impl<C: WgpuCompiler> Server for WgpuServer<C> {
             let (_, stream) = self.streams.encoder(stream_id);
             stream.last_submission()
         };
-        let waiter = self.gpu.waiter.clone();
-        let faults = Arc::clone(&self.gpu.faults);
+        let waiter = self.gpu.waiter().clone();
+        let faults = Arc::clone(self.gpu.faults());
         // Late verdicts (audited indirect counts) on the batches this wait
         // covers arrive during it: the stream's are reported here, and the
         // handles named are checked again once it is over.
@@ -63,7 +63,7 @@ impl<C: WgpuCompiler> Server for WgpuServer<C> {
             .submitter()
             .timing()
             .map(|t| t.counter());
-        let last_gpu = Arc::clone(&self.timing.last_sync_gpu_ns);
+        let last_gpu = Arc::clone(self.timing.last_sync_gpu_ns());
         let started = std::time::Instant::now();
         Box::pin(async move {
             waiter.wait(index, no).await?;
@@ -255,14 +255,9 @@ impl<C: WgpuCompiler> Server for WgpuServer<C> {
     ) {
         if launch_mode == LaunchMode::Queue
             && !self.is_capturing(stream_id)
-            && (!self.kernels.held.is_empty()
-                || self
-                    .kernels
-                    .pipelines
-                    .get(kernel.id(), &self.kernels.options)
-                    .is_none())
+            && (self.kernels.has_held() || !self.kernels.is_compiled(kernel.as_ref()))
         {
-            self.kernels.held.push(crate::launch::queued::HeldLaunch {
+            self.kernels.hold(crate::launch::queued::HeldLaunch {
                 kernel,
                 count,
                 args,
@@ -322,8 +317,7 @@ impl<C: WgpuCompiler> Server for WgpuServer<C> {
         let pages = self.memory.manager_mut().cleanup();
         for page in &pages {
             self.streams.forget_page(*page);
-            self.kernels.bind_groups.forget_page(*page);
-            self.kernels.launches.forget_page(*page);
+            self.kernels.forget_page(*page);
         }
         self.logger.log(LogCategory::Memory, LogLevel::Basic, || {
             format!(

@@ -4,7 +4,6 @@
 //! the parts of [`WgpuServer`] are made.
 
 use std::sync::Arc;
-use std::sync::atomic::AtomicU64;
 
 use compute_memory::MemoryManagement;
 use compute_runtime::{
@@ -212,29 +211,11 @@ fn assemble<C: WgpuCompiler + Default>(
         poll_lock,
     );
     Ok(WgpuServer {
-        gpu: Gpu {
-            device,
-            queue,
-            caps,
-            backend: w.backend,
-            faults,
-            poller,
-            waiter,
-        },
+        gpu: Gpu::new(device, queue, w.backend, faults, poller, waiter),
         streams,
         memory: Memory::new(manager, upload),
-        kernels: Kernels {
-            compiler: C::default(),
-            options: w.compilation,
-            pipelines: Default::default(),
-            bind_groups: Default::default(),
-            held: Vec::new(),
-            launches: Default::default(),
-        },
-        timing: Timing {
-            profiler: Profiler::new(timing),
-            last_sync_gpu_ns: Arc::new(AtomicU64::new(u64::MAX)),
-        },
+        kernels: Kernels::new(C::default(), w.compilation),
+        timing: Timing::new(Profiler::new(timing)),
         graphs: Graphs::new(w.captures),
         collectives: Collectives::new(w.device_id, w.transport),
         utilities: Arc::new(utilities),

@@ -264,8 +264,8 @@ impl<C: WgpuCompiler> WgpuServer<C> {
             .next_multiple_of(ALIGN)
             .min(buffer.size());
         let copy_len = (end - start).max(ALIGN);
-        let device = self.gpu.device.clone();
-        let max = self.gpu.caps.limits.max_buffer_size;
+        let device = self.gpu.device().clone();
+        let max = self.gpu.caps().limits.max_buffer_size;
         let staging =
             self.memory
                 .readback()
@@ -312,7 +312,7 @@ impl<C: WgpuCompiler> WgpuServer<C> {
             };
             let submitted = Arc::new(Gate::new());
             ws.hold_behind(Arc::clone(&submitted));
-            let poller = self.gpu.poller.handle();
+            let poller = self.gpu.poller().handle();
             let h = HandOff {
                 after,
                 batch,
@@ -334,7 +334,7 @@ impl<C: WgpuCompiler> WgpuServer<C> {
         let (_, ws) = self.streams.encoder(stream);
         let failed = ws.take_failed();
         match (failed, self.streams.backend().last_submission().0) {
-            (false, Some(index)) => staged.map_and_provide(&self.gpu.poller.handle(), index),
+            (false, Some(index)) => staged.map_and_provide(&self.gpu.poller().handle(), index),
             _ => staged.fail(Arc::new(ServerError::CollectiveState {
                 reason: "the batch holding the staging copy did not run".into(),
             })),

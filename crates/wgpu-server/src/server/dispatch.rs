@@ -39,16 +39,17 @@ pub(crate) fn dispatch<C: WgpuCompiler>(
         ..
     } = s;
     // An at-launch profile window (or a timeline) stamps this launch.
-    let timed = timing
-        .profiler
-        .stamp_launch(&gpu.device, stream, launch.name(), &launch.count);
+    let timed =
+        timing
+            .profiler_mut()
+            .stamp_launch(gpu.device(), stream, launch.name(), &launch.count);
     let late = std::sync::Arc::clone(streams.trust().late());
     let (_, ws) = streams.encoder(stream);
     // Inputs written by work whose verdict comes late put these writes at
     // risk behind the same verdict (before the launch's own audit, which
     // judges what it writes, not what it read).
     late.depend(stream, &launch.reads, &launch.writes);
-    encode(ws, &gpu.device, launch, timed.as_ref(), &late);
+    encode(ws, gpu.device(), launch, timed.as_ref(), &late);
     ws.batch().wrote(&launch.writes);
     streams.task_done(stream);
     logger.log(LogCategory::Launch, LogLevel::Full, || {

@@ -39,7 +39,7 @@ pub(crate) fn end<C: WgpuCompiler>(
 ) -> Result<GraphId, ServerError> {
     s.enter()?;
     let tasks_max = s.streams.tasks_max();
-    s.graphs.end(stream_id, &s.gpu.device, tasks_max)
+    s.graphs.end(stream_id, s.gpu.device(), tasks_max)
 }
 
 /// `replay`: re-encodes every recorded launch on `stream_id`, inside one
@@ -64,10 +64,10 @@ pub(crate) fn replay<C: WgpuCompiler>(
             reason: "replay inside a capture window is not recorded".into(),
         });
     }
-    let g = s.graphs.get(graph, &s.gpu.device)?;
+    let g = s.graphs.get(graph, s.gpu.device())?;
     let g = g.recorded();
     s.scoped(stream_id, &g.writes, |s| {
-        if s.timing.profiler.stamps_launches(stream_id) {
+        if s.timing.profiler_mut().stamps_launches(stream_id) {
             return g
                 .launches
                 .iter()
@@ -75,7 +75,7 @@ pub(crate) fn replay<C: WgpuCompiler>(
         }
         s.streams.prepare(stream_id, &g.pages);
         s.check_inputs(&g.reads)?;
-        let device = s.gpu.device.clone();
+        let device = s.gpu.device().clone();
         let late = Arc::clone(s.streams.trust().late());
         for seg in &g.segments {
             s.streams.prepare(stream_id, &seg.pages);
@@ -97,5 +97,5 @@ pub(crate) fn replay<C: WgpuCompiler>(
 /// An unknown id, or a graph of another device in a shared registry, is left
 /// alone.
 pub(crate) fn destroy<C: WgpuCompiler>(s: &mut WgpuServer<C>, graph: GraphId) {
-    s.graphs.destroy(graph, &s.gpu.device);
+    s.graphs.destroy(graph, s.gpu.device());
 }

@@ -14,7 +14,7 @@ impl<C: WgpuCompiler> WgpuServer<C> {
 
     /// Compiled pipelines in the cache.
     pub fn cached_pipelines(&self) -> usize {
-        self.kernels.pipelines.len()
+        self.kernels.pipelines()
     }
 
     /// Host allocations `staging` had to make (the rest came from its pool).
@@ -24,24 +24,24 @@ impl<C: WgpuCompiler> WgpuServer<C> {
 
     /// Queued launches not encoded yet.
     pub fn held_launches(&self) -> usize {
-        self.kernels.held.len()
+        self.kernels.held()
     }
 
     /// Timestamp slots ever created by profile windows (they are pooled).
     pub fn profile_slots_created(&self) -> usize {
-        self.timing.profiler.slots_created()
+        self.timing.profiler().slots_created()
     }
 
     /// Profile windows open now.
     pub fn open_profile_windows(&self) -> usize {
-        self.timing.profiler.open_windows()
+        self.timing.profiler().open_windows()
     }
 
     /// Query sets the timeline being recorded has made (each holds the
     /// stamps of 2,048 launches); 0 when none records.
     pub fn timeline_query_sets(&self) -> usize {
         self.timing
-            .profiler
+            .profiler()
             .timeline
             .as_ref()
             .map_or(0, |t| t.query_sets())

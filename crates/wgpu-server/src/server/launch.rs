@@ -15,7 +15,6 @@
 //! whole slice: nothing says the kernel wrote every byte. Only a host write
 //! of the whole slice does.
 
-use std::borrow::Cow;
 use std::sync::Arc;
 
 use compute_runtime::{BufferBinding, CubeCount, CubeKernel, KernelArguments, StreamId};
@@ -23,6 +22,7 @@ use compute_stream::{WriteScoped, write_scope_ids};
 use compute_wgsl::{BindingAccess, WgpuCompiler};
 
 use crate::launch::cache::LaunchKey;
+use crate::launch::layout_of;
 use crate::server::WgpuServer;
 use crate::server::dispatch::dispatch;
 use crate::server::resolve::resolve_launch;
@@ -47,9 +47,9 @@ pub(crate) fn launch<C: WgpuCompiler>(
     }
     let capturing = server.is_capturing(stream);
     let key = (!capturing)
-        .then(|| LaunchKey::new(kernel.id(), server.kernels.options, &count, &args))
+        .then(|| LaunchKey::new(kernel.id(), server.kernels.options(), &count, &args))
         .flatten();
-    if let Some(resolved) = key.and_then(|k| server.kernels.launches.get(&k).cloned()) {
+    if let Some(resolved) = key.and_then(|k| server.kernels.launches().get(&k).cloned()) {
         // Resolved before, identically: order, check trust, encode.
         let _ = write_scope_ids(server, stream, &resolved.writes, |s| {
             dispatch(s, stream, &resolved)
@@ -58,15 +58,8 @@ pub(crate) fn launch<C: WgpuCompiler>(
     }
     // A cache hit knows the layout; a miss asks the compiler, which can
     // tell it without compiling.
-    let cached = server
-        .kernels
-        .pipelines
-        .get(kernel.id(), &server.kernels.options)
-        .cloned();
-    let layout = match &cached {
-        Some(p) => Ok(Cow::Borrowed(&p.layout)),
-        None => server.kernels.compiler.layout(kernel).map(Cow::Owned),
-    };
+    let cached = server.kernels.cached(kernel);
+    let layout = layout_of(cached.as_ref(), server.kernels.compiler(), kernel);
     // The write set: read-write bindings by the layout; every buffer when
     // the layout itself cannot be had (nothing is known to be read-only).
     let writes: Vec<BufferBinding> = match &layout {
@@ -102,28 +95,23 @@ pub(crate) fn launch<C: WgpuCompiler>(
         let resolved = resolve_launch(s, kernel, cached.clone(), &layout, count, &args)?;
         let resolved = Arc::new(resolved);
         if let Some(k) = key {
-            s.kernels.launches.insert(k, Arc::clone(&resolved));
+            s.kernels.launches().insert(k, Arc::clone(&resolved));
         }
         dispatch(s, stream, &resolved)
     });
 }
 /// Compiles every held kernel, then encodes the held launches in order.
 pub(crate) fn compile_and_encode<C: WgpuCompiler>(s: &mut WgpuServer<C>) {
-    if s.kernels.held.is_empty() {
+    let held = s.kernels.take_held();
+    if held.is_empty() {
         return;
     }
-    let held = std::mem::take(&mut s.kernels.held);
     for h in &held {
         // Failures are not reported here: the launch below fails the same
         // way inside its write scope, which poisons and defers it.
-        let _ = s.kernels.pipelines.get_or_compile(
-            &mut s.kernels.compiler,
-            h.kernel.as_ref(),
-            &s.kernels.options,
-            &s.gpu.caps,
-            &s.gpu.device,
-            &s.logger,
-        );
+        let _ = s
+            .kernels
+            .pipeline(h.kernel.as_ref(), s.gpu.caps(), s.gpu.device(), &s.logger);
     }
     for h in held {
         crate::server::launch::launch(s, h.kernel.as_ref(), h.count, h.args, h.stream);

@@ -61,19 +61,19 @@ pub const DEFAULT_TASKS_MAX: usize = 128;
 
 /// Wgpu compute server.
 pub struct WgpuServer<C: WgpuCompiler> {
-    pub(crate) gpu: Gpu,
-    pub(crate) streams: SchedulerMultiStream<ScheduledWgpuBackend>,
-    pub(crate) memory: Memory,
-    pub(crate) kernels: Kernels<C>,
-    pub(crate) timing: Timing,
-    pub(crate) graphs: Graphs,
-    pub(crate) collectives: Collectives,
-    pub(crate) utilities: Arc<ServerUtilities>,
-    pub(crate) logger: Arc<ServerLogger>,
+    gpu: Gpu,
+    streams: SchedulerMultiStream<ScheduledWgpuBackend>,
+    memory: Memory,
+    kernels: Kernels<C>,
+    timing: Timing,
+    graphs: Graphs,
+    collectives: Collectives,
+    utilities: Arc<ServerUtilities>,
+    logger: Arc<ServerLogger>,
     /// Failures settled by write scopes so far.
-    pub(crate) failures: u64,
+    failures: u64,
     /// The right to trust bytes again, used by `scoped_overwrite` only.
-    pub(crate) trust_key: ServerTrustKey,
+    trust_key: ServerTrustKey,
 }
 
 /// The key of the server's scheduler ([`TrustKey`]), readable only in this
@@ -91,12 +91,11 @@ impl<C: WgpuCompiler> std::fmt::Debug for WgpuServer<C> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("WgpuServer")
             .field("adapter", &self.utilities.adapter.name)
-            .field("backend", &self.gpu.backend)
-            .field("compiler", &self.kernels.compiler)
-            .field("options", &self.kernels.options)
+            .field("backend", &self.gpu.backend())
+            .field("compiler", self.kernels.compiler())
+            .field("options", &self.kernels.options())
             .field("streams", &self.streams.stream_ids())
-            .field("pipelines", &self.kernels.pipelines.len())
-            .field("bind_groups", &self.kernels.bind_groups.len())
+            .field("pipelines", &self.kernels.pipelines())
             .field("tasks_max", &self.streams.tasks_max())
             .finish_non_exhaustive()
     }
@@ -105,12 +104,12 @@ impl<C: WgpuCompiler> std::fmt::Debug for WgpuServer<C> {
 impl<C: WgpuCompiler> WgpuServer<C> {
     /// The wgpu device (for interop).
     pub fn device(&self) -> &wgpu::Device {
-        &self.gpu.device
+        self.gpu.device()
     }
 
     /// The wgpu queue (for interop).
     pub fn queue(&self) -> &wgpu::Queue {
-        &self.gpu.queue
+        self.gpu.queue()
     }
 
     /// Queue submissions made so far.
@@ -142,10 +141,7 @@ impl<C: WgpuCompiler> WgpuServer<C> {
     /// Whether `kernel`'s pipeline is cached under the server's options: the
     /// lookup a launch makes on a hit.
     pub fn is_compiled(&self, kernel: &dyn CubeKernel) -> bool {
-        self.kernels
-            .pipelines
-            .get(kernel.id(), &self.kernels.options)
-            .is_some()
+        self.kernels.is_compiled(kernel)
     }
 
     /// GPU time of the work the last `sync` completed (batches submitted
@@ -155,7 +151,7 @@ impl<C: WgpuCompiler> WgpuServer<C> {
     pub fn last_sync_gpu_time(&self) -> Option<std::time::Duration> {
         match self
             .timing
-            .last_sync_gpu_ns
+            .last_sync_gpu_ns()
             .load(std::sync::atomic::Ordering::Relaxed)
         {
             u64::MAX => None,
@@ -165,7 +161,7 @@ impl<C: WgpuCompiler> WgpuServer<C> {
 
     /// How profile windows are timed.
     pub fn timing_method(&self) -> TimingMethod {
-        self.timing.profiler.method
+        self.timing.profiler().method
     }
 
     /// Frees the slices of handles dropped since the last call.
@@ -185,14 +181,14 @@ impl<C: WgpuCompiler> WgpuServer<C> {
     /// operation) are reported to every stream's next `flush` / `sync`;
     /// batches that failed to submit are told to `on_failure`.
     pub(crate) fn enter(&mut self) -> Result<(), ServerError> {
-        self.gpu.faults.lost()?;
-        if self.gpu.faults.any() {
+        self.gpu.faults().lost()?;
+        if self.gpu.faults().any() {
             self.spread_faults();
         }
         settle_batch_failures(self);
         self.drain_releases();
         // Held (queued) launches come before anything issued after them.
-        if !self.kernels.held.is_empty() {
+        if self.kernels.has_held() {
             crate::server::launch::compile_and_encode(self);
         }
         Ok(())
@@ -202,10 +198,10 @@ impl<C: WgpuCompiler> WgpuServer<C> {
     /// reported to its own stream to the others.
     #[cold]
     fn spread_faults(&mut self) {
-        if let Err(fault) = self.gpu.faults.take_uncaptured() {
+        if let Err(fault) = self.gpu.faults().take_uncaptured() {
             self.streams.defer_error_everywhere(&Arc::new(fault));
         }
-        for (reported, fault) in self.gpu.faults.take_owed() {
+        for (reported, fault) in self.gpu.faults().take_owed() {
             let fault = Arc::new(fault);
             for other in self.streams.stream_ids() {
                 if other != reported {
@@ -345,7 +341,7 @@ impl<C: WgpuCompiler> WriteScoped for WgpuServer<C> {
 
     fn on_failure(&mut self, stream: StreamId, error: &ServerError) {
         self.failures += 1;
-        self.timing.profiler.invalidate(stream, error);
+        self.timing.profiler_mut().invalidate(stream, error);
         self.logger.log(LogCategory::Launch, LogLevel::Basic, || {
             format!("operation on {stream} failed: {error}")
         });

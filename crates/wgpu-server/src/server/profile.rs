@@ -19,17 +19,17 @@ fn drain<C: WgpuCompiler>(s: &mut WgpuServer<C>, stream: StreamId) -> Result<(),
     s.streams.submit(stream);
     let index = s.streams.backend_mut().flush_host_writes();
     let no = s.streams.backend().last_submission().1;
-    futures::executor::block_on(s.gpu.waiter.clone().wait(index, no))
+    futures::executor::block_on(s.gpu.waiter().clone().wait(index, no))
 }
 
 pub(crate) fn start<C: WgpuCompiler>(
     s: &mut WgpuServer<C>,
     stream: StreamId,
 ) -> Result<ProfilingToken, ServerError> {
-    let measure = match s.timing.profiler.method {
+    let measure = match s.timing.profiler_mut().method {
         TimingMethod::Device => {
-            let slot = s.timing.profiler.take_slot(&s.gpu.device);
-            let device = s.gpu.device.clone();
+            let slot = s.timing.profiler_mut().take_slot(s.gpu.device());
+            let device = s.gpu.device().clone();
             let (_, ws) = s.streams.encoder(stream);
             ws.batch().stamp(&device, &slot.query_set, 0);
             s.streams.task_done(stream);
@@ -40,7 +40,7 @@ pub(crate) fn start<C: WgpuCompiler>(
             Measure::System(Instant::now())
         }
     };
-    let id = s.timing.profiler.open(stream, measure);
+    let id = s.timing.profiler_mut().open(stream, measure);
     s.logger.log(LogCategory::Profile, LogLevel::Basic, || {
         format!("profile window {id} opened on {stream}")
     });
@@ -53,7 +53,7 @@ pub(crate) fn start_at_launch<C: WgpuCompiler>(
 ) -> Result<ProfilingToken, ServerError> {
     if !s
         .gpu
-        .caps
+        .caps()
         .features
         .contains(wgpu::Features::TIMESTAMP_QUERY)
     {
@@ -62,14 +62,14 @@ pub(crate) fn start_at_launch<C: WgpuCompiler>(
             "the device has no timestamp queries",
         ));
     }
-    if s.timing.profiler.has_armed(stream) {
+    if s.timing.profiler_mut().has_armed(stream) {
         return Err(ServerError::ProfileState {
             stream,
             reason: "an at-launch window is already waiting for the next launch".into(),
         });
     }
-    let slot = s.timing.profiler.take_slot(&s.gpu.device);
-    let id = s.timing.profiler.open(
+    let slot = s.timing.profiler_mut().take_slot(s.gpu.device());
+    let id = s.timing.profiler_mut().open(
         stream,
         Measure::AtLaunch {
             slot,
@@ -84,10 +84,10 @@ pub(crate) fn abandon<C: WgpuCompiler>(
     stream: StreamId,
     token: ProfilingToken,
 ) {
-    match s.timing.profiler.close(stream, token.id) {
+    match s.timing.profiler_mut().close(stream, token.id) {
         Ok(window) => match window.measure {
             Measure::Device(slot) | Measure::AtLaunch { slot, .. } => {
-                s.timing.profiler.give_back(slot)
+                s.timing.profiler_mut().give_back(slot)
             }
             Measure::System(_) => {}
         },
@@ -102,11 +102,11 @@ pub(crate) fn end<C: WgpuCompiler>(
     stream: StreamId,
     token: ProfilingToken,
 ) -> Result<ProfileDuration, ProfileError> {
-    let window = s.timing.profiler.close(stream, token.id)?;
-    let method = s.timing.profiler.method;
+    let window = s.timing.profiler_mut().close(stream, token.id)?;
+    let method = s.timing.profiler_mut().method;
     let give_back = |s: &mut WgpuServer<C>, m: Measure| {
         if let Measure::Device(slot) | Measure::AtLaunch { slot, .. } = m {
-            s.timing.profiler.give_back(slot);
+            s.timing.profiler_mut().give_back(slot);
         }
     };
     if let Err(e) = s.enter() {
@@ -126,14 +126,14 @@ pub(crate) fn end<C: WgpuCompiler>(
             slot,
             recorded: false,
         } => {
-            s.timing.profiler.give_back(slot);
+            s.timing.profiler_mut().give_back(slot);
             Err(ProfileError::Server(ServerError::ProfileState {
                 stream,
                 reason: "the at-launch window ended before any launch".into(),
             }))
         }
         Measure::Device(slot) => {
-            let device = s.gpu.device.clone();
+            let device = s.gpu.device().clone();
             let (_, ws) = s.streams.encoder(stream);
             ws.batch().stamp(&device, &slot.query_set, 1);
             resolve(s, stream, slot)
@@ -150,13 +150,13 @@ fn resolve<C: WgpuCompiler>(
     stream: StreamId,
     slot: Slot,
 ) -> Result<ProfileDuration, ProfileError> {
-    let device = s.gpu.device.clone();
+    let device = s.gpu.device().clone();
     let readback = stamps::readback(&device, PAIR_BYTES, "profile readback");
     {
         let (_, ws) = s.streams.encoder(stream);
         slot.copy_to(ws.batch().encoder_for_copy(&device), &readback, 0);
     }
-    s.timing.profiler.give_back(slot);
+    s.timing.profiler_mut().give_back(slot);
     s.streams.task_done(stream);
     s.streams.submit(stream);
     let (tx, rx) = oneshot::channel();
@@ -165,9 +165,9 @@ fn resolve<C: WgpuCompiler>(
     });
     let (_, ws) = s.streams.encoder(stream);
     let (index, no) = ws.last_submission();
-    let done = s.gpu.waiter.clone().wait(index, no);
-    let faults = Arc::clone(&s.gpu.faults);
-    let period = s.gpu.queue.get_timestamp_period();
+    let done = s.gpu.waiter().clone().wait(index, no);
+    let faults = Arc::clone(s.gpu.faults());
+    let period = s.gpu.queue().get_timestamp_period();
     Ok(ProfileDuration::new(
         TimingMethod::Device,
         Box::pin(async move {

@@ -30,34 +30,29 @@ pub(crate) fn resolve_launch<C: WgpuCompiler>(
     args: &KernelArguments,
 ) -> Result<ResolvedLaunch, ServerError> {
     check_arguments(kernel, layout, args)?;
-    check_counts(&s.gpu.caps.limits, layout, &count)?;
+    check_counts(&s.gpu.caps().limits, layout, &count)?;
     let pipeline = match cached {
         Some(p) => p,
-        None => s.kernels.pipelines.get_or_compile(
-            &mut s.kernels.compiler,
-            kernel,
-            &s.kernels.options,
-            &s.gpu.caps,
-            &s.gpu.device,
-            &s.logger,
-        )?,
+        None => s
+            .kernels
+            .pipeline(kernel, s.gpu.caps(), s.gpu.device(), &s.logger)?,
     };
     let ranges = resolve_bindings(s, &pipeline, args)?;
     check_scalars(&pipeline, args)?;
 
     // Bind group: cached when the ranges and scalars repeat.
     let key = BindKey::new(pipeline.id, &ranges, &args.scalars);
-    let cached = key.and_then(|k| s.kernels.bind_groups.get(&k).cloned());
+    let cached = key.and_then(|k| s.kernels.bind_groups().get(&k).cloned());
     let (bind_group, bind_id) = match cached {
         Some(c) => (c.group, c.id),
         None => {
             let group = create_bind_group(s, &pipeline.bind_group_layout, &ranges, &args.scalars)?;
             match key {
                 Some(k) => {
-                    let c = s.kernels.bind_groups.insert(k, group);
+                    let c = s.kernels.bind_groups().insert(k, group);
                     (c.group, c.id)
                 }
-                None => (group, s.kernels.bind_groups.next_id()),
+                None => (group, s.kernels.bind_groups().next_id()),
             }
         }
     };
@@ -106,7 +101,7 @@ pub(crate) fn resolve_bindings<C: WgpuCompiler>(
     pipeline: &CachedPipeline,
     args: &KernelArguments,
 ) -> Result<Vec<Range>, ServerError> {
-    let limits = &s.gpu.caps.limits;
+    let limits = &s.gpu.caps().limits;
     let align = u64::from(limits.min_storage_buffer_offset_alignment);
     let max_binding = limits.max_storage_buffer_binding_size;
     let mut ranges: Vec<Range> = Vec::with_capacity(args.buffers.len());
@@ -225,7 +220,7 @@ fn create_bind_group<C: WgpuCompiler>(
     for (page, _, _) in ranges {
         buffers.push(s.memory.page_buffer(*page)?);
     }
-    let device = s.gpu.device.clone();
+    let device = s.gpu.device().clone();
     scoped(&device, || {
         let uniform = (!scalars.is_empty()).then(|| {
             let size = (scalars.len() as u64).next_multiple_of(16);
@@ -237,7 +232,7 @@ fn create_bind_group<C: WgpuCompiler>(
             });
             let mut padded = scalars.to_vec();
             padded.resize(size as usize, 0);
-            s.gpu.queue.write_buffer(&buffer, 0, &padded);
+            s.gpu.queue().write_buffer(&buffer, 0, &padded);
             buffer
         });
         let mut entries: Vec<wgpu::BindGroupEntry> = ranges

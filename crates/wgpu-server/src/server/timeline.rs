@@ -19,7 +19,7 @@ pub(crate) fn start<C: WgpuCompiler>(
 ) -> Result<(), ServerError> {
     if !s
         .gpu
-        .caps
+        .caps()
         .features
         .contains(wgpu::Features::TIMESTAMP_QUERY)
     {
@@ -29,7 +29,7 @@ pub(crate) fn start<C: WgpuCompiler>(
         ));
     }
     s.timing
-        .profiler
+        .profiler_mut()
         .timeline
         .get_or_insert_with(|| Recording::new(capacity));
     Ok(())
@@ -39,7 +39,7 @@ pub(crate) fn start<C: WgpuCompiler>(
 pub(crate) fn finish<C: WgpuCompiler>(
     s: &mut WgpuServer<C>,
 ) -> DynFut<Result<Timeline, ServerError>> {
-    let recording = s.timing.profiler.timeline.take();
+    let recording = s.timing.profiler_mut().timeline.take();
     if let Err(e) = s.enter() {
         return Box::pin(async move { Err(e) });
     }
@@ -48,7 +48,7 @@ pub(crate) fn finish<C: WgpuCompiler>(
     };
     s.streams.submit_all();
     s.streams.backend_mut().flush_host_writes();
-    let device = s.gpu.device.clone();
+    let device = s.gpu.device().clone();
     let readback = stamps::readback(
         &device,
         PAIR_BYTES * recording.len() as u64,
@@ -66,9 +66,9 @@ pub(crate) fn finish<C: WgpuCompiler>(
     readback.map_async(wgpu::MapMode::Read, .., move |r| {
         let _ = tx.send(r);
     });
-    let done = s.gpu.waiter.clone().wait(Some(index), no);
-    let period = s.gpu.queue.get_timestamp_period();
-    let faults = std::sync::Arc::clone(&s.gpu.faults);
+    let done = s.gpu.waiter().clone().wait(Some(index), no);
+    let period = s.gpu.queue().get_timestamp_period();
+    let faults = std::sync::Arc::clone(s.gpu.faults());
     Box::pin(async move {
         done.await?;
         match rx.await {

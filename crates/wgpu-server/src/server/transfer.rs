@@ -149,8 +149,8 @@ pub(crate) fn write_checked<C: WgpuCompiler>(
     }
     // A large write's copy asked for earlier must land first.
     server.streams.backend_mut().flush_host_copies();
-    let queue = &server.gpu.queue;
-    scoped(&server.gpu.device, || {
+    let queue = &server.gpu.queue();
+    scoped(server.gpu.device(), || {
         if size % ALIGN == 0 {
             queue.write_buffer(&buffer, target.offset, data);
         } else {
@@ -185,9 +185,13 @@ fn upload<C: WgpuCompiler>(
     let staging = server
         .memory
         .upload()
-        .take(&server.gpu.device, data.len() as u64)?;
-    upload::fill(&staging, data)
-        .map_err(|e| server.gpu.faults.lost_during("filling an upload buffer", e))?;
+        .take(server.gpu.device(), data.len() as u64)?;
+    upload::fill(&staging, data).map_err(|e| {
+        server
+            .gpu
+            .faults()
+            .lost_during("filling an upload buffer", e)
+    })?;
     let len = (data.len() as u64).next_multiple_of(ALIGN);
     // The range's pending users were submitted by the caller.
     server.streams.backend_mut().host_copy(
@@ -216,7 +220,7 @@ fn write_on_stream<C: WgpuCompiler>(
 ) -> Result<(), ServerError> {
     server.streams.prepare(stream, &[(target, Access::Write)]);
     let padded = (data.len() as u64).next_multiple_of(ALIGN);
-    let device = server.gpu.device.clone();
+    let device = server.gpu.device().clone();
     let staging = scoped(&device, || {
         device.create_buffer(&wgpu::BufferDescriptor {
             label: Some("write staging"),
@@ -227,7 +231,7 @@ fn write_on_stream<C: WgpuCompiler>(
     })?;
     staging
         .get_mapped_range_mut(..)
-        .map_err(|e| server.gpu.faults.lost_during("viewing write staging", e))?
+        .map_err(|e| server.gpu.faults().lost_during("viewing write staging", e))?
         .slice(..data.len())
         .copy_from_slice(data);
     staging.unmap();
@@ -289,8 +293,8 @@ pub(crate) fn read<C: WgpuCompiler>(
         let buffer = server.memory.page_buffer(target.id)?;
         let page_size = buffer.size();
         let copy_len = copy_len.min(page_size - start);
-        let device = server.gpu.device.clone();
-        let max = server.gpu.caps.limits.max_buffer_size;
+        let device = server.gpu.device().clone();
+        let max = server.gpu.caps().limits.max_buffer_size;
         let staging = server.memory.readback().take_or_create(
             &device,
             copy_len,
@@ -321,7 +325,7 @@ pub(crate) fn read<C: WgpuCompiler>(
         for d in &descriptors {
             server.streams.check(d.binding.memory_id())?;
         }
-        let device = server.gpu.device.clone();
+        let device = server.gpu.device().clone();
         let (_, s) = server.streams.encoder(stream);
         for (buffer, start, staging, copy_len) in copies.iter().filter(|c| c.3 > 0) {
             s.batch()
@@ -354,8 +358,8 @@ pub(crate) fn read<C: WgpuCompiler>(
     }
     let (_, s) = server.streams.encoder(stream);
     let (index, no) = s.last_submission();
-    let waiter = server.gpu.waiter.clone();
-    let faults = std::sync::Arc::clone(&server.gpu.faults);
+    let waiter = server.gpu.waiter().clone();
+    let faults = std::sync::Arc::clone(server.gpu.faults());
     let pool = server.memory.readback().clone();
     Ok(Box::pin(async move {
         waiter.wait(index, no).await?;

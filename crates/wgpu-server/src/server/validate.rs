@@ -9,13 +9,12 @@
 //! kernel compiled `Unchecked` (by its own choice or the server's options)
 //! is never called checked.
 
-use std::borrow::Cow;
-
 use compute_runtime::{
     AccessChecks, CubeCount, CubeKernel, KernelArguments, LaunchValidation, ServerError, StreamId,
 };
 use compute_wgsl::{BoundsChecks, WgpuCompiler};
 
+use crate::launch::layout_of;
 use crate::launch::resolve::{check_arguments, check_counts, check_scalars};
 use crate::server::WgpuServer;
 use crate::server::resolve::resolve_bindings;
@@ -33,27 +32,16 @@ unsafe impl<C: WgpuCompiler> LaunchValidation for WgpuServer<C> {
         _stream_id: StreamId,
     ) -> Result<AccessChecks, ServerError> {
         self.enter()?;
-        let cached = self
-            .kernels
-            .pipelines
-            .get(kernel.id(), &self.kernels.options)
-            .cloned();
-        let layout = match &cached {
-            Some(p) => Cow::Borrowed(&p.layout),
-            None => Cow::Owned(self.kernels.compiler.layout(kernel)?),
-        };
+        let cached = self.kernels.cached(kernel);
+        let layout = layout_of(cached.as_ref(), self.kernels.compiler(), kernel)?;
         check_arguments(kernel, &layout, args)?;
-        check_counts(&self.gpu.caps.limits, &layout, count)?;
+        check_counts(&self.gpu.caps().limits, &layout, count)?;
         let pipeline = match cached {
             Some(p) => p,
-            None => self.kernels.pipelines.get_or_compile(
-                &mut self.kernels.compiler,
-                kernel,
-                &self.kernels.options,
-                &self.gpu.caps,
-                &self.gpu.device,
-                &self.logger,
-            )?,
+            None => {
+                self.kernels
+                    .pipeline(kernel, self.gpu.caps(), self.gpu.device(), &self.logger)?
+            }
         };
         resolve_bindings(self, &pipeline, args)?;
         check_scalars(&pipeline, args)?;

@@ -16,7 +16,29 @@ use std::sync::atomic::AtomicU64;
 #[derive(Debug)]
 pub(crate) struct Timing {
     /// Open profile windows, the slot pool, and the timeline if recording.
-    pub profiler: windows::Profiler,
+    profiler: windows::Profiler,
     /// GPU time the last `sync` completed, in ns (`u64::MAX`: not measured).
-    pub last_sync_gpu_ns: Arc<AtomicU64>,
+    last_sync_gpu_ns: Arc<AtomicU64>,
+}
+
+impl Timing {
+    pub fn new(profiler: windows::Profiler) -> Self {
+        Timing {
+            profiler,
+            last_sync_gpu_ns: Arc::new(AtomicU64::new(u64::MAX)),
+        }
+    }
+
+    pub fn profiler(&self) -> &windows::Profiler {
+        &self.profiler
+    }
+
+    pub fn profiler_mut(&mut self) -> &mut windows::Profiler {
+        &mut self.profiler
+    }
+
+    /// GPU time the last `sync` completed, in ns (`u64::MAX`: not measured).
+    pub fn last_sync_gpu_ns(&self) -> &Arc<AtomicU64> {
+        &self.last_sync_gpu_ns
+    }
 }
