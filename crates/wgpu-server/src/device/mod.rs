@@ -10,6 +10,7 @@
 
 pub mod adapter;
 pub(crate) mod faults;
+pub(crate) mod map;
 pub(crate) mod poller;
 pub(crate) mod stamps;
 pub(crate) mod wait;

@@ -89,42 +89,10 @@ impl PipelineCache {
             other => other,
         };
         let (module, sizes) = checked_module(&compiled)?;
-        let layout = compiled.layout.clone();
         let bounds_checks = compiled.bounds_checks.unwrap_or(options.bounds_checks);
-        let (pipeline, bind_group_layout) = scoped(device, || {
-            let bgl = bind_group_layout(device, &layout, &sizes);
-            let pipeline_layout = device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
-                label: Some(&compiled.name),
-                bind_group_layouts: &[Some(&bgl)],
-                immediate_size: 0,
-            });
-            let source = wgpu::ShaderModuleDescriptor {
-                label: Some(&compiled.name),
-                source: wgpu::ShaderSource::Naga(std::borrow::Cow::Owned(module)),
-            };
-            let module = match bounds_checks {
-                BoundsChecks::Checked => device.create_shader_module(source),
-                // SAFETY: the caller chose unchecked accesses (options or the
-                // kernel's own policy); the kernel's memory safety is then the
-                // caller's contract (`Server::launch` is unsafe for this reason).
-                BoundsChecks::Unchecked => unsafe {
-                    device.create_shader_module_trusted(
-                        source,
-                        wgpu::ShaderRuntimeChecks::unchecked(),
-                    )
-                },
-            };
-            let pipeline = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
-                label: Some(&compiled.name),
-                layout: Some(&pipeline_layout),
-                module: &module,
-                entry_point: Some(&compiled.entry_point),
-                compilation_options: Default::default(),
-                cache: None,
-            });
-            (pipeline, bgl)
-        })
-        .map_err(as_compile_error)?;
+        let (pipeline, bind_group_layout) =
+            create_pipeline(device, &compiled, module, &sizes, bounds_checks)
+                .map_err(as_compile_error)?;
         static NEXT: AtomicU64 = AtomicU64::new(1);
         let cached = Arc::new(CachedPipeline {
             id: NEXT.fetch_add(1, Ordering::Relaxed),
@@ -219,5 +187,46 @@ fn bind_group_layout(
     device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
         label: None,
         entries: &entries,
+    })
+}
+
+/// The pipeline and bind group layout of a compiled, validated module, in
+/// an error scope (what wgpu refuses is an error, never a panic).
+fn create_pipeline(
+    device: &wgpu::Device,
+    compiled: &CompiledKernel,
+    module: naga::Module,
+    sizes: &BindingSizes,
+    bounds_checks: BoundsChecks,
+) -> Result<(wgpu::ComputePipeline, wgpu::BindGroupLayout), ServerError> {
+    scoped(device, || {
+        let bgl = bind_group_layout(device, &compiled.layout, sizes);
+        let pipeline_layout = device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
+            label: Some(&compiled.name),
+            bind_group_layouts: &[Some(&bgl)],
+            immediate_size: 0,
+        });
+        let source = wgpu::ShaderModuleDescriptor {
+            label: Some(&compiled.name),
+            source: wgpu::ShaderSource::Naga(std::borrow::Cow::Owned(module)),
+        };
+        let module = match bounds_checks {
+            BoundsChecks::Checked => device.create_shader_module(source),
+            // SAFETY: the caller chose unchecked accesses (options or the
+            // kernel's own policy); the kernel's memory safety is then the
+            // caller's contract (`Server::launch` is unsafe for this reason).
+            BoundsChecks::Unchecked => unsafe {
+                device.create_shader_module_trusted(source, wgpu::ShaderRuntimeChecks::unchecked())
+            },
+        };
+        let pipeline = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+            label: Some(&compiled.name),
+            layout: Some(&pipeline_layout),
+            module: &module,
+            entry_point: Some(&compiled.entry_point),
+            compilation_options: Default::default(),
+            cache: None,
+        });
+        (pipeline, bgl)
     })
 }

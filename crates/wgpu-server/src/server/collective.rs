@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use compute_collective::CollectiveCall;
+use compute_collective::{CollectiveCall, Contribution, PendingResult};
 use compute_runtime::{
     BufferBinding, ComputeWait, CopyDescriptor, DeviceId, ServerError, StorageHandle, StreamId,
 };
@@ -46,41 +46,14 @@ impl<C: WgpuCompiler> WgpuServer<C> {
     /// Runs one collective call (see the module doc of `collective`).
     pub(crate) fn collective(
         &mut self,
-        mut call: CollectiveCall,
+        call: CollectiveCall,
         peers: Peers<'_>,
         operands: Operands,
         stream: StreamId,
         mode: ComputeWait,
     ) -> Result<(), ServerError> {
-        let comm = match peers {
-            Peers::Ranks(ids) => self.collectives.by_ranks(ids)?,
-            Peers::Peer(peer) => {
-                let (comm, rank) = self.collectives.with_peer(peer)?;
-                if let CollectiveCall::Send { peer, .. } | CollectiveCall::Recv { peer, .. } =
-                    &mut call
-                {
-                    *peer = rank;
-                }
-                comm
-            }
-        };
-        let ranks = comm.size();
-        // Posted first, whatever is wrong locally, so the peers learn of a
-        // refusal here as a failed call instead of pairing their call with
-        // this rank's next one (or waiting for it).
-        let posted = comm.post(call);
-        let local = self
-            .enter()
-            .and_then(|()| self.refuse_in_capture(stream, &call))
-            .and_then(|()| self.check_operands(&call, ranks, &operands));
-        let ((contribution, pending), (src_range, dst_range)) = match (posted, local) {
-            (Ok(p), Ok(ranges)) => (p, ranges),
-            (Ok((contribution, _)), Err(e)) => {
-                contribution.provide(Err(Arc::new(e.clone())));
-                return Err(e);
-            }
-            (Err(e), _) => return Err(e),
-        };
+        let (call, (contribution, pending), (src_range, dst_range)) =
+            self.post(call, peers, &operands, stream)?;
         // A large host write asked for before the call lands before its
         // result (which may be written with a submit of its own).
         self.streams.backend_mut().flush_host_copies();
@@ -113,16 +86,64 @@ impl<C: WgpuCompiler> WgpuServer<C> {
             target,
             stream,
         })?;
-        self.collectives.post(
-            stream,
-            Posted {
-                gate,
-                mode,
-                dst: operands.dst,
-                call: call.name(),
-            },
-        );
+        let dst = operands.dst;
+        let call = call.name();
+        let posted = Posted {
+            gate,
+            mode,
+            dst,
+            call,
+        };
+        self.collectives.post(stream, posted);
         Ok(())
+    }
+
+    /// Posts `call` to its communicator, then checks it here: a call
+    /// refused on this rank is still posted (its input is the refusal), so
+    /// the peers learn of it as a failed call instead of pairing their call
+    /// with this rank's next one (or waiting for it). Only a call with no
+    /// communicator posts nothing: there is nobody to tell.
+    #[allow(clippy::type_complexity)] // The call, its two ends, its two ranges.
+    fn post(
+        &mut self,
+        mut call: CollectiveCall,
+        peers: Peers<'_>,
+        operands: &Operands,
+        stream: StreamId,
+    ) -> Result<
+        (
+            CollectiveCall,
+            (Contribution, PendingResult),
+            (Option<StorageHandle>, Option<StorageHandle>),
+        ),
+        ServerError,
+    > {
+        let comm = match peers {
+            Peers::Ranks(ids) => self.collectives.by_ranks(ids)?,
+            Peers::Peer(peer) => {
+                let (comm, rank) = self.collectives.with_peer(peer)?;
+                if let CollectiveCall::Send { peer, .. } | CollectiveCall::Recv { peer, .. } =
+                    &mut call
+                {
+                    *peer = rank;
+                }
+                comm
+            }
+        };
+        let ranks = comm.size();
+        let posted = comm.post(call);
+        let local = self
+            .enter()
+            .and_then(|()| self.refuse_in_capture(stream, &call))
+            .and_then(|()| self.check_operands(&call, ranks, operands));
+        match (posted, local) {
+            (Ok(ends), Ok(ranges)) => Ok((call, ends, ranges)),
+            (Ok((contribution, _)), Err(e)) => {
+                contribution.provide(Err(Arc::new(e.clone())));
+                Err(e)
+            }
+            (Err(e), _) => Err(e),
+        }
     }
 
     fn refuse_in_capture(

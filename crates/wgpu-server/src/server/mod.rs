@@ -25,6 +25,7 @@ mod launch;
 pub(crate) mod options;
 mod profile;
 mod resolve;
+mod sync;
 mod timeline;
 mod transfer;
 mod validate;

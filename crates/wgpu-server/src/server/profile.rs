@@ -8,8 +8,8 @@ use compute_runtime::{
     TimingMethod,
 };
 use compute_wgsl::WgpuCompiler;
-use futures::channel::oneshot;
 
+use crate::device::map::MapRead;
 use crate::device::stamps::{self, PAIR_BYTES};
 use crate::server::WgpuServer;
 use crate::timing::windows::{Measure, Slot};
@@ -159,10 +159,8 @@ fn resolve<C: WgpuCompiler>(
     s.timing.profiler_mut().give_back(slot);
     s.streams.task_done(stream);
     s.streams.submit(stream);
-    let (tx, rx) = oneshot::channel();
-    readback.map_async(wgpu::MapMode::Read, .., move |r| {
-        let _ = tx.send(r);
-    });
+    let size = readback.size();
+    let map = MapRead::start(readback, 0..size);
     let (_, ws) = s.streams.encoder(stream);
     let (index, no) = ws.last_submission();
     let done = s.gpu.waiter().clone().wait(index, no);
@@ -172,15 +170,7 @@ fn resolve<C: WgpuCompiler>(
         TimingMethod::Device,
         Box::pin(async move {
             done.await?;
-            match rx.await {
-                Ok(Ok(())) => {}
-                Ok(Err(e)) => return Err(faults.lost_during("mapping timestamps", e).into()),
-                Err(e) => return Err(faults.lost_during("mapping timestamps", e).into()),
-            }
-            let view = readback
-                .slice(..)
-                .get_mapped_range()
-                .map_err(|e| faults.lost_during("viewing timestamps", e))?;
+            let (view, _) = map.view(&faults, "timestamps").await?;
             stamps::duration(&view, period).ok_or(ProfileError::Server(ServerError::Mapping {
                 reason: "timestamp readback too short".into(),
             }))

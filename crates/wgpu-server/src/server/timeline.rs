@@ -4,8 +4,8 @@
 
 use compute_runtime::{DynFut, ServerError};
 use compute_wgsl::WgpuCompiler;
-use futures::channel::oneshot;
 
+use crate::device::map::MapRead;
 use crate::device::stamps::{self, PAIR_BYTES};
 use crate::server::WgpuServer;
 use crate::timing::recording::Recording;
@@ -62,24 +62,14 @@ pub(crate) fn finish<C: WgpuCompiler>(
         Ok(submitted) => submitted,
         Err(e) => return Box::pin(async move { Err(e) }),
     };
-    let (tx, rx) = oneshot::channel();
-    readback.map_async(wgpu::MapMode::Read, .., move |r| {
-        let _ = tx.send(r);
-    });
+    let size = readback.size();
+    let map = MapRead::start(readback, 0..size);
     let done = s.gpu.waiter().clone().wait(Some(index), no);
     let period = s.gpu.queue().get_timestamp_period();
     let faults = std::sync::Arc::clone(s.gpu.faults());
     Box::pin(async move {
         done.await?;
-        match rx.await {
-            Ok(Ok(())) => {}
-            Ok(Err(e)) => return Err(faults.lost_during("mapping the timeline", e)),
-            Err(e) => return Err(faults.lost_during("mapping the timeline", e)),
-        }
-        let view = readback
-            .slice(..)
-            .get_mapped_range()
-            .map_err(|e| faults.lost_during("viewing the timeline", e))?;
+        let (view, _) = map.view(&faults, "the timeline").await?;
         let raw: Vec<(u64, u64)> = (0..recorded.len())
             .map(|i| stamps::pair_at(&view, PAIR_BYTES as usize * i).unwrap_or((0, 0)))
             .collect();

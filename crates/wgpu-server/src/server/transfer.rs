@@ -22,9 +22,9 @@
 use compute_runtime::{Bytes, CopyDescriptor, DynFut, ServerError, StorageHandle, StreamId};
 use compute_stream::Access;
 use compute_wgsl::WgpuCompiler;
-use futures::channel::oneshot;
 
 use crate::device::faults::scoped;
+use crate::device::map::MapRead;
 use crate::memory::readback::MappedRange;
 use crate::memory::upload::{self, CopyTarget, MIN_UPLOAD};
 use crate::server::WgpuServer;
@@ -248,11 +248,17 @@ fn write_on_stream<C: WgpuCompiler>(
     Ok(())
 }
 
-struct PendingRead {
+/// One descriptor's copy into read staging: the enclosing aligned range
+/// of its page, and where its bytes lie in the staging buffer.
+struct ReadCopy {
+    page: wgpu::Buffer,
+    /// Start of the aligned range on the page, and its length (0 for a
+    /// 0-byte read).
+    start: u64,
+    copy_len: u64,
     staging: wgpu::Buffer,
-    mapped_len: u64,
-    mapped: oneshot::Receiver<Result<(), wgpu::BufferAsyncError>>,
-    start: usize,
+    /// The descriptor's bytes in the staging buffer.
+    offset: usize,
     len: usize,
 }
 
@@ -263,10 +269,26 @@ pub(crate) fn read<C: WgpuCompiler>(
     descriptors: Vec<CopyDescriptor>,
     stream: StreamId,
 ) -> Result<DynFut<Result<Vec<Bytes>, ServerError>>, ServerError> {
-    // Validate everything before encoding anything: a bad descriptor fails
-    // the whole read and leaves the stream untouched.
-    let mut ranges: Vec<(StorageHandle, u64)> = Vec::with_capacity(descriptors.len());
-    for d in &descriptors {
+    let memories: Vec<_> = descriptors.iter().map(|d| d.binding.memory_id()).collect();
+    let ranges = checked_ranges(server, &descriptors, stream)?;
+    let copies = ranges
+        .iter()
+        .map(|(target, size)| plan_copy(server, *target, *size))
+        .collect::<Result<Vec<_>, _>>()?;
+    submit_copies(server, stream, &memories, &copies)?;
+    Ok(mapped_bytes(server, stream, memories, copies))
+}
+
+/// Every descriptor checked (shape, range, trust) before anything is
+/// encoded, and its range ordered after the work that writes it: a bad
+/// descriptor fails the whole read and leaves the stream untouched.
+fn checked_ranges<C: WgpuCompiler>(
+    server: &mut WgpuServer<C>,
+    descriptors: &[CopyDescriptor],
+    stream: StreamId,
+) -> Result<Vec<(StorageHandle, u64)>, ServerError> {
+    let mut ranges = Vec::with_capacity(descriptors.len());
+    for d in descriptors {
         let size = check_descriptor(d)?;
         let target = server.resolve(&d.binding)?;
         server.streams.check(d.binding.memory_id())?;
@@ -276,123 +298,108 @@ pub(crate) fn read<C: WgpuCompiler>(
     // Ordering may submit the writers of these bytes; a batch the queue
     // refuses poisons what it wrote, so trust is checked again after.
     server.streams.prepare(stream, &pages);
-    for d in &descriptors {
+    for d in descriptors {
         server.streams.check(d.binding.memory_id())?;
     }
-    // Verdicts the GPU gives once the writers have run (audited indirect
-    // counts) arrive before this read's wait returns; checked then.
-    let late = std::sync::Arc::clone(server.streams.trust().late());
-    let memories: Vec<_> = descriptors.iter().map(|d| d.binding.memory_id()).collect();
+    Ok(ranges)
+}
 
-    let mut pending = Vec::with_capacity(ranges.len());
-    let mut copies = Vec::with_capacity(ranges.len());
-    for (target, size) in &ranges {
-        let start = target.offset - target.offset % ALIGN;
-        let end = (target.offset + size).next_multiple_of(ALIGN);
-        let copy_len = (end - start).max(ALIGN);
-        let buffer = server.memory.page_buffer(target.id)?;
-        let page_size = buffer.size();
-        let copy_len = copy_len.min(page_size - start);
-        let device = server.gpu.device().clone();
-        let max = server.gpu.caps().limits.max_buffer_size;
-        let staging = server.memory.readback().take_or_create(
-            &device,
-            copy_len,
-            max,
-            "read staging buffer",
-        )?;
-        if copy_len > 0 {
-            let (_, s) = server.streams.encoder(stream);
-            s.batch()
-                .encoder_for_copy(&device)
-                .copy_buffer_to_buffer(&buffer, start, &staging, 0, copy_len);
-        }
-        copies.push((buffer, start, staging.clone(), copy_len));
-        pending.push((
-            staging,
-            copy_len.max(ALIGN),
-            (target.offset - start) as usize,
-            *size as usize,
-        ));
-    }
-    server.streams.task_done(stream);
-    server.streams.submit(stream);
-    // The batch did not run (it was held behind a collective that failed
-    // and was dropped with it, or the queue refused it): what it wrote is
-    // poisoned now (checked again), and the copies are made again in a batch
-    // of their own, rather than mapping what the staging buffers held.
-    if server.streams.encoder(stream).1.take_failed() {
-        for d in &descriptors {
-            server.streams.check(d.binding.memory_id())?;
-        }
+/// The staging of one read: wgpu copies whole words, so the enclosing
+/// aligned range is copied (never past the page) and sliced.
+fn plan_copy<C: WgpuCompiler>(
+    server: &mut WgpuServer<C>,
+    target: StorageHandle,
+    size: u64,
+) -> Result<ReadCopy, ServerError> {
+    let start = target.offset - target.offset % ALIGN;
+    let end = (target.offset + size).next_multiple_of(ALIGN);
+    let page = server.memory.page_buffer(target.id)?;
+    let copy_len = (end - start).max(ALIGN).min(page.size() - start);
+    let max = server.gpu.caps().limits.max_buffer_size;
+    let staging = server.memory.readback().take_or_create(
+        server.gpu.device(),
+        copy_len,
+        max,
+        "read staging buffer",
+    )?;
+    Ok(ReadCopy {
+        page,
+        start,
+        copy_len,
+        staging,
+        offset: (target.offset - start) as usize,
+        len: size as usize,
+    })
+}
+
+/// Encodes the copies on `stream` and submits it. A batch the queue
+/// refused (what it wrote is poisoned now, so trust is checked again) is
+/// followed by the copies alone, once, rather than mapping what the
+/// staging buffers held.
+fn submit_copies<C: WgpuCompiler>(
+    server: &mut WgpuServer<C>,
+    stream: StreamId,
+    memories: &[compute_runtime::MemoryId],
+    copies: &[ReadCopy],
+) -> Result<(), ServerError> {
+    for attempt in 0..2 {
         let device = server.gpu.device().clone();
         let (_, s) = server.streams.encoder(stream);
-        for (buffer, start, staging, copy_len) in copies.iter().filter(|c| c.3 > 0) {
+        for c in copies.iter().filter(|c| c.copy_len > 0) {
             s.batch()
                 .encoder_for_copy(&device)
-                .copy_buffer_to_buffer(buffer, *start, staging, 0, *copy_len);
+                .copy_buffer_to_buffer(&c.page, c.start, &c.staging, 0, c.copy_len);
         }
         server.streams.task_done(stream);
         server.streams.submit(stream);
-        if server.streams.encoder(stream).1.take_failed() {
+        if !server.streams.encoder(stream).1.take_failed() {
+            return Ok(());
+        }
+        for m in memories {
+            server.streams.check(*m)?;
+        }
+        if attempt == 1 {
             server.streams.take_deferred(stream)?;
-            return Err(ServerError::BatchRejected {
-                reason: "the batch of a read's copies did not run".into(),
-            });
         }
     }
+    Err(ServerError::BatchRejected {
+        reason: "the batch of a read's copies did not run".into(),
+    })
+}
 
-    let mut reads = Vec::with_capacity(pending.len());
-    for (staging, mapped_len, start, len) in pending {
-        let (tx, rx) = oneshot::channel();
-        staging.map_async(wgpu::MapMode::Read, 0..mapped_len, move |r| {
-            let _ = tx.send(r);
-        });
-        reads.push(PendingRead {
-            staging,
-            mapped_len,
-            mapped: rx,
-            start,
-            len,
-        });
-    }
+/// The future of the bytes: once the copies have run (late verdicts on the
+/// bytes are in by then, and checked), each staging buffer mapped and
+/// handed out as the `Bytes` themselves.
+fn mapped_bytes<C: WgpuCompiler>(
+    server: &mut WgpuServer<C>,
+    stream: StreamId,
+    memories: Vec<compute_runtime::MemoryId>,
+    copies: Vec<ReadCopy>,
+) -> DynFut<Result<Vec<Bytes>, ServerError>> {
+    let reads: Vec<(MapRead, usize, usize)> = copies
+        .into_iter()
+        .map(|c| {
+            let mapped = c.copy_len.max(ALIGN);
+            (MapRead::start(c.staging, 0..mapped), c.offset, c.len)
+        })
+        .collect();
     let (_, s) = server.streams.encoder(stream);
     let (index, no) = s.last_submission();
     let waiter = server.gpu.waiter().clone();
     let faults = std::sync::Arc::clone(server.gpu.faults());
+    let late = std::sync::Arc::clone(server.streams.trust().late());
     let pool = server.memory.readback().clone();
-    Ok(Box::pin(async move {
+    Box::pin(async move {
         waiter.wait(index, no).await?;
         for m in memories {
             late.check(m)?;
         }
         let mut out = Vec::with_capacity(reads.len());
-        for r in reads {
-            // The staging buffer is the server's own, validated and unused
-            // elsewhere: the only way its map fails is that the device went
-            // away, possibly before its lost callback has run.
-            let failed = match r.mapped.await {
-                Ok(Ok(())) => None,
-                Ok(Err(e)) => Some(e.to_string()),
-                Err(_) => Some("the map callback was dropped".into()),
-            };
-            if let Some(why) = failed {
-                return Err(faults.lost_during("mapping a read's staging buffer", why));
-            }
-            // Mapped, and destroyed with the device since: the same loss.
-            let view = r
-                .staging
-                .slice(0..r.mapped_len)
-                .get_mapped_range()
-                .map_err(|e| faults.lost_during("viewing a read's staging buffer", e))?;
-            out.push(Bytes::from_owner(MappedRange::new(
-                view,
-                r.staging.clone(),
-                pool.clone(),
-                r.start,
-                r.len,
-            )));
+        for (map, offset, len) in reads {
+            let (view, staging) = map.view(&faults, "a read's staging buffer").await?;
+            let range = MappedRange::new(view, staging, pool.clone(), offset, len);
+            out.push(Bytes::from_owner(range));
         }
         Ok(out)
-    }))
+    })
 }
