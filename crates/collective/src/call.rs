@@ -13,6 +13,7 @@
 use std::fmt;
 use std::sync::Arc;
 
+use compute_runtime::{CollectiveFault, RoundProblem};
 use compute_runtime::{Reduction, ServerError};
 
 /// One rank's side of a collective. Lengths are in bytes.
@@ -307,10 +308,13 @@ pub fn agree(seq: u64, ranks: usize, descs: &[Descriptor]) -> Verdict {
         Some(first) if descs.len() == ranks => first,
         _ => {
             return Verdict::Fail(ServerError::CollectiveState {
-                reason: format!(
-                    "group call #{seq}: {} descriptors for {ranks} ranks",
-                    descs.len()
-                ),
+                fault: CollectiveFault::Round {
+                    call: describe("group call", id),
+                    problem: RoundProblem::Parts {
+                        got: descs.len(),
+                        ranks,
+                    },
+                },
             });
         }
     };
@@ -351,7 +355,9 @@ pub fn agree(seq: u64, ranks: usize, descs: &[Descriptor]) -> Verdict {
         // Not group calls: refused as a mismatch above.
         CollectiveCall::Send { .. } | CollectiveCall::Recv { .. } => {
             Verdict::Fail(ServerError::CollectiveState {
-                reason: format!("group call #{seq}: {} is not a group call", first.call),
+                fault: CollectiveFault::NotAGroupCall {
+                    call: first.call.to_string(),
+                },
             })
         }
     }

@@ -16,6 +16,7 @@
 use std::sync::{Arc, mpsc};
 use std::time::Duration;
 
+use compute_runtime::{CollectiveFault, RankListProblem};
 use compute_runtime::{DeviceId, ServerError};
 
 use crate::call::{CallId, CollectiveCall, Link, invalid_call};
@@ -129,11 +130,13 @@ impl Communicator {
         let ranks = transport.size();
         if device_ids.len() != ranks || transport.rank() >= ranks {
             return Err(ServerError::CollectiveState {
-                reason: format!(
-                    "rank {} of {ranks} cannot be named by {} devices",
-                    transport.rank(),
-                    device_ids.len()
-                ),
+                fault: CollectiveFault::RankList {
+                    problem: RankListProblem::Length {
+                        ranks,
+                        devices: device_ids.len(),
+                    },
+                    devices: device_ids,
+                },
             });
         }
         let jobs = engine::spawn(Arc::clone(&transport), config.timeout)?;
@@ -224,7 +227,9 @@ impl Communicator {
         self.jobs
             .send(job)
             .map_err(|_| ServerError::CollectiveState {
-                reason: format!("the engine of rank {rank} has stopped"),
+                fault: CollectiveFault::Stopped {
+                    thread: "collective engine",
+                },
             })?;
         if let Some(reason) = problem {
             return Err(invalid_call(id, rank, &call, &reason));

@@ -18,6 +18,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
+use compute_runtime::CollectiveFault;
 use compute_runtime::ServerError;
 
 use crate::call::{
@@ -50,7 +51,10 @@ pub(crate) fn spawn(
         .name(name)
         .spawn(move || run(transport, queue, timeout))
         .map_err(|e| ServerError::CollectiveState {
-            reason: format!("could not start the collective engine thread: {e}"),
+            fault: CollectiveFault::ThreadStart {
+                thread: "collective engine",
+                error: e.to_string(),
+            },
         })?;
     Ok(jobs)
 }
@@ -78,7 +82,9 @@ fn run(transport: Arc<dyn Transport>, queue: mpsc::Receiver<Job>, timeout: Durat
             _ => catch_unwind(AssertUnwindSafe(|| execute(&*transport, &job, timeout)))
                 .unwrap_or_else(|_| {
                     Err(ServerError::CollectiveState {
-                        reason: "the collective engine panicked on this call".into(),
+                        fault: CollectiveFault::Panicked {
+                            part: "the collective engine",
+                        },
                     })
                 }),
         };
@@ -111,7 +117,7 @@ fn execute(t: &dyn Transport, job: &Job, timeout: Duration) -> Result<Outcome, S
             // The result end timed out and aborted the call already.
             InputWait::Cancelled => {
                 return Err(ServerError::CollectiveState {
-                    reason: format!("rank {rank} gave up on the call before providing its input"),
+                    fault: CollectiveFault::GaveUp { rank },
                 });
             }
             // An input that never comes is a rank that never arrives: the
@@ -206,7 +212,9 @@ fn group_data(
         CollectiveCall::AllToAll { .. } => t.all_to_all(seq, data, deadline),
         CollectiveCall::Send { .. } | CollectiveCall::Recv { .. } => {
             Err(ServerError::CollectiveState {
-                reason: format!("{call} is not a group call"),
+                fault: CollectiveFault::NotAGroupCall {
+                    call: call.to_string(),
+                },
             })
         }
     }

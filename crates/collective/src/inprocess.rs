@@ -19,6 +19,7 @@ use std::sync::{Arc, LazyLock, Mutex, Weak};
 use std::time::Instant;
 
 use bytes::Bytes;
+use compute_runtime::{CollectiveFault, RankListProblem, RoundProblem};
 use compute_runtime::{DeviceId, Reduction, ServerError};
 use hashbrown::HashMap;
 
@@ -54,31 +55,31 @@ impl InProcessTransport {
         me: DeviceId,
         parallelism: Parallelism,
     ) -> Result<Self, ServerError> {
-        let state = |reason: String| ServerError::CollectiveState { reason };
+        let state = |problem: RankListProblem| ServerError::CollectiveState {
+            fault: CollectiveFault::RankList {
+                devices: device_ids.to_vec(),
+                problem,
+            },
+        };
         if device_ids.is_empty() {
-            return Err(state("a communicator needs at least one device".into()));
+            return Err(state(RankListProblem::Empty));
         }
         for (i, id) in device_ids.iter().enumerate() {
             if device_ids[..i].contains(id) {
-                return Err(state(format!(
-                    "{id} appears twice in the rank list {device_ids:?}"
-                )));
+                return Err(state(RankListProblem::Twice { device: *id }));
             }
         }
         let rank = device_ids
             .iter()
             .position(|id| *id == me)
-            .ok_or_else(|| state(format!("{me} is not in the rank list {device_ids:?}")))?;
+            .ok_or_else(|| state(RankListProblem::NotIn { device: me }))?;
         let mut registry = REGISTRY.lock().unwrap_or_else(|e| e.into_inner());
         registry.retain(|_, hub| hub.strong_count() > 0);
         if let Some(hub) = registry.get(device_ids).and_then(Weak::upgrade) {
             match hub.join(rank) {
                 Join::Joined => return Ok(Self::new(hub, rank, parallelism)),
                 Join::AlreadyJoined => {
-                    return Err(state(format!(
-                        "{me} (rank {rank}) already joined the communicator over {device_ids:?} \
-                         and has not left it"
-                    )));
+                    return Err(state(RankListProblem::Joined { device: me }));
                 }
                 Join::Over => {}
             }
@@ -185,7 +186,13 @@ fn output(outputs: &[Bytes], slot: usize, what: &str) -> Result<Bytes, ServerErr
         .get(slot)
         .cloned()
         .ok_or_else(|| ServerError::CollectiveState {
-            reason: format!("{what}: no output for slot {slot}"),
+            fault: CollectiveFault::Round {
+                call: what.to_owned(),
+                problem: RoundProblem::Parts {
+                    got: outputs.len(),
+                    ranks: slot + 1,
+                },
+            },
         })
 }
 
@@ -236,10 +243,10 @@ impl Transport for InProcessTransport {
         both.get(1 - slot)
             .cloned()
             .ok_or_else(|| ServerError::CollectiveState {
-                reason: format!(
-                    "{}: the peer's descriptor is missing",
-                    describe("send", CallId::P2p(link))
-                ),
+                fault: CollectiveFault::Round {
+                    call: describe("send", CallId::P2p(link)),
+                    problem: RoundProblem::NoCall { rank: None },
+                },
             })
     }
 

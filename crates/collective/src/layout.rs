@@ -31,6 +31,7 @@
 //! cross-process ranks is not built), or processes with different device
 //! counts.
 
+use compute_runtime::{CollectiveFault, RankListProblem};
 use compute_runtime::{DeviceId, ServerError};
 
 /// How device ids map to (process, local device); see the module doc.
@@ -103,15 +104,18 @@ impl MpiLayout {
         me: DeviceId,
         my_process: usize,
     ) -> Result<Vec<usize>, ServerError> {
-        let state = |reason: String| ServerError::CollectiveState { reason };
+        let state = |problem: RankListProblem| ServerError::CollectiveState {
+            fault: CollectiveFault::RankList {
+                devices: device_ids.to_vec(),
+                problem,
+            },
+        };
         if device_ids.is_empty() {
-            return Err(state("a communicator needs at least one device".into()));
+            return Err(state(RankListProblem::Empty));
         }
         for (i, id) in device_ids.iter().enumerate() {
             if device_ids[..i].contains(id) {
-                return Err(state(format!(
-                    "{id} appears twice in the rank list {device_ids:?}"
-                )));
+                return Err(state(RankListProblem::Twice { device: *id }));
             }
         }
         let unowned: Vec<DeviceId> = device_ids
@@ -120,40 +124,31 @@ impl MpiLayout {
             .filter(|d| self.owner(*d).is_none())
             .collect();
         if !unowned.is_empty() {
-            return Err(state(format!(
-                "no process owns {unowned:?} (rank list {device_ids:?}): the MPI job has {} \
-                 processes of {} devices each, so device ids run from 0 to {} \
-                 (DeviceId = world_rank * {} + local_index)",
-                self.processes,
-                self.devices_per_process,
-                (self.processes * self.devices_per_process).saturating_sub(1),
-                self.devices_per_process,
-            )));
+            return Err(state(RankListProblem::Unowned {
+                unowned,
+                processes: self.processes,
+                per_process: self.devices_per_process,
+            }));
         }
         let owners: Vec<usize> = device_ids.iter().filter_map(|d| self.owner(*d)).collect();
         for (i, p) in owners.iter().enumerate() {
             if let Some(j) = owners[..i].iter().position(|q| q == p) {
-                return Err(state(format!(
-                    "{} and {} of the rank list {device_ids:?} both belong to process {p}: \
-                     the MPI transport has one rank per process",
-                    device_ids[j], device_ids[i]
-                )));
+                return Err(state(RankListProblem::SameProcess {
+                    first: device_ids[j],
+                    second: device_ids[i],
+                    process: *p,
+                }));
             }
         }
         if !device_ids.contains(&me) {
-            return Err(state(format!(
-                "{me} is not in the rank list {device_ids:?}"
-            )));
+            return Err(state(RankListProblem::NotIn { device: me }));
         }
         match self.owner(me) {
             Some(p) if p == my_process => Ok(owners),
-            _ => Err(state(format!(
-                "{me} is not a device of this process (process {my_process} of {} owns \
-                 DeviceId({}) to DeviceId({}))",
-                self.processes,
-                my_process * self.devices_per_process,
-                (my_process + 1) * self.devices_per_process - 1
-            ))),
+            _ => Err(state(RankListProblem::ForeignDevice {
+                device: me,
+                process: my_process,
+            })),
         }
     }
 }

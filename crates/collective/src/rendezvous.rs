@@ -28,6 +28,7 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use compute_runtime::ServerError;
+use compute_runtime::{CollectiveFault, RoundProblem};
 use hashbrown::HashMap;
 
 use crate::call::{CallId, Descriptor};
@@ -265,9 +266,7 @@ impl Hub {
         let slot = participants
             .iter()
             .position(|r| *r == rank)
-            .ok_or_else(|| ServerError::CollectiveState {
-                reason: format!("{what}: rank {rank} does not take part in it"),
-            })?;
+            .ok_or_else(|| round_fault(what, RoundProblem::Stranger { rank }))?;
         let key = (call, phase);
         let mut state = self.lock();
         state.progress.enter(call, rank);
@@ -281,9 +280,7 @@ impl Hub {
             return Err(error);
         }
         if round.deposits[slot].is_some() || round.returned[slot] || round.complete() {
-            return Err(ServerError::CollectiveState {
-                reason: format!("{what}: rank {rank} took part twice"),
-            });
+            return Err(round_fault(what, RoundProblem::Twice { rank }));
         }
         round.deposits[slot] = Some(mine);
         round.arrived += 1;
@@ -293,11 +290,7 @@ impl Hub {
             // A panic here would leave the others waiting on a round that
             // never gets its result: turn it into the round's error.
             let result = catch_unwind(AssertUnwindSafe(|| finish(deposits)))
-                .unwrap_or_else(|_| {
-                    Err(ServerError::CollectiveState {
-                        reason: format!("{what}: computing the result panicked"),
-                    })
-                })
+                .unwrap_or_else(|_| Err(round_fault(what, RoundProblem::Panicked)))
                 .map(Arc::new);
             let mut state = self.lock();
             if let Some(round) = pick(&mut state).get_mut(&key) {
@@ -314,19 +307,13 @@ impl Hub {
         loop {
             let now = Instant::now();
             let Some(round) = pick(&mut state).get_mut(&key) else {
-                return Err(ServerError::CollectiveState {
-                    reason: format!("{what}: the round vanished while rank {rank} waited"),
-                });
+                return Err(round_fault(what, RoundProblem::Vanished));
             };
             if round.result.is_some() || round.aborted.is_some() {
                 drop(state);
                 return self
                     .take(pick, key, slot)
-                    .unwrap_or_else(|| {
-                        Err(ServerError::CollectiveState {
-                            reason: format!("{what}: the round vanished"),
-                        })
-                    })
+                    .unwrap_or_else(|| Err(round_fault(what, RoundProblem::Vanished)))
                     .map(|out| (slot, out));
             }
             let wait = if round.complete() {
@@ -432,4 +419,14 @@ fn collect(state: &mut State) {
     };
     descs.retain(|(call, _), r| r.aborted.is_none() || !done(*call, &r.returned));
     data.retain(|(call, _), r| r.aborted.is_none() || !done(*call, &r.returned));
+}
+
+/// The state error of a round of call `what`.
+fn round_fault(what: &str, problem: RoundProblem) -> ServerError {
+    ServerError::CollectiveState {
+        fault: CollectiveFault::Round {
+            call: what.to_owned(),
+            problem,
+        },
+    }
 }

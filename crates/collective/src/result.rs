@@ -20,6 +20,7 @@ use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
+use compute_runtime::CollectiveFault;
 use compute_runtime::ServerError;
 
 use crate::call::{CallId, CollectiveCall, describe};
@@ -176,7 +177,7 @@ impl Cell {
         match std::mem::replace(&mut state.output, Output::Taken) {
             Output::Ready(result) => Some(result),
             Output::Taken => Some(Err(ServerError::CollectiveState {
-                reason: "the result of this call was already taken".into(),
+                fault: CollectiveFault::Misuse("the result of this call was already taken"),
             })),
             Output::Pending => {
                 state.output = Output::Pending;
@@ -242,7 +243,7 @@ impl Drop for Contribution {
     fn drop(&mut self) {
         if let Some(cell) = self.cell.take() {
             cell.put_input(Err(Arc::new(ServerError::CollectiveState {
-                reason: "the contribution was dropped without an input".into(),
+                fault: CollectiveFault::Misuse("the contribution was dropped without an input"),
             })));
         }
     }
@@ -376,7 +377,7 @@ impl PendingResult {
         let mut state = self.cell.lock();
         Cell::take(&mut state).unwrap_or_else(|| {
             Err(ServerError::CollectiveState {
-                reason: "the call completed twice".into(),
+                fault: CollectiveFault::Misuse("the call completed twice"),
             })
         })
     }

@@ -9,22 +9,34 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use common::*;
 use compute_collective::{CollectiveCall, CommConfig, Communicator, ServerError};
-use compute_runtime::DeviceId;
+use compute_runtime::{CollectiveFault, DeviceId, RankListProblem};
 
 #[test]
 fn joins_are_checked() {
     let devices = fresh_devices(2);
     let state = |r: Result<Communicator, ServerError>| match r {
-        Err(ServerError::CollectiveState { reason }) => reason,
+        Err(ServerError::CollectiveState {
+            fault: CollectiveFault::RankList { problem, .. },
+        }) => problem,
         other => panic!("{other:?}"),
     };
     let config = CommConfig::default().with_timeout(WAIT);
     let join = |ids: &[DeviceId], me| Communicator::join_in_process(ids, me, config.clone());
-    assert!(state(join(&devices, DeviceId(u64::MAX))).contains("is not in the rank list"));
-    assert!(state(join(&[devices[0], devices[0]], devices[0])).contains("appears twice"));
-    assert!(state(join(&[], devices[0])).contains("at least one device"));
+    let stranger = DeviceId(u64::MAX);
+    assert_eq!(
+        state(join(&devices, stranger)),
+        RankListProblem::NotIn { device: stranger }
+    );
+    assert_eq!(
+        state(join(&[devices[0], devices[0]], devices[0])),
+        RankListProblem::Twice { device: devices[0] }
+    );
+    assert_eq!(state(join(&[], devices[0])), RankListProblem::Empty);
     let a = join(&devices, devices[0]).expect("rank 0");
-    assert!(state(join(&devices, devices[0])).contains("already joined"));
+    assert_eq!(
+        state(join(&devices, devices[0])),
+        RankListProblem::Joined { device: devices[0] }
+    );
     let b = join(&devices, devices[1]).expect("rank 1");
     let mut comms = vec![a, b];
     still_works(&mut comms);

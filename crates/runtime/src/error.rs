@@ -7,7 +7,7 @@
 
 use std::sync::Arc;
 
-use crate::InternalFault;
+use crate::{CollectiveFault, InternalFault};
 
 use crate::{GraphId, MemoryId, StreamId};
 
@@ -282,11 +282,12 @@ pub enum ServerError {
     },
     /// A collective call in the wrong state: before `comm_init`, a device not
     /// in the communicator's rank list, a rank that joined twice, a peer that
-    /// is not a rank.
-    #[error("collective state: {reason}")]
+    /// is not a rank, a stopped thread, MPI unusable (see
+    /// [`CollectiveFault`]).
+    #[error("collective state: {fault}")]
     CollectiveState {
-        /// What the state refused.
-        reason: String,
+        /// What was wrong.
+        fault: CollectiveFault,
     },
     /// The bytes are the destination of a `ComputeWait::Overlap` collective
     /// that `sync_collective` has not written yet: until it has, they are

@@ -25,6 +25,7 @@
 
 pub mod client;
 mod collective;
+mod collective_fault;
 mod error;
 mod fault;
 mod handle;
@@ -41,6 +42,7 @@ mod utilities;
 
 pub use bytes::Bytes;
 pub use collective::{ComputeWait, DType, ReduceOp, Reduction};
+pub use collective_fault::{CollectiveFault, RankListProblem, RoundProblem};
 pub use error::{ProfileError, ServerError};
 pub use fault::InternalFault;
 pub use handle::{BufferBinding, CopyDescriptor, Handle, ManagedMemoryHandle, ReleaseQueue};

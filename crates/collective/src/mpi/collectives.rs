@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use bytes::Bytes;
+use compute_runtime::{CollectiveFault, RoundProblem};
 use compute_runtime::{Reduction, ServerError};
 use mpi::ffi;
 
@@ -65,7 +66,10 @@ impl Transport for MpiTransport {
                 all.push(mine.clone());
             } else {
                 all.push(e.descriptor().ok_or_else(|| ServerError::CollectiveState {
-                    reason: format!("{}: rank {} sent no call", describe(name, id), e.rank),
+                    fault: CollectiveFault::Round {
+                        call: describe(name, id),
+                        problem: RoundProblem::NoCall { rank: Some(e.rank) },
+                    },
                 })?);
             }
         }
@@ -111,7 +115,10 @@ impl Transport for MpiTransport {
         theirs
             .descriptor()
             .ok_or_else(|| ServerError::CollectiveState {
-                reason: format!("{}: the peer sent no call", describe(name, id)),
+                fault: CollectiveFault::Round {
+                    call: describe(name, id),
+                    problem: RoundProblem::NoCall { rank: None },
+                },
             })
     }
 

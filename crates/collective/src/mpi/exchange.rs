@@ -5,6 +5,7 @@
 
 use std::os::raw::c_int;
 
+use compute_runtime::CollectiveFault;
 use compute_runtime::{DeviceId, ServerError};
 use mpi::ffi;
 
@@ -135,7 +136,7 @@ pub(super) fn gather_entries(
         .map(|(h, len)| {
             let t = &all_texts[at..at + len];
             at += len;
-            Entry::decode(h, t).map_err(|reason| ServerError::CollectiveState { reason })
+            Entry::decode(h, t).map_err(wire)
         })
         .collect()
 }
@@ -207,5 +208,12 @@ pub(super) fn swap_entries(
         };
         check(rc, "MPI_Sendrecv of the descriptors' texts")?;
     }
-    Entry::decode(&theirs, &their_texts).map_err(|reason| ServerError::CollectiveState { reason })
+    Entry::decode(&theirs, &their_texts).map_err(wire)
+}
+
+/// A message from another process that could not be read.
+fn wire(problem: String) -> ServerError {
+    ServerError::CollectiveState {
+        fault: CollectiveFault::Wire { problem },
+    }
 }

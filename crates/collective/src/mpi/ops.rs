@@ -28,6 +28,7 @@ use std::os::raw::{c_int, c_void};
 use std::sync::Arc;
 
 use bytes::Bytes;
+use compute_runtime::CollectiveFault;
 use compute_runtime::{DType, ReduceOp, Reduction, ServerError};
 use mpi::ffi;
 
@@ -162,8 +163,8 @@ fn user_op(world: &World, code: u8) -> Result<Op, ServerError> {
     if let Some(op) = ops.get(&code) {
         return Ok(*op);
     }
-    let function = user_function(code).ok_or_else(|| ServerError::CollectiveState {
-        reason: format!("no MPI user operation for code {code}"),
+    let function = user_function(code).ok_or(ServerError::CollectiveState {
+        fault: CollectiveFault::Misuse("no MPI user operation for this reduction"),
     })?;
     // SAFETY: reading a library constant.
     let mut op = Op(unsafe { ffi::RSMPI_SUM });

@@ -25,6 +25,7 @@
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
+use compute_runtime::CollectiveFault;
 use compute_runtime::{DeviceId, ServerError};
 use hashbrown::HashMap;
 use mpi::ffi;
@@ -102,7 +103,7 @@ impl MpiTransport {
         let world = world::world(config.timeout)?;
         if let Some(reason) = world.broken() {
             return Err(ServerError::CollectiveState {
-                reason: format!("MPI in this process is broken: {reason}"),
+                fault: CollectiveFault::MpiUnusable { reason },
             });
         }
         let owners = world.layout.plan(device_ids, me, world.rank)?;

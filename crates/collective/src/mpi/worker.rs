@@ -13,6 +13,7 @@ use std::sync::{Arc, Condvar, Mutex, mpsc};
 use std::thread;
 use std::time::Instant;
 
+use compute_runtime::CollectiveFault;
 use compute_runtime::ServerError;
 
 type Job = Box<dyn FnOnce() + Send>;
@@ -98,7 +99,10 @@ impl Worker {
                 on_exit();
             })
             .map_err(|e| ServerError::CollectiveState {
-                reason: format!("could not start an MPI worker thread: {e}"),
+                fault: CollectiveFault::ThreadStart {
+                    thread: "MPI worker",
+                    error: e.to_string(),
+                },
             })?;
         Ok(Worker {
             jobs: Mutex::new(Some(tx)),
@@ -109,15 +113,19 @@ impl Worker {
     /// lands as an error).
     pub fn submit<T: Send + 'static>(
         &self,
-        what: &str,
+        _what: &str,
         f: impl FnOnce() -> Result<T, ServerError> + Send + 'static,
     ) -> Arc<Slot<T>> {
         let slot = Slot::new();
         let out = Arc::clone(&slot);
-        let panicked = format!("{what}: the MPI worker panicked");
         let job: Job = Box::new(move || {
-            let result = catch_unwind(AssertUnwindSafe(f))
-                .unwrap_or_else(|_| Err(ServerError::CollectiveState { reason: panicked }));
+            let result = catch_unwind(AssertUnwindSafe(f)).unwrap_or_else(|_| {
+                Err(ServerError::CollectiveState {
+                    fault: CollectiveFault::Panicked {
+                        part: "the MPI worker",
+                    },
+                })
+            });
             out.fill(result);
         });
         let sent = self
@@ -129,7 +137,9 @@ impl Worker {
             .unwrap_or(false);
         if !sent {
             slot.fill(Err(ServerError::CollectiveState {
-                reason: format!("{what}: the MPI worker has stopped"),
+                fault: CollectiveFault::Stopped {
+                    thread: "MPI worker",
+                },
             }));
         }
         slot

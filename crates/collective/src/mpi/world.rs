@@ -16,6 +16,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Condvar, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
+use compute_runtime::CollectiveFault;
 use compute_runtime::ServerError;
 use mpi::ffi;
 
@@ -71,12 +72,16 @@ pub(crate) fn error_string(code: c_int) -> String {
 }
 
 /// `Ok` for `MPI_SUCCESS`, else the call's error in MPI's words.
-pub(crate) fn check(rc: c_int, what: &str) -> Result<(), ServerError> {
+pub(crate) fn check(rc: c_int, what: &'static str) -> Result<(), ServerError> {
     if rc == ffi::MPI_SUCCESS as c_int {
         Ok(())
     } else {
         Err(ServerError::CollectiveState {
-            reason: format!("{what} failed: {} (MPI error {rc})", error_string(rc)),
+            fault: CollectiveFault::Mpi {
+                call: what,
+                code: rc,
+                message: error_string(rc),
+            },
         })
     }
 }
@@ -136,7 +141,9 @@ pub(crate) fn world(timeout: Duration) -> Result<&'static World, ServerError> {
     let world = WORLD.get_or_init(|| start(timeout)).as_ref();
     match world {
         Ok(w) if w.finalized.load(Ordering::SeqCst) => Err(ServerError::CollectiveState {
-            reason: "MPI was finalized in this process".into(),
+            fault: CollectiveFault::MpiUnusable {
+                reason: "MPI was finalized in this process".into(),
+            },
         }),
         Ok(w) => Ok(w),
         Err(e) => Err(e.clone()),
@@ -224,10 +231,10 @@ fn init(dpp: Result<usize, ServerError>) -> Result<Started, ServerError> {
     check(rc, "MPI_Comm_set_errhandler")?;
     if provided < multiple {
         return Err(ServerError::CollectiveState {
-            reason: format!(
-                "the MPI library gives thread level {provided}; the MPI transport needs \
-                 MPI_THREAD_MULTIPLE ({multiple}): each communicator has its own thread"
-            ),
+            fault: CollectiveFault::MpiThreadLevel {
+                provided,
+                needed: multiple,
+            },
         });
     }
     let (mut rank, mut size): (c_int, c_int) = (0, 0);
@@ -429,10 +436,12 @@ impl World {
         let deadline = started + timeout;
         if let Some(reason) = self.broken() {
             return Err(ServerError::CollectiveState {
-                reason: format!(
-                    "not finalizing MPI: {reason}; a peer may be gone, and MPI_Finalize would \
-                     wait for it. Exit without it (std::process::exit)"
-                ),
+                fault: CollectiveFault::MpiUnusable {
+                    reason: format!(
+                        "{reason}; not finalizing it: a peer may be gone, and MPI_Finalize \
+                         would wait for it. Exit without it (std::process::exit)"
+                    ),
+                },
             });
         }
         // Every transport's communicator is freed by its worker first.
@@ -441,10 +450,9 @@ impl World {
             let now = Instant::now();
             if now >= deadline {
                 return Err(ServerError::CollectiveState {
-                    reason: format!(
-                        "not finalizing MPI: {} communicator(s) still in use (drop every server \
-                         and communicator first)",
-                        *live
+                    fault: CollectiveFault::Misuse(
+                        "not finalizing MPI: communicators still in use (drop every server and \
+                         communicator first)",
                     ),
                 });
             }

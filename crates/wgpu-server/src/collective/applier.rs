@@ -25,7 +25,7 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use compute_collective::PendingResult;
-use compute_runtime::{ComputeWait, ServerError, StreamId};
+use compute_runtime::{CollectiveFault, ComputeWait, ServerError, StreamId};
 use compute_stream::{LateAudit, LateFaults};
 
 use crate::memory::upload::{self, MIN_UPLOAD, UploadPool};
@@ -96,7 +96,9 @@ impl Jobs {
             .as_ref()
             .and_then(|jobs| jobs.send(job).ok())
             .ok_or_else(|| ServerError::CollectiveState {
-                reason: "the collective applier thread has stopped".into(),
+                fault: CollectiveFault::Stopped {
+                    thread: "collective applier",
+                },
             })
     }
 
@@ -145,7 +147,10 @@ impl Applier {
                 }
             })
             .map_err(|e| ServerError::CollectiveState {
-                reason: format!("could not start the collective applier thread: {e}"),
+                fault: CollectiveFault::ThreadStart {
+                    thread: "collective applier",
+                    error: e.to_string(),
+                },
             })?;
         Ok(Applier {
             jobs: Jobs(Arc::new(Mutex::new(Some(tx)))),
@@ -241,7 +246,7 @@ fn outcome(
         // The stream gave up waiting and went on: the result was not
         // written, so `dst` keeps bytes that are not the result.
         judge(Err(ServerError::CollectiveState {
-            reason: "the stream stopped waiting for this collective's result".into(),
+            fault: CollectiveFault::StoppedWaiting,
         }));
     }
 }

@@ -51,7 +51,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use compute_collective::{CommConfig, Communicator};
-use compute_runtime::{BufferBinding, ComputeWait, DeviceId, ServerError, StreamId};
+use compute_runtime::{
+    BufferBinding, CollectiveFault, ComputeWait, DeviceId, ServerError, StreamId,
+};
 use hashbrown::HashMap;
 
 use crate::collective::applier::{Applier, Context, Jobs};
@@ -136,7 +138,9 @@ impl Collectives {
             .iter_mut()
             .find(|c| c.device_ids() == ids)
             .ok_or_else(|| ServerError::CollectiveState {
-                reason: format!("no communicator for {ids:?}: call comm_init with them first"),
+                fault: CollectiveFault::NoCommunicator {
+                    devices: ids.to_vec(),
+                },
             })
     }
 
@@ -147,7 +151,7 @@ impl Collectives {
             .rev()
             .find_map(|c| c.rank_of(peer).map(|r| (c, r)))
             .ok_or_else(|| ServerError::CollectiveState {
-                reason: format!("no communicator has {peer}: call comm_init with it first"),
+                fault: CollectiveFault::NoPeer { peer },
             })
     }
 
@@ -157,7 +161,9 @@ impl Collectives {
             .as_ref()
             .map(Applier::jobs)
             .ok_or_else(|| ServerError::CollectiveState {
-                reason: "no communicator: call comm_init first".into(),
+                fault: CollectiveFault::NoCommunicator {
+                    devices: Vec::new(),
+                },
             })
     }
 

@@ -10,7 +10,7 @@
 use std::sync::Arc;
 
 use compute_collective::Contribution;
-use compute_runtime::{Bytes, ServerError};
+use compute_runtime::{Bytes, CollectiveFault, ServerError};
 use compute_stream::{DependOutcome, LateFaults};
 
 use crate::device::poller::PollerHandle;
@@ -55,8 +55,7 @@ impl Staged {
                 None | Some(DependOutcome::Clean) => Ok(()),
                 Some(DependOutcome::Poisoned(cause)) => Err(cause),
                 Some(DependOutcome::Pending) => Err(Arc::new(ServerError::CollectiveState {
-                    reason: "a verdict on this rank's input had not arrived when it was staged"
-                        .into(),
+                    fault: CollectiveFault::VerdictMissing,
                 })),
             };
             if let Err(cause) = judged {

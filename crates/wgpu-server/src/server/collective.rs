@@ -6,7 +6,8 @@ use std::sync::Arc;
 
 use compute_collective::{CollectiveCall, Contribution, PendingResult};
 use compute_runtime::{
-    BufferBinding, ComputeWait, CopyDescriptor, DeviceId, ServerError, StorageHandle, StreamId,
+    BufferBinding, CollectiveFault, ComputeWait, CopyDescriptor, DeviceId, ServerError,
+    StorageHandle, StreamId,
 };
 use compute_stream::Access;
 use compute_wgsl::WgpuCompiler;
@@ -357,7 +358,7 @@ impl<C: WgpuCompiler> WgpuServer<C> {
         match (failed, self.streams.backend().last_submission().0) {
             (false, Some(index)) => staged.map_and_provide(&self.gpu.poller().handle(), index),
             _ => staged.fail(Arc::new(ServerError::CollectiveState {
-                reason: "the batch holding the staging copy did not run".into(),
+                fault: CollectiveFault::StagingDidNotRun,
             })),
         }
         Ok(())
@@ -388,7 +389,11 @@ impl<C: WgpuCompiler> WgpuServer<C> {
                 (Some(Ok(())), None) => Ok(()),
                 (Some(Err(e)), _) => Err(e),
                 (None, _) => Err(ServerError::CollectiveState {
-                    reason: format!("{} on {stream} did not complete within {wait:?}", p.call),
+                    fault: CollectiveFault::DidNotComplete {
+                        call: p.call,
+                        stream,
+                        waited_ms: u64::try_from(wait.as_millis()).unwrap_or(u64::MAX),
+                    },
                 }),
             };
             if let Err(e) = result {
