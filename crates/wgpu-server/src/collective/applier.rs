@@ -95,7 +95,7 @@ impl Jobs {
             .unwrap_or_else(|e| e.into_inner())
             .as_ref()
             .and_then(|jobs| jobs.send(job).ok())
-            .ok_or_else(|| ServerError::CollectiveState {
+            .ok_or(ServerError::CollectiveState {
                 fault: CollectiveFault::Stopped {
                     thread: "collective applier",
                 },

@@ -150,7 +150,7 @@ impl Collectives {
             .iter_mut()
             .rev()
             .find_map(|c| c.rank_of(peer).map(|r| (c, r)))
-            .ok_or_else(|| ServerError::CollectiveState {
+            .ok_or(ServerError::CollectiveState {
                 fault: CollectiveFault::NoPeer { peer },
             })
     }
