@@ -20,7 +20,7 @@
 //! The timeout (a rank that never arrives) is the `collective_timeout`
 //! binary: it sets the timeout through the environment.
 
-mod group;
+pub(crate) mod group;
 mod large;
 mod mismatch;
 mod movement;
