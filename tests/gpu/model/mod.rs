@@ -30,6 +30,7 @@ mod device;
 mod launches;
 mod ops;
 mod oracle;
+mod replay;
 mod run;
 mod seen;
 
@@ -91,6 +92,16 @@ proptest! {
     }
 }
 
+/// The long run's next program: its `tasks_max` and `len` steps.
+fn program(rng: &mut Rng, len: u64) -> (usize, Vec<(u64, [u32; 3])>) {
+    let tasks_max = rng.pick(&[1usize, 4, 16, 128]);
+    let mut step = || {
+        let sel = rng.next_u64() % (STREAMS * RANKS as u64);
+        (sel, [rng.u32(), rng.u32(), rng.u32()])
+    };
+    (tasks_max, (0..len).map(|_| step()).collect())
+}
+
 fn env(name: &str, default: u64) -> u64 {
     std::env::var(name)
         .ok()
@@ -111,10 +122,7 @@ fn trust_model_long_run() {
     let (mut ops, mut programs, mut disagreements) = (0u64, 0u64, 0usize);
     let mut seen = Seen::default();
     while ops < total {
-        let tasks_max = rng.pick(&[1usize, 4, 16, 128]);
-        let program: Vec<(u64, [u32; 3])> = (0..len.min(total - ops))
-            .map(|_| (rng.next_u64() % (STREAMS * RANKS as u64), [rng.u32(), rng.u32(), rng.u32()]))
-            .collect();
+        let (tasks_max, program) = program(&mut rng, len.min(total - ops));
         let run = run_program(tasks_max, &program);
         ops += run.ops;
         seen += run.seen;
