@@ -78,7 +78,7 @@ fn every_call(
     // pairing with the next one), and a rank runs its calls in order, a
     // send waiting for its recv: even ranks send first, odd ranks receive
     // first, or the two would wait for each other.
-    if p2p && r % 2 == 0 {
+    if p2p && r.is_multiple_of(2) {
         calls.push(("send", s.send(x.copy_descriptor(), stream, peer)));
         calls.push(("recv", s.recv(y1.clone(), stream, peer)));
     } else if p2p {

@@ -18,7 +18,10 @@ pub enum Cause {
         cause: Rc<Cause>,
     },
     /// A collective whose input on `rank` was bad.
-    CollectiveInput { rank: usize, cause: Rc<Cause> },
+    CollectiveInput {
+        rank: usize,
+        cause: Rc<Cause>,
+    },
     /// Ranks whose calls disagree, or a call that cannot be valid.
     Mismatch,
     /// A collective inside a capture window.

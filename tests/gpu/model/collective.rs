@@ -192,7 +192,13 @@ impl Oracle {
 
     /// Rank `r`'s accepted call: ordered after its stream's earlier work,
     /// judged in call order.
-    fn accept(&mut self, r: usize, op: &Coll, call: &RankCall, outcome: &Result<Vec<u32>, Rc<Cause>>) {
+    fn accept(
+        &mut self,
+        r: usize,
+        op: &Coll,
+        call: &RankCall,
+        outcome: &Result<Vec<u32>, Rc<Cause>>,
+    ) {
         let stream = op.streams[r];
         let rank = &mut self.ranks[r];
         let seq = rank.next_seq;
@@ -202,10 +208,16 @@ impl Oracle {
         if op.kind.overlap() {
             rank.pending[dst] += 1;
             let outcome = outcome.clone();
-            rank.overlaps.entry(stream).or_default().push(Overlap { dst, outcome });
+            rank.overlaps
+                .entry(stream)
+                .or_default()
+                .push(Overlap { dst, outcome });
             return;
         }
         rank.last_wait.insert(stream, seq + 1);
+        if !rank.held.contains(&stream) {
+            rank.held.push(stream);
+        }
         if !call.dst.half {
             rank.trust[dst] = Trust::Trusted;
         }

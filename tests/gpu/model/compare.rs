@@ -44,7 +44,13 @@ impl Ids {
         )
     }
 
-    pub fn trust(&self, rank: usize, b: usize, want: &Expect, got: &Result<(), ServerError>) -> bool {
+    pub fn trust(
+        &self,
+        rank: usize,
+        b: usize,
+        want: &Expect,
+        got: &Result<(), ServerError>,
+    ) -> bool {
         match (want, got) {
             (Expect::Trusted | Expect::TrustedOr(_), Ok(())) => true,
             (Expect::Untrusted(m) | Expect::TrustedOr(m), Err(e)) => self.untrusted(rank, b, m, e),

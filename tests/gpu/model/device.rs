@@ -167,7 +167,10 @@ impl Device {
             }
             Local::WriteHalf { dst, value } => {
                 let n = self.bufs[r][dst].size as usize / 8;
-                let half = Part { buf: dst, half: true };
+                let half = Part {
+                    buf: dst,
+                    half: true,
+                };
                 self.write(r, st, half, u32_bytes(&vec![value; n]).into());
             }
             Local::BadWrite { dst } => self.write(r, st, whole(dst), Bytes::from(vec![0u8; 8])),

@@ -26,9 +26,15 @@ struct Shape {
 #[derive(Debug)]
 enum Effect {
     /// `dst[i] += 1` for `i < upto`.
-    Inc { dst: usize, upto: usize },
+    Inc {
+        dst: usize,
+        upto: usize,
+    },
     /// `dst[i] = src[i] * 2 + 1` over `dst`.
-    Copy { src: usize, dst: usize },
+    Copy {
+        src: usize,
+        dst: usize,
+    },
     Nothing,
 }
 
@@ -61,7 +67,9 @@ impl Oracle {
             fails: None,
         };
         Some(match *op {
-            Local::Write { .. } | Local::WriteHalf { .. } | Local::WriteCount { .. } => return None,
+            Local::Write { .. } | Local::WriteHalf { .. } | Local::WriteCount { .. } => {
+                return None;
+            }
             Local::Read { .. } | Local::Check { .. } | Local::Sync { .. } => return None,
             Local::SyncCollective => return None,
             Local::BadWrite { dst } => failing(vec![dst], Cause::SizeMismatch),
@@ -100,7 +108,10 @@ impl Oracle {
         if shape.fails.is_some() {
             return risky(&shape.writes);
         }
-        let refused = shape.inputs.iter().any(|b| self.poisoned(rank, *b).is_some());
+        let refused = shape
+            .inputs
+            .iter()
+            .any(|b| self.poisoned(rank, *b).is_some());
         let mut verdicts: Vec<Vid> = shape
             .inputs
             .iter()
@@ -156,10 +167,13 @@ impl Oracle {
         if let Some(cause) = refusal {
             return self.refuse(rank, stream, &shape.writes, cause, Applied::Refused);
         }
-        let risk = shape.inputs.iter().find_map(|b| match &self.ranks[rank].trust[*b] {
-            Trust::AtRisk(v, c) => Some((*v, Cause::input(rank, *b, c))),
-            Trust::Trusted | Trust::Poisoned(_) => None,
-        });
+        let risk = shape
+            .inputs
+            .iter()
+            .find_map(|b| match &self.ranks[rank].trust[*b] {
+                Trust::AtRisk(v, c) => Some((*v, Cause::input(rank, *b, c))),
+                Trust::Trusted | Trust::Poisoned(_) => None,
+            });
         self.run(rank, &shape.effect);
         match (risk, shape.late) {
             (None, false) => Applied::Ran,

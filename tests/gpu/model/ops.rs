@@ -73,13 +73,20 @@ pub struct Coll {
     pub kind: CollKind,
     pub streams: [u64; RANKS],
     pub fault: Fault,
+    /// Every rank first writes its `src` whole (`value + rank`), so that
+    /// not every collective meets poison from earlier steps.
+    pub refresh: Option<u32>,
 }
 
 /// Which collective, over which data buffers.
 #[derive(Clone, Copy, Debug)]
 pub enum CollKind {
     /// Sum of `u32`; `Overlap` when `overlap`, else `Wait`.
-    AllReduce { src: usize, dst: usize, overlap: bool },
+    AllReduce {
+        src: usize,
+        dst: usize,
+        overlap: bool,
+    },
     /// From `root`'s `src` into every rank's `dst`.
     Broadcast { root: usize, src: usize, dst: usize },
     /// Every rank's `src`, in rank order, into its gather buffer.
@@ -87,6 +94,14 @@ pub enum CollKind {
 }
 
 impl CollKind {
+    pub fn src(&self) -> usize {
+        match *self {
+            CollKind::AllReduce { src, .. }
+            | CollKind::Broadcast { src, .. }
+            | CollKind::AllGather { src } => src,
+        }
+    }
+
     pub fn overlap(&self) -> bool {
         match *self {
             CollKind::AllReduce { overlap, .. } => overlap,
@@ -100,14 +115,22 @@ impl CollKind {
 pub enum Fault {
     None,
     /// All-reduce of `i32` instead of `u32`: the ranks disagree.
-    Dtype { rank: usize },
+    Dtype {
+        rank: usize,
+    },
     /// Half of the buffer where the whole is meant: the `dst` of an
     /// all-reduce or broadcast, the `src` of an all-gather.
-    Short { rank: usize },
+    Short {
+        rank: usize,
+    },
     /// The call is made inside a capture window of its stream.
-    Capture { rank: usize },
+    Capture {
+        rank: usize,
+    },
     /// Broadcast: a source on a non-root rank, none on the root.
-    Invalid { rank: usize },
+    Invalid {
+        rank: usize,
+    },
 }
 
 /// Part of a buffer a call names.
@@ -142,10 +165,19 @@ impl Coll {
             ),
             CollKind::Broadcast { root, src, dst } => {
                 let has_src = (r == root) != faulty(|rank| Fault::Invalid { rank });
-                let dst = Part { buf: dst, half: short };
+                let dst = Part {
+                    buf: dst,
+                    half: short,
+                };
                 (has_src.then_some(whole(src)), dst)
             }
-            CollKind::AllGather { src } => (Some(Part { buf: src, half: short }), whole(GATHER)),
+            CollKind::AllGather { src } => (
+                Some(Part {
+                    buf: src,
+                    half: short,
+                }),
+                whole(GATHER),
+            ),
         };
         RankCall {
             src,
@@ -234,11 +266,12 @@ fn collective(k: u32, a: u32, b: u32) -> Coll {
         86..92 => CollKind::AllReduce {
             src,
             dst,
-            overlap: (b >> 12) % 4 == 0,
+            overlap: (b >> 12).is_multiple_of(4),
         },
         92..96 => CollKind::Broadcast { root, src, dst },
         _ => CollKind::AllGather { src },
     };
+    let refresh = (b >> 14).is_multiple_of(2).then_some((b >> 15) % 1000);
     let fault = match ((a >> 16) % 12, kind) {
         (9, CollKind::AllReduce { .. }) => Fault::Dtype { rank },
         (9, CollKind::Broadcast { .. }) => Fault::Invalid { rank },
@@ -246,7 +279,7 @@ fn collective(k: u32, a: u32, b: u32) -> Coll {
         (11, _) => Fault::Capture { rank },
         _ => Fault::None,
     };
-    let streams = if b % 4 == 0 {
+    let streams = if b.is_multiple_of(4) {
         [(b as u64 >> 2) % STREAMS; RANKS]
     } else {
         let digits = b as u64 >> 2;
@@ -256,5 +289,6 @@ fn collective(k: u32, a: u32, b: u32) -> Coll {
         kind,
         streams,
         fault,
+        refresh,
     }
 }

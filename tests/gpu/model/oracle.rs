@@ -77,6 +77,9 @@ pub struct RankState {
     /// Per stream, one past the seq of its last `Wait` collective / any.
     pub last_wait: HashMap<u64, u64>,
     pub last_any: HashMap<u64, u64>,
+    /// Streams whose batch is held behind a `Wait` collective (until a
+    /// `sync` or `sync_collective` of the stream).
+    pub held: Vec<u64>,
 }
 
 /// What a `check` (or a `sync` naming the buffer) may answer.
@@ -125,6 +128,7 @@ impl Oracle {
             next_seq: 0,
             last_wait: HashMap::new(),
             last_any: HashMap::new(),
+            held: Vec::new(),
         };
         Oracle {
             max,
@@ -250,6 +254,7 @@ impl Oracle {
     pub fn sync(&mut self, rank: usize, stream: u64, target: usize) -> (Reports, Expect) {
         let upto = self.ranks[rank].last_wait.get(&stream).copied();
         self.arrive_for(rank, stream, upto.unwrap_or(0), true);
+        self.ranks[rank].held.retain(|s| *s != stream);
         let failures = self.ranks[rank].unreported.remove(&stream);
         let reports = Reports::of(&failures.unwrap_or_default(), |_| true);
         (reports, self.check(rank, target))
@@ -262,6 +267,7 @@ impl Oracle {
     pub fn sync_collective(&mut self, rank: usize, stream: u64) -> Reports {
         let upto = self.ranks[rank].last_any.get(&stream).copied();
         self.arrive_for(rank, stream, upto.unwrap_or(0), false);
+        self.ranks[rank].held.retain(|s| *s != stream);
         let overlaps = self.ranks[rank].overlaps.remove(&stream);
         for o in overlaps.unwrap_or_default() {
             self.ranks[rank].pending[o.dst] -= 1;
@@ -288,6 +294,12 @@ impl Oracle {
             .collect();
         self.ranks[rank].unreported.insert(stream, left);
         reports
+    }
+
+    /// Streams of `rank` other than `stream` held behind a collective.
+    pub fn held_besides(&self, rank: usize, stream: u64) -> Vec<u64> {
+        let held = self.ranks[rank].held.iter().filter(|s| **s != stream);
+        held.copied().collect()
     }
 
     pub fn write(&mut self, rank: usize, b: usize, value: u32) {

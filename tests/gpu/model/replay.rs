@@ -22,7 +22,8 @@ fn trust_model_replay() {
         (tasks_max, steps) = program(&mut rng, len);
     }
     let fails = |steps: &[(u64, [u32; 3])]| {
-        (0..env("TRUST_MODEL_TRIES", 3)).any(|_| !run_program(tasks_max, steps).disagreements.is_empty())
+        (0..env("TRUST_MODEL_TRIES", 3))
+            .any(|_| !run_program(tasks_max, steps).disagreements.is_empty())
     };
     if env("TRUST_MODEL_SHRINK", 0) == 1 {
         let mut chunk = steps.len() / 2;
@@ -43,7 +44,10 @@ fn trust_model_replay() {
     let run = run_program(tasks_max, &steps);
     println!("tasks_max {tasks_max}, {} steps:", steps.len());
     for (i, (sel, code)) in steps.iter().enumerate() {
-        println!("{i:4} {:?}   <- ({sel}, {code:?})", Step::from_code(*sel, *code));
+        println!(
+            "{i:4} {:?}   <- ({sel}, {code:?})",
+            Step::from_code(*sel, *code)
+        );
     }
     println!("{:#?}", run.disagreements);
 }
