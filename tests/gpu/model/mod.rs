@@ -19,6 +19,11 @@
 //! - `compare`: the server's answers against the model's;
 //! - `run`: a program, step by step; `seen`: what a run exercised.
 //!
+//! Known server bugs (`collective::found`, ignored there until fixed) are
+//! triggered by work on one stream ordered against another stream's batch
+//! held behind a collective; the run syncs the held stream first (`seen`'s
+//! `unholds`) unless `TRUST_MODEL_STRICT=1`.
+//!
 //! `TRUST_MODEL_OPS=n cargo test -p compute-tests --test gpu
 //! trust_model_long_run -- --ignored --nocapture` runs `n` operations
 //! (`TRUST_MODEL_SEED` picks the programs, `TRUST_MODEL_LEN` their length).
@@ -79,7 +84,7 @@ proptest! {
         tasks_max in prop::sample::select(vec![1usize, 4, 128]),
         program in prop::collection::vec(
             (0u64..STREAMS * RANKS as u64, any::<[u32; 3]>()),
-            1..60,
+            1..150,
         )
     ) {
         let run = run_program(tasks_max, &program);

@@ -148,7 +148,7 @@ impl Run {
             return;
         }
         for other in self.oracle.held_besides(r, s) {
-            self.seen.settles += 1;
+            self.seen.unholds += 1;
             self.sync(r, other, 0);
         }
     }
