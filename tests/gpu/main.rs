@@ -19,6 +19,7 @@ mod graph;
 mod ir;
 mod lifetime;
 mod memory;
+mod model;
 mod profile;
 mod queued;
 mod streams;

@@ -22,6 +22,12 @@ use crate::common::*;
 /// meet in one communicator (or be refused as joined twice).
 static NEXT_DEVICE: AtomicU64 = AtomicU64::new(1000);
 
+/// `n` device ids no other test of the process names.
+pub fn device_ids(n: usize) -> Vec<DeviceId> {
+    let first = NEXT_DEVICE.fetch_add(n as u64, Ordering::Relaxed);
+    (0..n as u64).map(|i| DeviceId(first + i)).collect()
+}
+
 /// `n` ranks: `s[r]` is rank `r`'s server, `ids[r]` its device.
 pub struct Group {
     pub s: Vec<TestServer>,
@@ -31,8 +37,7 @@ pub struct Group {
 impl Group {
     /// `n` servers on fresh device ids, without a communicator.
     pub fn open(n: usize) -> Self {
-        let first = NEXT_DEVICE.fetch_add(n as u64, Ordering::Relaxed);
-        let ids: Vec<DeviceId> = (0..n as u64).map(|i| DeviceId(first + i)).collect();
+        let ids = device_ids(n);
         let s = ids
             .iter()
             .map(|id| {

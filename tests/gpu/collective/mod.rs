@@ -16,11 +16,14 @@
 //! - `poison`: untrusted inputs poison every result that depends on them; a
 //!   failed collective poisons its `dst` and the work queued after it.
 //! - `state`: capture refusal, calls before `comm_init`, bad rank lists.
+//! - `found`: broken promises the random-program model found (ignored
+//!   until fixed).
 //!
 //! The timeout (a rank that never arrives) is the `collective_timeout`
 //! binary: it sets the timeout through the environment.
 
-mod group;
+mod found;
+pub(crate) mod group;
 mod large;
 mod mismatch;
 mod movement;
