@@ -462,8 +462,11 @@ impl<B: SchedulerStreamBackend> SchedulerMultiStream<B> {
             return None;
         }
         let result = self.backend.submit(stream, &mut state.inner, urgency);
-        if let Ok(Submitted::Held) = result {
-            return Some(Submitted::Held);
+        // Held, or handed to be submitted later: the batch's uses stay
+        // pending (work that meets them is ordered after them), and so does
+        // the stream (a wait for it waits for what holds it).
+        if let Ok(later @ (Submitted::Held | Submitted::HandedOff)) = result {
+            return Some(later);
         }
         state.tasks = 0;
         self.next_batch += 1;

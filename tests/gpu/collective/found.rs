@@ -1,6 +1,5 @@
 //! Broken promises the random-program model (`model`) found, one test
-//! each, on 3 ranks driven from one thread. Ignored until the server keeps
-//! them: run with `-- --ignored`.
+//! each, on 3 ranks driven from one thread.
 
 use compute_runtime::{
     ComputeWait, CubeCount, DType, Handle, KernelArguments, LaunchMode, Reduction, Server,
@@ -27,7 +26,7 @@ fn busy(s: &mut TestServer, stream: StreamId) -> Handle {
 /// batch to the applier: the stream had no pending task, so `sync`
 /// returned at once, `Ok`, and the failure came with a later `sync`.
 #[test]
-#[ignore = "server bug found by the model: sync skips a handed-off held batch"]
+
 fn sync_waits_for_a_wait_collective_whose_held_batch_was_handed_off() {
     let mut g = Group::new(3);
     let ids = g.ids.clone();
@@ -66,7 +65,7 @@ fn sync_waits_for_a_wait_collective_whose_held_batch_was_handed_off() {
 /// counted as submitted, so a read on a third stream returned the bytes
 /// from before the result, as trusted.
 #[test]
-#[ignore = "server bug found by the model: a handed-off held batch no longer orders other streams"]
+
 fn a_read_on_a_third_stream_sees_a_wait_result_after_a_hand_off() {
     let mut g = Group::new(3);
     let ids = g.ids.clone();
@@ -159,7 +158,6 @@ fn input_cause_of_late_src(settled: bool) -> ServerError {
 /// was the input's (`LimitExceeded`); still to come, it was wrapped as
 /// `UntrustedInput { input: x, cause: LimitExceeded }`.
 #[test]
-#[ignore = "server inconsistency found by the model: the cause depends on when the verdict arrives"]
 fn a_late_poisoned_src_gives_one_cause_whenever_its_verdict_arrives() {
     let known = input_cause_of_late_src(true);
     let pending = input_cause_of_late_src(false);

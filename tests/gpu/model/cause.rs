@@ -28,8 +28,6 @@ pub enum Cause {
     Capture,
     /// The `dst` of an `Overlap` collective before `sync_collective`.
     Pending,
-    /// Any of these: which one depends on when a verdict arrived.
-    OneOf(Vec<Rc<Cause>>),
 }
 
 impl Cause {

@@ -156,17 +156,12 @@ impl Oracle {
         (Ok(self.result(op, calls)), Went::Ran)
     }
 
-    /// Why rank `r`'s input is bad, if it is. One at risk is bad; the cause
-    /// names it as an input or not depending on whether its verdict arrived
-    /// before the call (see the report: a server inconsistency).
+    /// Why rank `r`'s input is bad, if it is. One at risk is bad, with the
+    /// same cause whenever its verdict arrives.
     fn input_cause(&self, r: usize, src: usize) -> Option<Rc<Cause>> {
         match self.visible(r, src) {
             Trust::Trusted => None,
-            Trust::Poisoned(c) => Some(c),
-            Trust::AtRisk(_, c) => Some(Rc::new(Cause::OneOf(vec![
-                Rc::clone(&c),
-                Cause::input(r, src, &c),
-            ]))),
+            Trust::Poisoned(c) | Trust::AtRisk(_, c) => Some(c),
         }
     }
 

@@ -32,7 +32,6 @@ impl Ids {
             Cause::Mismatch => matches!(e, ServerError::CollectiveMismatch { .. }),
             Cause::Capture => matches!(e, ServerError::CaptureState { .. }),
             Cause::Pending => matches!(e, ServerError::CollectivePending { .. }),
-            Cause::OneOf(any) => any.iter().any(|m| self.cause(m, e)),
         }
     }
 

@@ -19,10 +19,8 @@
 //! - `compare`: the server's answers against the model's;
 //! - `run`: a program, step by step; `seen`: what a run exercised.
 //!
-//! Known server bugs (`collective::found`, ignored there until fixed) are
-//! triggered by work on one stream ordered against another stream's batch
-//! held behind a collective; the run syncs the held stream first (`seen`'s
-//! `unholds`) unless `TRUST_MODEL_STRICT=1`.
+//! What the model found in the server is kept as tests in
+//! `collective::found`.
 //!
 //! `TRUST_MODEL_OPS=n cargo test -p compute-tests --test gpu
 //! trust_model_long_run -- --ignored --nocapture` runs `n` operations

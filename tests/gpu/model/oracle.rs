@@ -296,12 +296,6 @@ impl Oracle {
         reports
     }
 
-    /// Streams of `rank` other than `stream` held behind a collective.
-    pub fn held_besides(&self, rank: usize, stream: u64) -> Vec<u64> {
-        let held = self.ranks[rank].held.iter().filter(|s| **s != stream);
-        held.copied().collect()
-    }
-
     pub fn write(&mut self, rank: usize, b: usize, value: u32) {
         let r = &mut self.ranks[rank];
         r.values[b].fill(value);

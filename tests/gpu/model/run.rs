@@ -22,8 +22,6 @@ pub struct Run {
     pub seen: Seen,
     /// The step being run, for messages.
     at: String,
-    /// Whether to leave in what triggers known server bugs.
-    strict: bool,
 }
 
 /// Runs `program` ((selector, code) pairs, see `Step::from_code`) on fresh
@@ -50,7 +48,6 @@ impl Run {
             disagreements: Vec::new(),
             seen: Seen::default(),
             at: String::new(),
-            strict: super::env("TRUST_MODEL_STRICT", 0) == 1,
         }
     }
 
@@ -68,9 +65,6 @@ impl Run {
     }
 
     fn local(&mut self, r: usize, s: u64, op: &Local) {
-        if orders_against_other_streams(op) {
-            self.unhold(r, s);
-        }
         for b in self.oracle.settle_before(r, op) {
             self.seen.settles += 1;
             self.read(r, s, b);
@@ -100,7 +94,6 @@ impl Run {
     fn collective(&mut self, op: &Coll) {
         for r in 0..RANKS {
             let s = op.streams[r];
-            self.unhold(r, s);
             if let Some(value) = op.refresh {
                 let dst = op.kind.src();
                 self.local(
@@ -136,20 +129,6 @@ impl Run {
                     "rank {r}'s call: the model says {w:?}, the server {g:?}"
                 ));
             }
-        }
-    }
-
-    /// Syncs the streams of rank `r` other than `s` that are held behind a
-    /// collective, before work on `s` that may be ordered against them:
-    /// known server bugs (`collective::found`) follow when such work hands
-    /// a held batch to the applier. `TRUST_MODEL_STRICT=1` leaves them in.
-    fn unhold(&mut self, r: usize, s: u64) {
-        if self.strict {
-            return;
-        }
-        for other in self.oracle.held_besides(r, s) {
-            self.seen.unholds += 1;
-            self.sync(r, other, 0);
         }
     }
 
@@ -235,28 +214,6 @@ impl Run {
                 self.sync(r, s, 0);
             }
         }
-    }
-}
-
-/// Whether `op` orders its byte ranges against the other streams' pending
-/// work (which may hand a held batch to the applier).
-fn orders_against_other_streams(op: &Local) -> bool {
-    match op {
-        Local::Write { .. }
-        | Local::WriteHalf { .. }
-        | Local::WriteCount { .. }
-        | Local::Inc { .. }
-        | Local::Copy { .. }
-        | Local::IndirectInc { .. }
-        | Local::Read { .. } => true,
-        // Refused before they are ordered, or no ordering at all.
-        Local::BadWrite { .. }
-        | Local::BadArity { .. }
-        | Local::TooSmall { .. }
-        | Local::Mismatch { .. }
-        | Local::Check { .. }
-        | Local::Sync { .. }
-        | Local::SyncCollective => false,
     }
 }
 

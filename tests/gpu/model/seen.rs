@@ -18,9 +18,6 @@ pub struct Seen {
     pub propagated: u64,
     /// Reads made first so an outcome would not depend on timing.
     pub settles: u64,
-    /// Syncs of held streams before work on another stream (the known
-    /// bugs' trigger, avoided unless `TRUST_MODEL_STRICT=1`).
-    pub unholds: u64,
     pub syncs_reporting: u64,
     pub collectives_run: u64,
     pub collectives_poisoned: u64,
@@ -63,7 +60,6 @@ impl std::ops::AddAssign for Seen {
         self.late_launches += o.late_launches;
         self.propagated += o.propagated;
         self.settles += o.settles;
-        self.unholds += o.unholds;
         self.syncs_reporting += o.syncs_reporting;
         self.collectives_run += o.collectives_run;
         self.collectives_poisoned += o.collectives_poisoned;

@@ -259,6 +259,7 @@ fn submit_parked(cx: &Context, h: HandOff) {
     let submitted = cx
         .submitter
         .submit(h.stream, h.batch)
+        .map(|(index, _)| index)
         .map_err(|(e, writes)| {
             cx.late().poison(h.stream, &writes, e.clone());
             Arc::new(e)

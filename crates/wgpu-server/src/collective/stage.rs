@@ -53,7 +53,12 @@ impl Staged {
             // has run (see `compute_stream::LateFaults`).
             let judged = match risk.as_ref().map(|(t, late)| late.outcome(*t)) {
                 None | Some(DependOutcome::Clean) => Ok(()),
-                Some(DependOutcome::Poisoned(cause)) => Err(cause),
+                // The input's own cause, as when the verdict was known at
+                // the call (the copy read it: not a second step to name).
+                Some(DependOutcome::Poisoned(cause)) => Err(match &*cause {
+                    ServerError::UntrustedInput { cause, .. } => Arc::clone(cause),
+                    _ => cause,
+                }),
                 Some(DependOutcome::Pending) => Err(Arc::new(ServerError::CollectiveState {
                     fault: CollectiveFault::VerdictMissing,
                 })),

@@ -37,9 +37,6 @@ pub const DEFAULT_COLLECTIVE_WAIT: Duration = Duration::from_secs(90);
 #[derive(Debug)]
 pub struct ScheduledWgpuBackend {
     submitter: Submitter,
-    /// The latest submission on any stream, and how many there were.
-    last_submission: Option<wgpu::SubmissionIndex>,
-    submits_made: u64,
     /// `queue.write_buffer` calls not yet followed by a submit: they only
     /// reach the GPU with the next submission; their bytes and calls,
     /// toward the flush thresholds.
@@ -65,8 +62,6 @@ impl ScheduledWgpuBackend {
     pub(crate) fn new(submitter: Submitter, upload: UploadPool) -> Self {
         Self {
             submitter,
-            last_submission: None,
-            submits_made: 0,
             host_writes_pending: false,
             host_write_bytes: 0,
             host_write_calls: 0,
@@ -85,7 +80,7 @@ impl ScheduledWgpuBackend {
 
     /// The latest submission on any stream, and its number.
     pub(crate) fn last_submission(&self) -> (Option<wgpu::SubmissionIndex>, u64) {
-        (self.last_submission.clone(), self.submits_made)
+        self.submitter.newest()
     }
 
     /// Whether `write_buffer`s wait for a submit to reach the GPU.
@@ -135,7 +130,7 @@ impl ScheduledWgpuBackend {
             return;
         };
         match self.submitter.commands(Some(taken.commands)) {
-            Ok(index) => {
+            Ok(_) => {
                 for upload in taken.uploads {
                     self.upload.recycle(upload);
                 }
@@ -143,7 +138,7 @@ impl ScheduledWgpuBackend {
                 // whatever polls next; a poll that does not wait runs those
                 // already due, so a loop of writes with no waits recycles.
                 self.submitter.poll_ready();
-                self.submitted(index);
+                self.submitted();
             }
             Err(error) => {
                 for (stream, memory) in taken.writes {
@@ -155,9 +150,8 @@ impl ScheduledWgpuBackend {
         }
     }
 
-    fn submitted(&mut self, index: wgpu::SubmissionIndex) {
-        self.submits_made += 1;
-        self.last_submission = Some(index);
+    /// A submit happened: pending `write_buffer`s went with it.
+    fn submitted(&mut self) {
         self.host_writes_pending = false;
         self.host_write_bytes = 0;
         self.host_write_calls = 0;
@@ -198,21 +192,19 @@ impl ScheduledWgpuBackend {
         &mut self,
         commands: wgpu::CommandBuffer,
     ) -> Result<(wgpu::SubmissionIndex, u64), compute_runtime::ServerError> {
-        let index = self.submitter.commands(Some(commands))?;
-        self.submitted(index.clone());
-        Ok((index, self.submits_made))
+        let submitted = self.submitter.commands(Some(commands))?;
+        self.submitted();
+        Ok(submitted)
     }
 
     /// Submits an empty batch when host writes are pending, so a drain
     /// covers them; returns the submission to wait on.
     pub(crate) fn flush_host_writes(&mut self) -> Option<wgpu::SubmissionIndex> {
         self.flush_host_copies();
-        if self.host_writes_pending
-            && let Ok(index) = self.submitter.commands(None)
-        {
-            self.submitted(index);
+        if self.host_writes_pending && self.submitter.commands(None).is_ok() {
+            self.submitted();
         }
-        self.last_submission.clone()
+        self.submitter.newest().0
     }
 
     /// Waits for what holds `stream`'s batch when it must go now
@@ -269,11 +261,8 @@ impl SchedulerStreamBackend for ScheduledWgpuBackend {
         // A fresh stream (or one retired and used again) may have work in
         // flight from before: the newest submission covers it. (Not `None`:
         // a wait for "everything" keeps waiting while other threads submit.)
-        WgpuStream::new(
-            Batch::new(self.submitter.timing()),
-            self.last_submission.clone(),
-            self.submits_made,
-        )
+        let (newest, no) = self.submitter.newest();
+        WgpuStream::new(Batch::new(self.submitter.timing()), newest, no)
     }
 
     /// Submits the stream's batch (see [`Submitter`]): a batch the queue
@@ -308,13 +297,14 @@ impl SchedulerStreamBackend for ScheduledWgpuBackend {
                 self.host_writes_pending = true;
                 self.flush_host_writes();
             }
-            stream.caught_up(self.last_submission.clone(), self.submits_made);
+            let (newest, no) = self.submitter.newest();
+            stream.caught_up(newest, no);
             return Ok(Submitted::Yes);
         };
         match self.submitter.submit(id, batch) {
-            Ok(index) => {
-                self.submitted(index.clone());
-                stream.submitted(index, self.submits_made);
+            Ok((index, no)) => {
+                self.submitted();
+                stream.submitted(index, no);
                 Ok(Submitted::Yes)
             }
             Err((error, writes)) => {

@@ -10,7 +10,7 @@
 //! submits through it, and so does the collective applier for a batch that
 //! was handed off.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use compute_runtime::{ServerError, StreamId};
 use compute_stream::LateFaults;
@@ -30,6 +30,10 @@ pub(crate) struct Submitter {
     /// `max_compute_workgroups_per_dimension`, for the audits.
     indirect_max: u32,
     timing: Option<Arc<BatchTiming>>,
+    /// The newest submission of the queue and how many there were, by
+    /// anyone (the streams' backend, the collective applier): what a wait
+    /// for "everything so far" waits for.
+    newest: Arc<Mutex<(Option<wgpu::SubmissionIndex>, u64)>>,
 }
 
 impl Submitter {
@@ -48,7 +52,16 @@ impl Submitter {
             late,
             indirect_max,
             timing,
+            newest: Arc::default(),
         }
+    }
+
+    /// The newest submission to the queue, and its number.
+    pub fn newest(&self) -> (Option<wgpu::SubmissionIndex>, u64) {
+        self.newest
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
     }
 
     /// The device.
@@ -77,7 +90,7 @@ impl Submitter {
         &self,
         stream: StreamId,
         batch: FinishedBatch,
-    ) -> Result<wgpu::SubmissionIndex, (ServerError, FinishedWrites)> {
+    ) -> Result<(wgpu::SubmissionIndex, u64), (ServerError, FinishedWrites)> {
         let FinishedBatch {
             commands,
             writes,
@@ -85,12 +98,12 @@ impl Submitter {
             timing,
         } = batch;
         match self.commands(Some(commands)) {
-            Ok(index) => {
+            Ok((index, no)) => {
                 if let (Some(t), Some(r)) = (&self.timing, timing) {
                     t.after_submit(r);
                 }
                 audit.submitted(stream, self.indirect_max, &self.late);
-                Ok(index)
+                Ok((index, no))
             }
             Err(error) => {
                 audit.abandon(stream, &self.late, &error);
@@ -100,17 +113,23 @@ impl Submitter {
     }
 
     /// Submits command buffers of no stream (host copies, a resolve), or
-    /// none at all (so pending `write_buffer`s land).
+    /// none at all (so pending `write_buffer`s land); returns the
+    /// submission and its number.
     pub fn commands(
         &self,
         commands: impl IntoIterator<Item = wgpu::CommandBuffer>,
-    ) -> Result<wgpu::SubmissionIndex, ServerError> {
+    ) -> Result<(wgpu::SubmissionIndex, u64), ServerError> {
         let _submitting = self.poll_lock.lock();
-        scoped(&self.device, || self.queue.submit(commands)).map_err(|e| {
+        let index = scoped(&self.device, || self.queue.submit(commands)).map_err(|e| {
             ServerError::BatchRejected {
                 reason: e.to_string(),
             }
-        })
+        })?;
+        // Numbered under the submit lock: numbers follow the queue's order.
+        let mut newest = self.newest.lock().unwrap_or_else(|e| e.into_inner());
+        newest.1 += 1;
+        newest.0 = Some(index.clone());
+        Ok((index, newest.1))
     }
 
     /// `queue.write_buffer` in an error scope: lands before the next
