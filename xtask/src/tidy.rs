@@ -6,7 +6,10 @@
 //! - no `&mut WgpuServer` parameter outside the server's own module
 //!   (`crates/wgpu-server/src/server/`): the other modules are parts the
 //!   server owns, and take the part they need;
-//! - every path the docs name (`README.md`, `docs/*.md`) exists.
+//! - every path the docs name (`README.md`, `docs/*.md`) exists;
+//! - `wgpu-server`'s top-level modules import only modules on their floor
+//!   or below ([`FLOORS`]): the device is the ground floor, the server (the
+//!   one module that sees every part) the top.
 
 use std::path::{Path, PathBuf};
 
@@ -14,6 +17,21 @@ use crate::{Result, root};
 
 /// The longest a source file may be.
 pub(crate) const MAX_LINES: usize = 500;
+
+/// `wgpu-server`'s top-level modules, ground floor first: a module may
+/// import the ones before it, never one after it.
+pub(crate) const FLOORS: &[&str] = &[
+    "device",
+    "memory",
+    "stream",
+    "launch",
+    "timing",
+    "graph",
+    "collective",
+    "server",
+    "lib",
+    "prelude",
+];
 
 /// Where the project's own sources are.
 const SOURCE_ROOTS: &[&str] = &["crates", "tests", "xtask", "bridge"];
@@ -143,6 +161,86 @@ fn backticked_paths(text: &str) -> Vec<String> {
         .collect()
 }
 
+/// `wgpu-server` imports that run up a floor: `file:line: from -> to`.
+pub(crate) fn imports_up() -> Vec<String> {
+    let src = root().join("crates/wgpu-server/src");
+    let lib = std::fs::read_to_string(src.join("lib.rs")).unwrap_or_default();
+    let floor = |m: &str| FLOORS.iter().position(|f| *f == m);
+    let mut up = Vec::new();
+    for p in sources().into_iter().filter(|p| p.starts_with(&src)) {
+        let from = top_module(&src, &p);
+        let Ok(text) = std::fs::read_to_string(&p) else {
+            continue;
+        };
+        for (i, line) in text.lines().enumerate() {
+            for to in crate_targets(line, &lib) {
+                if let (Some(a), Some(b)) = (floor(&from), floor(&to))
+                    && b > a
+                {
+                    up.push(format!("{}:{}: {from} -> {to}", relative(&p), i + 1));
+                }
+            }
+        }
+    }
+    up
+}
+
+/// The top-level module a file of `src` belongs to (`lib` for `lib.rs`).
+fn top_module(src: &Path, file: &Path) -> String {
+    let rel = file.strip_prefix(src).unwrap_or(file);
+    let first = rel
+        .components()
+        .next()
+        .map(|c| c.as_os_str().to_string_lossy().into_owned())
+        .unwrap_or_default();
+    first.trim_end_matches(".rs").to_owned()
+}
+
+/// The modules a line names through `crate::`: `crate::memory::...`, the
+/// members of a `crate::{...}` group, and names `lib.rs` re-exports
+/// (`crate::WgpuServer` is the `server` module's).
+fn crate_targets(line: &str, lib: &str) -> Vec<String> {
+    let code = line.split("//").next().unwrap_or("");
+    let mut names = Vec::new();
+    for (at, _) in code.match_indices("crate::") {
+        let rest = &code[at + "crate::".len()..];
+        let group = rest
+            .strip_prefix('{')
+            .map(|g| g.split('}').next().unwrap_or(""));
+        let heads: Vec<&str> = match group {
+            Some(g) => g.split(',').map(str::trim).collect(),
+            None => vec![rest],
+        };
+        for head in heads {
+            let name: String = head
+                .chars()
+                .take_while(|c| c.is_alphanumeric() || *c == '_')
+                .collect();
+            if name.is_empty() {
+                continue;
+            }
+            if FLOORS.contains(&name.as_str()) {
+                names.push(name);
+            } else if let Some(module) = reexporting_module(lib, &name) {
+                names.push(module);
+            }
+        }
+    }
+    names
+}
+
+/// The module `lib.rs` re-exports `name` from (`pub use module::...`).
+fn reexporting_module(lib: &str, name: &str) -> Option<String> {
+    lib.lines()
+        .filter_map(|l| l.trim().strip_prefix("pub use "))
+        .find(|l| {
+            l.split(|c: char| !(c.is_alphanumeric() || c == '_'))
+                .any(|w| w == name)
+        })
+        .map(|l| l.split("::").next().unwrap_or("").to_owned())
+        .filter(|m| FLOORS.contains(&m.as_str()))
+}
+
 /// `cargo xtask tidy`: every check, reported together.
 pub(crate) fn tidy() -> Result {
     let mut problems = Vec::new();
@@ -157,6 +255,11 @@ pub(crate) fn tidy() -> Result {
     for m in missing_doc_paths() {
         problems.push(format!("{m} does not exist"));
     }
+    for at in imports_up() {
+        problems.push(format!(
+            "{at}: an import from a lower floor to a higher one"
+        ));
+    }
     if problems.is_empty() {
         eprintln!("tidy: ok");
         return Ok(());
@@ -169,14 +272,12 @@ mod tests {
     use super::*;
 
     #[test]
-    #[ignore = "the layout is being brought in line (issue 20)"]
     fn no_source_file_is_over_the_limit() {
         let long = long_files();
         assert!(long.is_empty(), "split these files: {long:?}");
     }
 
     #[test]
-    #[ignore = "the layout is being brought in line (issue 20)"]
     fn no_module_but_the_server_takes_the_whole_server() {
         let found = server_parameters_outside_server();
         assert!(
@@ -186,10 +287,34 @@ mod tests {
     }
 
     #[test]
-    #[ignore = "the layout is being brought in line (issue 20)"]
     fn every_path_the_docs_name_exists() {
         let missing = missing_doc_paths();
         assert!(missing.is_empty(), "{missing:#?}");
+    }
+
+    #[test]
+    fn no_module_of_the_server_imports_one_above_it() {
+        let up = imports_up();
+        assert!(
+            up.is_empty(),
+            "floors (ground first): {FLOORS:?}; up: {up:#?}"
+        );
+    }
+
+    #[test]
+    fn crate_paths_name_their_modules() {
+        let lib = "pub use server::{DEFAULT_TASKS_MAX, WgpuServer};\npub use stream::WgpuStream;";
+        assert_eq!(
+            crate_targets("use crate::{WgpuServer, device::faults, WgpuStream};", lib),
+            ["server", "device", "stream"]
+        );
+        assert_eq!(
+            crate_targets(
+                "let x = crate::memory::Memory::new(); // crate::server",
+                lib
+            ),
+            ["memory"]
+        );
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! Unit tests of `scheduler.rs`.
 
 use super::*;
+use compute_runtime::StorageHandle;
 
 /// Records which stream submitted, in order.
 #[derive(Default, Debug)]
