@@ -265,7 +265,7 @@ impl SchedulerStreamBackend for ScheduledWgpuBackend {
         WgpuStream::new(Batch::new(self.submitter.timing()), newest, no)
     }
 
-    /// Submits the stream's batch (see [`Submitter`]): a batch the queue
+    /// Submits the stream's batch (through `stream/submit.rs`): a batch the queue
     /// refuses is a [`BatchFailure`] naming what it wrote.
     ///
     /// A batch held behind a collective stays pending when the submit is
