@@ -32,17 +32,36 @@ pub(crate) fn device_bundle() -> Result {
         let bin = root().join(dir).join(name);
         std::fs::copy(&bin, out.join(name)).map_err(|e| format!("copy {}: {e}", bin.display()))?;
     }
-    // The GPU test binary, to run the suite on the device too.
+    // The GPU test binary, debug and release, to run the suite on the
+    // device too (symbols kept for backtraces, debug info dropped: what
+    // travels must stay under 64 MiB).
+    for (release, name) in [(false, "test-gpu"), (true, "test-gpu-release")] {
+        let exe = gpu_test_binary(release)?;
+        let to = out.join(name);
+        std::fs::copy(&exe, &to).map_err(|e| format!("copy {exe}: {e}"))?;
+        let _ = Command::new("strip").arg("--strip-debug").arg(&to).status();
+    }
+    let mut libs = Command::new("bash");
+    libs.arg(root().join("xtask/h200/fetch-libs.sh"));
+    run(libs)?;
+    eprintln!(
+        "device-bundle: .h200/bench, .h200/tour, .h200/mlp, .h200/test-gpu, \
+         .h200/test-gpu-release and .gl/ are ready. On the device machine run\n  source \
+         xtask/h200/env.sh && .h200/tour && .h200/mlp && .h200/bench --out $OUT/report.json\n\
+         and the GPU suite with\n  bash xtask/h200/run-tests.sh .h200/test-gpu 3 1 4\ncarrying \
+         .gl and .h200 (or the files needed: the whole bundle may pass 64 MiB)."
+    );
+    Ok(())
+}
+
+/// The path of the GPU test binary, built (release or debug) by cargo.
+fn gpu_test_binary(release: bool) -> Result<String> {
     let mut tests = cargo();
-    tests.args([
-        "test",
-        "-p",
-        "compute-tests",
-        "--test",
-        "gpu",
-        "--no-run",
-        "--message-format=json",
-    ]);
+    tests.args(["test", "-p", "compute-tests", "--test", "gpu", "--no-run"]);
+    if release {
+        tests.arg("--release");
+    }
+    tests.arg("--message-format=json");
     let shown = format!("{tests:?}");
     eprintln!("$ {shown}");
     let built = tests
@@ -55,25 +74,12 @@ pub(crate) fn device_bundle() -> Result {
         ));
     }
     let listing = String::from_utf8_lossy(&built.stdout);
-    let exe = listing
+    listing
         .lines()
         .filter(|l| l.contains("\"name\":\"gpu\"") && l.contains("\"executable\":\""))
         .find_map(|l| {
             let at = l.find("\"executable\":\"")? + "\"executable\":\"".len();
             l[at..].split('"').next().map(str::to_owned)
         })
-        .ok_or("could not find the gpu test binary in cargo's output")?;
-    std::fs::copy(&exe, out.join("test-gpu")).map_err(|e| format!("copy {exe}: {e}"))?;
-    // Debug symbols would take it past what travels to the device (64 MiB).
-    let _ = Command::new("strip").arg(out.join("test-gpu")).status();
-    let mut libs = Command::new("bash");
-    libs.arg(root().join("xtask/h200/fetch-libs.sh"));
-    run(libs)?;
-    eprintln!(
-        "device-bundle: .h200/bench, .h200/tour, .h200/mlp, .h200/test-gpu and .gl/ are ready. On \
-         the device machine run\n  source xtask/h200/env.sh && .h200/tour && .h200/mlp && \
-         .h200/test-gpu && .h200/bench \
-         --out $OUT/report.json\ncarrying .gl and .h200."
-    );
-    Ok(())
+        .ok_or_else(|| "could not find the gpu test binary in cargo's output".to_owned())
 }
