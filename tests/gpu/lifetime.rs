@@ -57,3 +57,92 @@ fn dropping_every_server_unloads_no_driver() {
          behind (NVIDIA's does) crashes the next thread that ends"
     );
 }
+
+/// Whether `buffer` belongs to `device`: a copy into a buffer of `device`
+/// validates only then.
+fn of_device(device: &wgpu::Device, queue: &wgpu::Queue, buffer: &wgpu::Buffer) -> bool {
+    let mine = device.create_buffer(&wgpu::BufferDescriptor {
+        label: Some("lifetime probe"),
+        size: 4,
+        usage: wgpu::BufferUsages::COPY_DST,
+        mapped_at_creation: false,
+    });
+    let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
+    let mut encoder = device.create_command_encoder(&Default::default());
+    encoder.copy_buffer_to_buffer(buffer, 0, &mine, 0, 4);
+    queue.submit([encoder.finish()]);
+    futures::executor::block_on(scope.pop()).is_none()
+}
+
+fn probe_buffer(device: &wgpu::Device) -> wgpu::Buffer {
+    device.create_buffer(&wgpu::BufferDescriptor {
+        label: Some("lifetime probe source"),
+        size: 4,
+        usage: wgpu::BufferUsages::COPY_SRC,
+        mapped_at_creation: false,
+    })
+}
+
+/// Devices are never destroyed while the process runs (NVIDIA's driver
+/// deadlocks when several threads tear devices down at once; see
+/// `wgpu_server::device::pool`): a dropped server's device serves the next
+/// server of its adapter. Other test threads give devices back too, so the
+/// next server may take theirs: a few tries.
+#[test]
+fn a_dropped_servers_device_serves_the_next_server() {
+    let reused = (0..20).any(|_| {
+        let first = server();
+        let probe = probe_buffer(first.device());
+        drop(first);
+        let next = server();
+        of_device(next.device(), next.queue(), &probe)
+    });
+    assert!(reused, "no server took a device given back");
+}
+
+/// The probe tells devices apart: two servers open at once never share one.
+#[test]
+fn servers_open_at_once_have_devices_of_their_own() {
+    let first = server();
+    let second = server();
+    let probe = probe_buffer(first.device());
+    assert!(of_device(first.device(), first.queue(), &probe));
+    assert!(!of_device(second.device(), second.queue(), &probe));
+}
+
+/// A lost device is not given back: whoever opens next gets a working one.
+#[test]
+fn a_lost_device_is_not_given_back() {
+    let first = server();
+    let probe = probe_buffer(first.device());
+    first.device().destroy();
+    drop(first);
+    let open: Vec<TestServer> = (0..6).map(|_| server()).collect();
+    for mut s in open {
+        assert!(!of_device(s.device(), s.queue(), &probe));
+        let x = upload(&mut s, u32_bytes(&[7]), S0);
+        assert_eq!(bytes_u32(&read(&mut s, &x, S0).expect("read")), [7]);
+    }
+}
+
+/// A device given back carries nothing of its last server: an error left
+/// on it is not the next server's.
+#[test]
+fn a_device_given_back_carries_no_fault() {
+    for _ in 0..4 {
+        let first = server();
+        // A validation error outside any scope: the device's uncaptured
+        // error handler, which the server reports on its next call.
+        let _bad = first.device().create_buffer(&wgpu::BufferDescriptor {
+            label: Some("invalid on purpose"),
+            size: 4,
+            usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::STORAGE,
+            mapped_at_creation: false,
+        });
+        drop(first);
+        let mut next = server();
+        let x = upload(&mut next, u32_bytes(&[1, 2]), S0);
+        assert_eq!(bytes_u32(&read(&mut next, &x, S0).expect("read")), [1, 2]);
+        sync(&mut next, S0).expect("a clean sync");
+    }
+}

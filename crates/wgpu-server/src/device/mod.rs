@@ -12,6 +12,7 @@ pub mod adapter;
 pub(crate) mod faults;
 pub(crate) mod map;
 pub(crate) mod poller;
+pub(crate) mod pool;
 pub(crate) mod stamps;
 pub(crate) mod wait;
 

@@ -14,6 +14,7 @@ use compute_stream::{LateFaults, SchedulerMultiStream};
 use compute_wgsl::{DeviceCaps, WgpuCompilationOptions, WgpuCompiler};
 
 use crate::collective::Collectives;
+use crate::device::pool::{DeviceLease, PoolKey};
 use crate::device::{
     Gpu, adapter,
     faults::DeviceFaults,
@@ -39,10 +40,18 @@ impl WgpuServerOptions {
     /// builds a server on a new device of it.
     pub fn open<C: WgpuCompiler + Default>(self) -> Result<WgpuServer<C>, ServerError> {
         let index = self.adapter.map_or(self.device_id.0, |i| i as u64);
-        let (adapter, device, queue) = adapter::open(DeviceId(index))?;
-        let info = adapter.get_info();
+        let key = PoolKey {
+            index: usize::try_from(index).unwrap_or(usize::MAX),
+            choice: std::env::var(adapter::ADAPTER_ENV).ok(),
+        };
+        let mut lease = DeviceLease::take(key, || adapter::open(DeviceId(index)))?;
+        let info = lease.adapter().get_info();
         let summary = adapter::summary(&info);
-        self.build(device, queue, info.backend, summary)
+        let (device, queue) = (lease.device().clone(), lease.queue().clone());
+        let mut server = self.build::<C>(device, queue, info.backend, summary)?;
+        lease.watch(Arc::clone(server.gpu.faults()));
+        server.lease = Some(lease);
+        Ok(server)
     }
 
     /// Builds a server on a device the caller opened. `adapter` describes it
@@ -222,5 +231,6 @@ fn assemble<C: WgpuCompiler + Default>(
         logger,
         failures: 0,
         trust_key: ServerTrustKey::new(trust_key),
+        lease: None,
     })
 }

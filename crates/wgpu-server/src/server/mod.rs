@@ -47,6 +47,7 @@ use compute_wgsl::WgpuCompiler;
 
 use crate::collective::Collectives;
 use crate::device::Gpu;
+use crate::device::pool::DeviceLease;
 use crate::graph::Graphs;
 use crate::launch::Kernels;
 use crate::memory::Memory;
@@ -75,6 +76,10 @@ pub struct WgpuServer<C: WgpuCompiler> {
     failures: u64,
     /// The right to trust bytes again, used by `scoped_overwrite` only.
     trust_key: ServerTrustKey,
+    /// The device's lease, when the server opened it (`open`): given back
+    /// to the process's pool when the server drops. Last, so every part
+    /// that uses the device is gone first.
+    lease: Option<DeviceLease>,
 }
 
 /// The key of the server's scheduler ([`TrustKey`]), readable only in this
