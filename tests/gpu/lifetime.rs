@@ -113,8 +113,21 @@ fn servers_open_at_once_have_devices_of_their_own() {
 /// A lost device is not given back: whoever opens next gets a working one.
 #[test]
 fn a_lost_device_is_not_given_back() {
-    let first = server();
+    let mut first = server();
     let probe = probe_buffer(first.device());
+    // Work still queued when the device goes: wgpu tells the loss only once
+    // the queue is empty (the H200 case where a destroyed device was pooled).
+    let x = upload(&mut first, u32_bytes(&[1; 4096]), S0);
+    for _ in 0..8 {
+        launch(
+            &mut first,
+            inc_kernel(),
+            compute_runtime::CubeCount::x(16),
+            &[&x],
+            S0,
+        );
+    }
+    compute_runtime::Server::flush(&mut first, S0).expect("flush");
     first.device().destroy();
     drop(first);
     let open: Vec<TestServer> = (0..6).map(|_| server()).collect();

@@ -36,14 +36,28 @@ impl Pooled {
     /// Whether the device is lost. wgpu tells a destroyed device's loss
     /// only when the device is next polled, so poll first.
     fn lost(&self) -> bool {
-        is_lost(&self.device, &self.faults)
+        // A lost device may answer the poll with an error: the record says.
+        let _ = self.device.poll(wgpu::PollType::Poll);
+        self.faults.lost().is_err()
     }
 }
 
-fn is_lost(device: &wgpu::Device, faults: &DeviceFaults) -> bool {
-    // A lost device may answer the poll with an error: the record says.
-    let _ = device.poll(wgpu::PollType::Poll);
-    faults.lost().is_err()
+/// How long a device given back may still be busy with its last server's
+/// work; one busy longer is not pooled.
+const IDLE_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// Whether `device` is idle and not lost. wgpu tells a destroyed device's
+/// loss only once its queue is empty (at a poll), so a poll that does not
+/// wait can miss it: seen on the H200 under load, where a destroyed device
+/// was pooled and served the next server.
+fn idle_and_alive(device: &wgpu::Device, faults: &DeviceFaults) -> bool {
+    let wait = wgpu::PollType::Wait {
+        submission_index: None,
+        timeout: Some(IDLE_WAIT),
+    };
+    // The lease is the device's only user now: no submit can race the wait.
+    let idle = matches!(device.poll(wait), Ok(wgpu::PollStatus::QueueEmpty));
+    idle && faults.lost().is_ok()
 }
 
 /// Which adapter a device is of: its place in the ranking, under the
@@ -135,7 +149,7 @@ impl Drop for DeviceLease {
         let Some(faults) = self.faults.take() else {
             return;
         };
-        if is_lost(&self.device, &faults) {
+        if !idle_and_alive(&self.device, &faults) {
             return;
         }
         pool().push(Pooled {
