@@ -1,0 +1,266 @@
+//! `cargo xtask cubecl`: cubecl's own test suites, run against this server
+//! through the bridge (`bridge/`, a workspace of its own: the cubecl stack
+//! stays out of the main build).
+//!
+//! - builds the bridge's test binary (`bridge/tests/suites.rs`);
+//! - runs it on the default adapter, noting which tests launched a kernel
+//!   (`CUBECL_BRIDGE_LAUNCH_LOG`);
+//! - runs the tests that passed without launching anything again under
+//!   the feature probe (`CUBECL_BRIDGE_PROBE`: every feature claimed,
+//!   launches counted and refused): those that launch now had returned
+//!   early for a feature the device lacks, and count as skipped;
+//! - prints `cubecl suite NAME: P passed, F failed, S skipped` per suite,
+//!   and fails when a test fails that `bridge/divergences.txt` does not
+//!   list.
+//!
+//! Flags: `--no-run` (build only), `--bundle` (copy the stripped test
+//! binary and its runner into `.h200/` for the device machine), `--from
+//! DIR` (count the results a device run left in DIR instead of running),
+//! `--subset` (the suites CI runs: `core`, `std`, `profiling`; the default
+//! is every suite, `core-wide` included).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use crate::{Result, cargo, root, run};
+
+mod results;
+
+use results::{Outcome, Suite, parse_results, suite_of};
+
+/// The suites `--subset` keeps.
+const SUBSET: &[Suite] = &[Suite::Core, Suite::Std, Suite::Profiling];
+
+pub(crate) fn cubecl(args: &[String]) -> Result {
+    let has = |flag: &str| args.iter().any(|a| a == flag);
+    let from = args
+        .iter()
+        .position(|a| a == "--from")
+        .and_then(|i| args.get(i + 1))
+        .map(PathBuf::from);
+    if let Some(dir) = from {
+        return report(&dir, has("--subset"));
+    }
+    let exe = build()?;
+    if has("--bundle") {
+        bundle(&exe)?;
+    }
+    if has("--no-run") {
+        return Ok(());
+    }
+    crate::setup()?;
+    let dir = target_dir().join("cubecl-run");
+    std::fs::create_dir_all(&dir).map_err(|e| format!("create {}: {e}", dir.display()))?;
+    run_suites(&exe, &dir)?;
+    report(&dir, has("--subset"))
+}
+
+/// Where the bridge builds: the caller's `CARGO_TARGET_DIR`, else
+/// `target/cubecl` (beside the main workspace's, never mixed with it).
+fn target_dir() -> PathBuf {
+    std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| root().join("target").join("cubecl"))
+}
+
+fn bridge_cargo() -> Command {
+    let mut c = cargo();
+    c.current_dir(root().join("bridge"));
+    c.env("CARGO_TARGET_DIR", target_dir());
+    c
+}
+
+/// Builds the bridge's unit tests and the suites, runs the unit tests, and
+/// returns the suites binary.
+fn build() -> Result<PathBuf> {
+    let mut unit = bridge_cargo();
+    unit.args(["test", "--release", "--lib"]);
+    run(unit)?;
+    let mut tests = bridge_cargo();
+    tests.args([
+        "test",
+        "--release",
+        "--test",
+        "suites",
+        "--no-run",
+        "--message-format=json",
+    ]);
+    let shown = format!("{tests:?}");
+    eprintln!("$ {shown}");
+    let built = tests
+        .stderr(std::process::Stdio::inherit())
+        .output()
+        .map_err(|e| format!("could not start {shown}: {e}"))?;
+    if !built.status.success() {
+        return Err(format!("{shown} failed with {}", built.status));
+    }
+    String::from_utf8_lossy(&built.stdout)
+        .lines()
+        .filter(|l| l.contains("\"name\":\"suites\"") && l.contains("\"executable\":\""))
+        .find_map(|l| {
+            let at = l.find("\"executable\":\"")? + "\"executable\":\"".len();
+            l[at..].split('"').next().map(PathBuf::from)
+        })
+        .ok_or_else(|| "could not find the suites binary in cargo's output".to_string())
+}
+
+/// Copies the suites binary (debug info stripped) and its runner into
+/// `.h200/`, for the device machine.
+fn bundle(exe: &Path) -> Result {
+    let out = root().join(".h200");
+    std::fs::create_dir_all(&out).map_err(|e| format!("create {}: {e}", out.display()))?;
+    let bin = out.join("cubecl-suites");
+    std::fs::copy(exe, &bin).map_err(|e| format!("copy {}: {e}", exe.display()))?;
+    let mut strip = Command::new("strip");
+    strip.arg("--strip-debug").arg(&bin);
+    run(strip)?;
+    let script = root().join("xtask/h200/run-cubecl.sh");
+    std::fs::copy(&script, out.join("run-cubecl.sh"))
+        .map_err(|e| format!("copy {}: {e}", script.display()))?;
+    let size = std::fs::metadata(&bin).map(|m| m.len()).unwrap_or(0);
+    eprintln!(
+        "cubecl: .h200/cubecl-suites ({:.1} MiB) and .h200/run-cubecl.sh are ready. On the \
+         device machine run\n  bash .h200/run-cubecl.sh .h200/cubecl-suites $OUT\nthen here \
+         `cargo xtask cubecl --from DIR` on the files it wrote.",
+        size as f64 / (1024.0 * 1024.0)
+    );
+    Ok(())
+}
+
+/// The real run, then the probe of the tests that passed launching
+/// nothing. Leaves `results.txt`, `launched.txt`, `probe.txt` and
+/// `probe-launched.txt` in `dir` (what `run-cubecl.sh` leaves on the
+/// device too).
+fn run_suites(exe: &Path, dir: &Path) -> Result {
+    let launched = dir.join("launched.txt");
+    let probe_launched = dir.join("probe-launched.txt");
+    for f in [&launched, &probe_launched] {
+        let _ = std::fs::remove_file(f);
+    }
+    let mut real = Command::new(exe);
+    real.env("CUBECL_BRIDGE_LAUNCH_LOG", &launched)
+        .env("RUST_BACKTRACE", "0");
+    let output = capture(real, &dir.join("results.txt"))?;
+    let results = parse_results(&output);
+    let ran: BTreeSet<String> = read_lines(&launched);
+    let quiet: Vec<&String> = results
+        .iter()
+        .filter(|(name, outcome)| **outcome == Outcome::Passed && !ran.contains(*name))
+        .map(|(name, _)| name)
+        .collect();
+    let mut probe = Command::new(exe);
+    probe
+        .env("CUBECL_BRIDGE_LAUNCH_LOG", &probe_launched)
+        .env("CUBECL_BRIDGE_PROBE", "1")
+        .env("RUST_BACKTRACE", "0")
+        .arg("--exact")
+        .args(quiet);
+    // The probe's verdicts do not count: claimed features the device lacks
+    // fail; only which tests launched matters.
+    capture(probe, &dir.join("probe.txt"))?;
+    Ok(())
+}
+
+/// Runs `cmd`, writing its stdout and stderr to `file`; returns stdout.
+fn capture(mut cmd: Command, file: &Path) -> Result<String> {
+    let shown = format!("{cmd:?}");
+    eprintln!("$ {shown}");
+    let out = cmd
+        .output()
+        .map_err(|e| format!("could not start {shown}: {e}"))?;
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let text = format!("{stdout}\n--- stderr ---\n{}", String::from_utf8_lossy(&out.stderr));
+    std::fs::write(file, text).map_err(|e| format!("write {}: {e}", file.display()))?;
+    Ok(stdout)
+}
+
+fn read_lines(path: &Path) -> BTreeSet<String> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .map(str::to_owned)
+        .collect()
+}
+
+/// The known divergences: `bridge/divergences.txt`, one test name a line
+/// (a trailing `*` matches a prefix), then ` | ` and the kind and the rule
+/// it follows; `#` starts a comment.
+fn divergences() -> Result<Vec<(String, String)>> {
+    let path = root().join("bridge/divergences.txt");
+    let text =
+        std::fs::read_to_string(&path).map_err(|e| format!("read {}: {e}", path.display()))?;
+    Ok(text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .map(|l| match l.split_once('|') {
+            Some((name, why)) => (name.trim().to_owned(), why.trim().to_owned()),
+            None => (l.to_owned(), String::new()),
+        })
+        .collect())
+}
+
+fn listed<'a>(name: &str, list: &'a [(String, String)]) -> Option<&'a str> {
+    list.iter()
+        .find(|(pattern, _)| match pattern.strip_suffix('*') {
+            Some(prefix) => name.starts_with(prefix),
+            None => name == pattern,
+        })
+        .map(|(_, why)| why.as_str())
+}
+
+/// Counts what a run left in `dir`, prints a line per suite, and fails on
+/// a failure no divergence lists.
+fn report(dir: &Path, subset: bool) -> Result {
+    let text = std::fs::read_to_string(dir.join("results.txt"))
+        .map_err(|e| format!("read {}: {e}", dir.join("results.txt").display()))?;
+    let results = parse_results(&text);
+    let ran = read_lines(&dir.join("launched.txt"));
+    let probed = read_lines(&dir.join("probe-launched.txt"));
+    let known = divergences()?;
+    let mut counts: BTreeMap<Suite, [usize; 3]> = BTreeMap::new();
+    let mut unexpected = Vec::new();
+    let mut now_passing = Vec::new();
+    for (name, outcome) in &results {
+        let suite = suite_of(name);
+        if subset && !SUBSET.contains(&suite) {
+            continue;
+        }
+        let c = counts.entry(suite).or_default();
+        match outcome {
+            Outcome::Passed if !ran.contains(name) && probed.contains(name) => c[2] += 1,
+            Outcome::Passed => {
+                c[0] += 1;
+                if listed(name, &known).is_some() {
+                    now_passing.push(name.clone());
+                }
+            }
+            Outcome::Failed => {
+                c[1] += 1;
+                match listed(name, &known) {
+                    Some(why) => eprintln!("  known: {name} ({why})"),
+                    None => unexpected.push(name.clone()),
+                }
+            }
+            Outcome::Ignored => {}
+        }
+    }
+    for name in &now_passing {
+        eprintln!("  listed as a divergence but passed: {name}");
+    }
+    for (suite, [p, f, s]) in &counts {
+        println!("cubecl suite {}: {p} passed, {f} failed, {s} skipped", suite.name());
+    }
+    if unexpected.is_empty() {
+        Ok(())
+    } else {
+        Err(format!(
+            "{} failure(s) not listed in bridge/divergences.txt:\n  {}",
+            unexpected.len(),
+            unexpected.join("\n  ")
+        ))
+    }
+}
