@@ -25,6 +25,7 @@ use cubecl_ir::attributes::BufferIOAttr;
 use cubecl_runtime::compiler::CompilationError;
 use cubecl_runtime::id::KernelId;
 use cubecl_runtime::kernel::{CubeKernel, define_kernel};
+use cubecl_runtime::server::{LaunchError, ServerError};
 use cubecl_server::kernel::CompiledKernel;
 use cubecl_server::validation::{validate_cube_dim, validate_shared_memory, validate_units};
 use cubecl_wgpu::WgslCompiler;
@@ -82,20 +83,10 @@ impl Kernels {
     }
 }
 
-/// cubecl's error as this server's: a refusal stays a refusal
-/// (`Compilation`), anything else (an expansion that panicked) is not.
-fn from_cubecl(kernel: &str, error: impl Into<CompilationError>) -> Inner {
-    let error = error.into();
-    if error.is_refusal() {
-        Inner::Compilation {
-            kernel: kernel.to_string(),
-            diagnostic: error.to_string(),
-        }
-    } else {
-        Inner::InvalidArgument {
-            reason: format!("kernel `{kernel}`: {error}"),
-        }
-    }
+/// cubecl's error as this server's, kept whole for the reads that will
+/// report it (see [`crate::errors::keep`]).
+fn from_cubecl(kernel: &str, error: impl Into<LaunchError>) -> Inner {
+    crate::errors::keep(kernel, ServerError::Launch(error.into()))
 }
 
 fn compile(
@@ -105,10 +96,7 @@ fn compile(
 ) -> Result<Compiled, Inner> {
     let name = kernel.name();
     let id = kernel.id();
-    let limits = |e: cubecl_runtime::server::LaunchError| Inner::Compilation {
-        kernel: name.to_string(),
-        diagnostic: e.to_string(),
-    };
+    let limits = |e: LaunchError| from_cubecl(name, e);
     validate_cube_dim(props, &id).map_err(limits)?;
     validate_units(props, &id).map_err(limits)?;
     let definition = define_kernel(kernel).map_err(|e| from_cubecl(name, e))?;
@@ -119,8 +107,13 @@ fn compile(
     let compiled = catch_unwind(AssertUnwindSafe(|| {
         CompiledKernel::<WgslCompiler>::compile(kernel, definition, &mut compiler, options)
     }))
-    .map_err(|panic| Inner::InvalidArgument {
-        reason: format!("kernel `{name}`: the WGSL compiler panicked: {}", panic_text(&*panic)),
+    .map_err(|panic| {
+        let error = CompilationError::ExpansionPanicked {
+            kernel: name.to_string(),
+            message: format!("the WGSL compiler panicked: {}", panic_text(&*panic)),
+            backtrace: cubecl_environment::backtrace::BackTrace::capture(),
+        };
+        from_cubecl(name, error)
     })?
     .map_err(|e| from_cubecl(name, e))?;
     let shared = compiled.repr.as_ref().map(|repr| repr.shared_memory_size);

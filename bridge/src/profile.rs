@@ -20,9 +20,16 @@ pub(crate) fn end_window(
     let duration = self
         .inner
         .end_profile(stream, inner_rt::ProfilingToken { id: token.id })
-        .map_err(|e| ProfileError::Unknown {
-            reason: e.to_string(),
-            backtrace: cubecl_environment::backtrace::BackTrace::capture(),
+        .map_err(|e| match e {
+            // A token the server does not know (never opened, closed, or
+            // abandoned): cubecl's "no profiling registered".
+            inner_rt::ProfileError::UnknownToken { .. } => ProfileError::NotRegistered {
+                backtrace: cubecl_environment::backtrace::BackTrace::capture(),
+            },
+            e => ProfileError::Unknown {
+                reason: e.to_string(),
+                backtrace: cubecl_environment::backtrace::BackTrace::capture(),
+            },
         })?;
     let method = match duration.timing_method() {
         inner_rt::TimingMethod::Device => TimingMethod::Device,

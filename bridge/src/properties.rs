@@ -74,7 +74,10 @@ pub fn device_properties(adapter: &wgpu::Adapter, device: &wgpu::Device) -> Devi
         max_vector_size: 4,
         cube_mma_reserved_shared_memory: 0,
     };
-    let timing = if adapter.features().contains(wgpu::Features::TIMESTAMP_QUERY) {
+    // The device's features, not the adapter's: what the server asked for
+    // when it opened the device is all a kernel may use.
+    let features = device.features();
+    let timing = if features.contains(wgpu::Features::TIMESTAMP_QUERY) {
         TimingMethod::Device
     } else {
         TimingMethod::System
@@ -85,7 +88,7 @@ pub fn device_properties(adapter: &wgpu::Adapter, device: &wgpu::Device) -> Devi
         physical: None,
     };
     let mut props = DeviceProperties::new(Default::default(), memory, hardware, timing, identity);
-    register_types(&mut props, adapter.features(), info.device_type);
+    register_types(&mut props, features, info.device_type);
     if probing() {
         claim_everything(&mut props);
     }

@@ -31,13 +31,13 @@ use cubecl_runtime::server::{
     BufferBinding, CopyDescriptor, CubeCount, KernelArguments, ProfileError, ProfilingToken,
     Server, ServerCommunication, ServerError, ServerUtilities,
 };
-use cubecl_server::allocator::ContiguousMemoryLayoutPolicy;
 use wgpu_server::runtime::{self as inner_rt, Server as _, ServerError as Inner};
 use wgpu_server::{WgpuServer, WgpuServerOptions, WgslPassthrough};
 
 use crate::compile::Kernels;
 use crate::errors::{is_device_fault, to_cubecl};
 use crate::launch::{InfoBuffers, Queued};
+use crate::layout::ExactLayoutPolicy;
 use crate::memory::{MemoryTable, stream};
 
 /// The server behind a [`crate::BridgeRuntime`] client.
@@ -67,6 +67,7 @@ impl BridgeServer {
         let (adapter, device, queue) = wgpu_server::adapter::open(index)?;
         let info = adapter.get_info();
         let props = crate::properties::device_properties(&adapter, &device);
+        let inner_features = device.features();
         let inner = WgpuServerOptions::new().device_id(index).build::<WgslPassthrough>(
             device,
             queue,
@@ -80,10 +81,12 @@ impl BridgeServer {
             props,
             Default::default(),
             Arc::new(ServerLogger::default()),
-            ContiguousMemoryLayoutPolicy::new(alignment),
+            ExactLayoutPolicy {
+                alignment: alignment as u64,
+            },
         );
         let options = WgpuCompilationOptions {
-            supports_u64: adapter.features().contains(cubecl_wgpu::wgpu::Features::SHADER_INT64),
+            supports_u64: inner_features.contains(cubecl_wgpu::wgpu::Features::SHADER_INT64),
             ..Default::default()
         };
         Ok(Self {
@@ -168,7 +171,7 @@ impl Server for BridgeServer {
         match self.read_start(descriptors, stream(stream_id)) {
             Ok(fut) => fut,
             Err(e) => {
-                let e = to_cubecl(&e);
+                let e = crate::errors::read_error(&e);
                 Box::pin(async move { Err(e) })
             }
         }
@@ -222,9 +225,11 @@ impl Server for BridgeServer {
         self.compile_queued_now(inner_rt::StreamId::DEFAULT);
     }
 
-    /// Not bridged yet: this server's report is its own type.
-    fn memory_report(&mut self, _stream_id: StreamId) -> Option<StreamMemoryReport> {
-        None
+    /// The server's report (device-wide: its streams share one memory
+    /// manager), in cubecl's shape.
+    fn memory_report(&mut self, stream_id: StreamId) -> Option<StreamMemoryReport> {
+        let report = self.inner.memory_report(stream(stream_id))?;
+        Some(crate::report::to_cubecl(stream_id, &report))
     }
 
     fn memory_cleanup(&mut self, stream_id: StreamId) -> Result<(), ServerError> {

@@ -12,7 +12,7 @@ use wgpu_server::runtime::{
     Bytes, CopyDescriptor as InnerCopy, Server as _, ServerError as Inner, StreamId,
 };
 
-use crate::errors::to_cubecl;
+use crate::errors::read_error;
 use crate::server::BridgeServer;
 
 /// Whether `shape` and `strides` describe a dense row-major layout.
@@ -82,7 +82,7 @@ impl BridgeServer {
         }
         let read = self.inner.read(copies, stream);
         Ok(Box::pin(async move {
-            let mut bytes = read.await.map_err(|e| to_cubecl(&e))?.into_iter();
+            let mut bytes = read.await.map_err(|e| read_error(&e))?.into_iter();
             let mut out = Vec::with_capacity(lens.len());
             for len in lens {
                 let data = match len {

@@ -129,27 +129,29 @@ fn bundle(exe: &Path) -> Result {
 }
 
 /// The real run, then the probe of the tests that passed launching
-/// nothing. Leaves `results.txt`, `launched.txt`, `probe.txt` and
-/// `probe-launched.txt` in `dir` (what `run-cubecl.sh` leaves on the
-/// device too).
+/// nothing. Leaves `results.txt` (one verdict line per test),
+/// `launched.txt`, `probe.txt` and `probe-launched.txt` in `dir` (what
+/// `run-cubecl.sh` leaves on the device too), and each run's raw output.
 fn run_suites(exe: &Path, dir: &Path) -> Result {
     let launched = dir.join("launched.txt");
     let probe_launched = dir.join("probe-launched.txt");
     for f in [&launched, &probe_launched] {
         let _ = std::fs::remove_file(f);
     }
-    let mut real = Command::new(exe);
-    real.env("CUBECL_BRIDGE_LAUNCH_LOG", &launched)
-        .env("RUST_BACKTRACE", "0");
-    let output = capture(real, &dir.join("results.txt"))?;
-    let results = parse_results(&output);
+    let results = run_to_completion(exe, dir, &launched)?;
+    let text: String = results
+        .iter()
+        .map(|(name, outcome)| format!("test {name} ... {}\n", outcome.verdict()))
+        .collect();
+    let file = dir.join("results.txt");
+    std::fs::write(&file, text).map_err(|e| format!("write {}: {e}", file.display()))?;
     let ran: BTreeSet<String> = read_lines(&launched);
     let quiet: Vec<&String> = results
         .iter()
         .filter(|(name, outcome)| **outcome == Outcome::Passed && !ran.contains(*name))
         .map(|(name, _)| name)
         .collect();
-    let mut probe = Command::new(exe);
+    let mut probe = bounded(exe);
     probe
         .env("CUBECL_BRIDGE_LAUNCH_LOG", &probe_launched)
         .env("CUBECL_BRIDGE_PROBE", "1")
@@ -161,6 +163,68 @@ fn run_suites(exe: &Path, dir: &Path) -> Result {
     capture(probe, &dir.join("probe.txt"))?;
     Ok(())
 }
+
+/// Every listed test's outcome. A test that takes the process down (a
+/// driver crash: lavapipe dies of SIGFPE on some 64-bit kernels) fails,
+/// and the tests it took down with it run again, one at a time, so the one
+/// that crashed is the one the harness was printing.
+fn run_to_completion(exe: &Path, dir: &Path, launched: &Path) -> Result<BTreeMap<String, Outcome>> {
+    let listing = Command::new(exe)
+        .args(["--list", "--format", "terse"])
+        .output()
+        .map_err(|e| format!("could not list {}: {e}", exe.display()))?;
+    let listed: Vec<String> = String::from_utf8_lossy(&listing.stdout)
+        .lines()
+        .filter_map(|l| l.strip_suffix(": test"))
+        .map(str::to_owned)
+        .collect();
+    let mut results = BTreeMap::new();
+    for pass in 0.. {
+        let remaining: Vec<&String> = listed.iter().filter(|n| !results.contains_key(*n)).collect();
+        if remaining.is_empty() {
+            break;
+        }
+        let mut cmd = bounded(exe);
+        cmd.env("CUBECL_BRIDGE_LAUNCH_LOG", launched)
+            .env("RUST_BACKTRACE", "0");
+        if pass > 0 {
+            cmd.args(["--test-threads", "1", "--exact"]).args(&remaining);
+        }
+        let out = capture(cmd, &dir.join(format!("run-{pass}.txt")))?;
+        results.extend(parse_results(&out));
+        if out.contains("\ntest result:") {
+            // Tests the harness did not report (none, unless filtered).
+            break;
+        }
+        if pass > 0 {
+            // One at a time: the last test line without a verdict crashed.
+            let crashed = out
+                .lines()
+                .rev()
+                .find_map(|l| l.strip_prefix("test ")?.strip_suffix(" ... "))
+                .map(str::to_owned);
+            match crashed {
+                Some(name) => {
+                    eprintln!("  crashed the process: {name}");
+                    results.insert(name, Outcome::Failed);
+                }
+                None => return Err(format!("{} died before its first test", exe.display())),
+            }
+        }
+    }
+    Ok(results)
+}
+
+/// `exe` under `timeout`: a test that hangs ends its run after
+/// [`RUN_LIMIT_S`], and counts as failed like one that crashed.
+fn bounded(exe: &Path) -> Command {
+    let mut c = Command::new("timeout");
+    c.args(["--signal=KILL", RUN_LIMIT_S]).arg(exe);
+    c
+}
+
+/// The longest one run of the suites binary may take, in seconds.
+const RUN_LIMIT_S: &str = "900";
 
 /// Runs `cmd`, writing its stdout and stderr to `file`; returns stdout.
 fn capture(mut cmd: Command, file: &Path) -> Result<String> {

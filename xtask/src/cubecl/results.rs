@@ -24,6 +24,17 @@ pub(crate) enum Suite {
     Profiling,
 }
 
+impl Outcome {
+    /// The harness's word for it.
+    pub(crate) fn verdict(self) -> &'static str {
+        match self {
+            Outcome::Passed => "ok",
+            Outcome::Failed => "FAILED",
+            Outcome::Ignored => "ignored",
+        }
+    }
+}
+
 impl Suite {
     pub(crate) fn name(self) -> &'static str {
         match self {
