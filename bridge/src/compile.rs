@@ -29,9 +29,9 @@ use cubecl_runtime::server::{LaunchError, ServerError};
 use cubecl_server::kernel::CompiledKernel;
 use cubecl_server::validation::{validate_cube_dim, validate_shared_memory, validate_units};
 use cubecl_wgpu::WgslCompiler;
+use wgpu_server::WgslKernel;
 use wgpu_server::runtime::ServerError as Inner;
 use wgpu_server::wgsl::{module_interface, validate_wgsl};
-use wgpu_server::WgslKernel;
 
 /// A cubecl kernel compiled for this server.
 #[derive(Debug)]
@@ -134,7 +134,13 @@ fn compile(
         _ => None,
     };
     let access = interface.storage.iter().map(|s| s.access).collect();
-    let kernel = WgslKernel::new(entry.as_str(), source, entry.as_str(), interface.workgroup_size, access);
+    let kernel = WgslKernel::new(
+        entry.as_str(),
+        source,
+        entry.as_str(),
+        interface.workgroup_size,
+        access,
+    );
     Ok(Compiled {
         kernel,
         io: compiled.io,

@@ -27,10 +27,12 @@ pub fn generic(reason: impl Into<String>) -> ServerError {
 
 /// A kernel refused before it ran, as cubecl names one.
 pub fn refused(reason: impl Into<String>) -> ServerError {
-    ServerError::Launch(LaunchError::CompilationError(CompilationError::Validation {
-        reason: reason.into(),
-        backtrace: BackTrace::capture(),
-    }))
+    ServerError::Launch(LaunchError::CompilationError(
+        CompilationError::Validation {
+            reason: reason.into(),
+            backtrace: BackTrace::capture(),
+        },
+    ))
 }
 
 /// Whether a server error is a fault of the device itself (the only
@@ -50,10 +52,15 @@ pub fn to_cubecl(error: &Inner) -> ServerError {
         // The failure a deferred report carries is the one that counts.
         Inner::Deferred { cause, .. } => to_cubecl(cause),
         // A failure the bridge raised in cubecl's words: those words back.
-        Inner::Compilation { diagnostic: text, .. } | Inner::InvalidArgument { reason: text }
+        Inner::Compilation {
+            diagnostic: text, ..
+        }
+        | Inner::InvalidArgument { reason: text }
             if original(text).is_some() =>
         {
-            original(text).map(|(_, e)| e).unwrap_or_else(|| generic(text.clone()))
+            original(text)
+                .map(|(_, e)| e)
+                .unwrap_or_else(|| generic(text.clone()))
         }
         // A refused kernel: what a harness skips rather than reports.
         Inner::Compilation { .. }
@@ -106,22 +113,27 @@ pub fn unwritten(memory: String, cause: &Arc<Inner>) -> ServerError {
             Inner::Deferred { cause, .. } | Inner::Untrusted { cause, .. } => root = cause,
             Inner::Launch { kernel, cause } => match &**cause {
                 Inner::UntrustedInput { input, cause } => {
-                    chain.push(format!("skipped `{kernel}`: its input {input} carried the failure"));
+                    chain.push(format!(
+                        "skipped `{kernel}`: its input {input} carried the failure"
+                    ));
                     root = cause;
                 }
                 _ => break,
             },
             Inner::UntrustedInput { input, cause } => {
-                chain.push(format!("skipped `a launch`: its input {input} carried the failure"));
+                chain.push(format!(
+                    "skipped `a launch`: its input {input} carried the failure"
+                ));
                 root = cause;
             }
             _ => break,
         }
     }
     let failure = match &**root {
-        Inner::Compilation { diagnostic: text, .. } | Inner::InvalidArgument { reason: text } => {
-            original(text).map_or(0, |(n, _)| n)
+        Inner::Compilation {
+            diagnostic: text, ..
         }
+        | Inner::InvalidArgument { reason: text } => original(text).map_or(0, |(n, _)| n),
         _ => 0,
     };
     ServerError::Unwritten {

@@ -19,7 +19,9 @@ use std::sync::Arc;
 
 use cubecl_runtime::execution::LaunchMode as CubeMode;
 use cubecl_runtime::kernel::CubeKernel;
-use cubecl_runtime::server::{CubeCount as CubeCount_, KernelArguments as CubeArgs, KernelResource};
+use cubecl_runtime::server::{
+    CubeCount as CubeCount_, KernelArguments as CubeArgs, KernelResource,
+};
 use wgpu_server::runtime::{
     Bytes, CopyDescriptor, CubeCount, KernelArguments, LaunchMode, LaunchValidation,
     ManagedMemoryHandle, Server as _, ServerError as Inner, StreamId,
@@ -61,7 +63,10 @@ impl BridgeServer {
             };
             return self.fail_writes(&args, None, refusal, stream);
         }
-        let compiled = match self.kernels.get(kernel.as_ref(), &self.utilities.properties) {
+        let compiled = match self
+            .kernels
+            .get(kernel.as_ref(), &self.utilities.properties)
+        {
             Ok(compiled) => compiled,
             Err(error) => return self.fail_writes(&args, None, error, stream),
         };
@@ -76,7 +81,9 @@ impl BridgeServer {
             // launch is discarded, so a refusal belongs to the launch that
             // runs it (which fails the same way, on its own outputs).
             CubeMode::Compile => {
-                let _ = self.inner.validate_launch(&compiled.kernel, &inner_count, &inner_args, stream);
+                let _ =
+                    self.inner
+                        .validate_launch(&compiled.kernel, &inner_count, &inner_args, stream);
             }
             CubeMode::Queue => self.queued.push((compiled, inner_args, inner_count)),
             CubeMode::Execute => {
@@ -100,7 +107,9 @@ impl BridgeServer {
     /// Compiles the pipelines of every queued launch, and discards them.
     pub(crate) fn compile_queued_now(&mut self, stream: StreamId) {
         for (compiled, args, count) in std::mem::take(&mut self.queued) {
-            let _ = self.inner.validate_launch(&compiled.kernel, &count, &args, stream);
+            let _ = self
+                .inner
+                .validate_launch(&compiled.kernel, &count, &args, stream);
         }
     }
 
@@ -166,7 +175,10 @@ impl BridgeServer {
         self.inner.initialize_memory(handle.clone(), size, stream)?;
         let binding = handle.binding(size);
         self.inner.write(
-            vec![(CopyDescriptor::contiguous(binding.clone()), Bytes::from(bytes))],
+            vec![(
+                CopyDescriptor::contiguous(binding.clone()),
+                Bytes::from(bytes),
+            )],
             stream,
         );
         if self.info.by_words.len() >= INFO_CACHE_MAX {
@@ -189,8 +201,7 @@ impl BridgeServer {
             .buffers_written(io)
             .filter_map(|b| self.memory.resolve(b).ok().map(|r| r.binding))
             .collect();
-        let _ = compute_stream::write_scope(&mut self.inner, stream, &writes, |_| {
-            Err::<(), _>(error)
-        });
+        let _ =
+            compute_stream::write_scope(&mut self.inner, stream, &writes, |_| Err::<(), _>(error));
     }
 }

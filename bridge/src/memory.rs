@@ -25,9 +25,7 @@ use std::sync::Arc;
 
 use cubecl_runtime::memory_management::{ManagedMemoryHandle as CubeHandle, ManagedMemoryId};
 use cubecl_runtime::server::BufferBinding as CubeBinding;
-use wgpu_server::runtime::{
-    BufferBinding, ManagedMemoryHandle, ServerError as Inner, StreamId,
-};
+use wgpu_server::runtime::{BufferBinding, ManagedMemoryHandle, ServerError as Inner, StreamId};
 
 /// One cubecl allocation.
 #[derive(Debug)]
@@ -113,9 +111,15 @@ impl MemoryTable {
     /// The server's binding for cubecl's range `binding`.
     pub fn resolve(&self, binding: &CubeBinding) -> Result<Resolved, Inner> {
         let id = binding.memory.id();
-        let entry = self.entries.get(&id).ok_or_else(|| Inner::InvalidArgument {
-            reason: format!("cubecl memory {} was never initialized on this server", id.value),
-        })?;
+        let entry = self
+            .entries
+            .get(&id)
+            .ok_or_else(|| Inner::InvalidArgument {
+                reason: format!(
+                    "cubecl memory {} was never initialized on this server",
+                    id.value
+                ),
+            })?;
         // The refusal of the allocation is what every use of it answers.
         let slice = entry.slice.as_ref().map_err(|cause| Inner::clone(cause))?;
         // cubecl's offsets count from the ends of the allocation it asked
@@ -135,7 +139,11 @@ impl MemoryTable {
         let (offset, size) = if len == 0 {
             // A word no kernel is told about: the start when it fits (it is
             // aligned), else the slice's first.
-            if start + WORD <= entry.allocated { (start, WORD) } else { (0, WORD) }
+            if start + WORD <= entry.allocated {
+                (start, WORD)
+            } else {
+                (0, WORD)
+            }
         } else {
             let size = len.next_multiple_of(WORD);
             if start + size > entry.allocated {

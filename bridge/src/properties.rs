@@ -9,12 +9,12 @@
 //! missing feature from one that needs no kernel (docs/cubecl.md).
 
 use cubecl_common::profile::TimingMethod;
-use cubecl_wgpu::wgpu;
 use cubecl_ir::features::{AtomicUsage, Plane, TypeUsage};
 use cubecl_ir::{
     AddressType, DeviceIdentity, DeviceProperties, ElemType, FloatKind, HardwareProperties,
     IntKind, MemoryDeviceProperties, Type, UIntKind,
 };
+use cubecl_wgpu::wgpu;
 
 /// Set (to anything) to claim every type and plane feature, whatever the
 /// adapter has. Launches are then refused (see `launch.rs`): the probe only
@@ -53,7 +53,9 @@ pub fn device_properties(adapter: &wgpu::Adapter, device: &wgpu::Device) -> Devi
         vector_register_count: None,
         plane_size_min: plane_min,
         plane_size_max: plane_max,
-        max_bindings: limits.max_storage_buffers_per_shader_stage.saturating_sub(1),
+        max_bindings: limits
+            .max_storage_buffers_per_shader_stage
+            .saturating_sub(1),
         max_shared_memory_size: limits.max_compute_workgroup_storage_size as usize,
         max_cube_count: (max_count, max_count, max_count),
         // The WGSL compiler may lay a cube out as one row along x, so a cube
@@ -117,11 +119,14 @@ fn register_types(
     for ty in [FloatKind::E4M3, FloatKind::E5M2, FloatKind::UE8M0] {
         props.register_type_usage(ElemType::Float(ty), TypeUsage::Conversion);
     }
-    let atomic = AtomicUsage::LoadStore | AtomicUsage::Exchange | AtomicUsage::Add;
+    // Every WGSL atomic on 32-bit integers (load/store, exchange, add/sub,
+    // min/max, and/or/xor, compare-exchange): core WGSL, so claimed, where
+    // cubecl-wgpu claims the first three only.
     for ty in [ElemType::Int(IntKind::I32), ElemType::UInt(UIntKind::U32)] {
-        props.register_atomic_type_usage(Type::atomic(ty), atomic);
-        props.register_shared_atomic_type_usage(Type::atomic(ty), atomic);
+        props.register_atomic_type_usage(Type::atomic(ty), AtomicUsage::all());
+        props.register_shared_atomic_type_usage(Type::atomic(ty), AtomicUsage::all());
     }
+    let atomic = AtomicUsage::LoadStore | AtomicUsage::Exchange | AtomicUsage::Add;
     if features.contains(wgpu::Features::SHADER_INT64) {
         props.register_type_usage(ElemType::Int(IntKind::I64), TypeUsage::all());
         props.register_type_usage(ElemType::UInt(UIntKind::U64), TypeUsage::all());

@@ -43,6 +43,10 @@ impl Runtime for BridgeRuntime {
     }
 
     fn enumerate_devices(type_id: u16) -> Vec<DeviceId> {
-        if type_id == TYPE_ID { enumerate() } else { Vec::new() }
+        if type_id == TYPE_ID {
+            enumerate()
+        } else {
+            Vec::new()
+        }
     }
 }

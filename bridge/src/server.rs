@@ -68,12 +68,14 @@ impl BridgeServer {
         let info = adapter.get_info();
         let props = crate::properties::device_properties(&adapter, &device);
         let inner_features = device.features();
-        let inner = WgpuServerOptions::new().device_id(index).build::<WgslPassthrough>(
-            device,
-            queue,
-            info.backend,
-            wgpu_server::adapter::summary(&info),
-        )?;
+        let inner = WgpuServerOptions::new()
+            .device_id(index)
+            .build::<WgslPassthrough>(
+                device,
+                queue,
+                info.backend,
+                wgpu_server::adapter::summary(&info),
+            )?;
         let alignment = usize::try_from(props.memory.alignment).unwrap_or(256);
         let (utilities, _captures) = ServerUtilities::init(
             ServiceId::of::<BridgeServer>(device_id),
@@ -104,7 +106,10 @@ impl BridgeServer {
         &mut self.inner
     }
 
-    fn resolve_all(&self, handles: &[BufferBinding]) -> Result<Vec<inner_rt::BufferBinding>, Inner> {
+    fn resolve_all(
+        &self,
+        handles: &[BufferBinding],
+    ) -> Result<Vec<inner_rt::BufferBinding>, Inner> {
         handles
             .iter()
             .map(|h| self.memory.resolve(h).map(|r| r.binding))
@@ -200,7 +205,11 @@ impl Server for BridgeServer {
         Box::pin(async move { checked })
     }
 
-    fn check(&mut self, handles: Vec<BufferBinding>, stream_id: StreamId) -> Result<(), ServerError> {
+    fn check(
+        &mut self,
+        handles: Vec<BufferBinding>,
+        stream_id: StreamId,
+    ) -> Result<(), ServerError> {
         self.resolve_all(&handles)
             .and_then(|bindings| self.inner.check(bindings, stream(stream_id)))
             .map_err(|e| to_cubecl(&e))
@@ -265,10 +274,8 @@ impl Server for BridgeServer {
     }
 
     fn abandon_profile(&mut self, stream_id: StreamId, token: ProfilingToken) {
-        self.inner.abandon_profile(
-            stream(stream_id),
-            inner_rt::ProfilingToken { id: token.id },
-        );
+        self.inner
+            .abandon_profile(stream(stream_id), inner_rt::ProfilingToken { id: token.id });
     }
 
     /// `Persistent` maps to the server's persistent pool; `Dedicated` (an

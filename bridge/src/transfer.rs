@@ -100,7 +100,11 @@ impl BridgeServer {
         }))
     }
 
-    pub(crate) fn write_all(&mut self, descriptors: Vec<(CopyDescriptor, CubeBytes)>, stream: StreamId) {
+    pub(crate) fn write_all(
+        &mut self,
+        descriptors: Vec<(CopyDescriptor, CubeBytes)>,
+        stream: StreamId,
+    ) {
         let mut writes = Vec::with_capacity(descriptors.len());
         for (desc, data) in descriptors {
             match self.write_one(&desc, &data) {
@@ -110,7 +114,13 @@ impl BridgeServer {
                     // Refused before any byte moved: the destination keeps
                     // what it held and carries the refusal, as a server
                     // write refused at the call does.
-                    let target: Vec<_> = self.memory.resolve(&desc.handle).ok().map(|r| r.binding).into_iter().collect();
+                    let target: Vec<_> = self
+                        .memory
+                        .resolve(&desc.handle)
+                        .ok()
+                        .map(|r| r.binding)
+                        .into_iter()
+                        .collect();
                     let _ = compute_stream::write_scope(&mut self.inner, stream, &target, |_| {
                         Err::<(), _>(error)
                     });
