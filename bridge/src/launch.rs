@@ -53,7 +53,7 @@ impl BridgeServer {
         stream: StreamId,
         mode: CubeMode,
     ) {
-        crate::probe::launched(stream.0);
+        crate::probe::touched(stream.0);
         if probing() {
             // The probe only counts launches; running kernels of features
             // the device lacks would prove nothing.
@@ -174,6 +174,10 @@ impl BridgeServer {
         handle.set_label("cubecl launch metadata");
         self.inner.initialize_memory(handle.clone(), size, stream)?;
         let binding = handle.binding(size);
+        // A refused write would leave the buffer unwritten and trusted, and
+        // the launch reading garbage: asked first, refused as the launch.
+        let copy = CopyDescriptor::contiguous(binding.clone());
+        self.inner.validate_write(&copy, size, stream)?;
         self.inner.write(
             vec![(
                 CopyDescriptor::contiguous(binding.clone()),

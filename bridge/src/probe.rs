@@ -1,11 +1,14 @@
-//! Which test launched a kernel: how `cargo xtask cubecl` tells a test
-//! that returned early for a missing feature from one that ran.
+//! Which test used the device: how `cargo xtask cubecl` tells a test that
+//! returned early for a missing feature from one that ran.
 //!
 //! With `CUBECL_BRIDGE_LAUNCH_LOG=<file>` set, [`crate::BridgeRuntime`]'s
 //! `client()` notes the calling thread's name (the test harness names each
 //! test's thread after the test) under the thread's cubecl stream, and the
-//! first launch on that stream appends the name to the file. Unset, both
-//! are a single environment lookup, cached.
+//! first allocation or launch on that stream appends the name to the file.
+//! With `CUBECL_BRIDGE_SERIAL` also set (one test at a time), any stream's
+//! work is the last registered test's: that catches the tests that work on
+//! streams of their own (`StreamId::executes`, threads they spawn). Unset,
+//! all of this is a single environment lookup, cached.
 
 use std::collections::{HashMap, HashSet};
 use std::io::Write;
@@ -14,10 +17,20 @@ use std::sync::{Mutex, OnceLock};
 /// The file the launching tests are appended to.
 pub const LAUNCH_LOG_ENV: &str = "CUBECL_BRIDGE_LAUNCH_LOG";
 
+/// Set when tests run one at a time: work on any stream is the last
+/// registered test's.
+pub const SERIAL_ENV: &str = "CUBECL_BRIDGE_SERIAL";
+
 #[derive(Default)]
 struct Log {
     names: HashMap<u64, String>,
-    logged: HashSet<u64>,
+    last: Option<String>,
+    logged: HashSet<String>,
+}
+
+fn serial() -> bool {
+    static SERIAL: OnceLock<bool> = OnceLock::new();
+    *SERIAL.get_or_init(|| std::env::var_os(SERIAL_ENV).is_some())
 }
 
 fn log_path() -> Option<&'static str> {
@@ -41,22 +54,27 @@ pub fn register_current_thread() {
     };
     let stream = cubecl_environment::stream::StreamId::current().value;
     let mut log = log().lock().unwrap_or_else(|e| e.into_inner());
-    log.names.insert(stream, name);
+    log.names.insert(stream, name.clone());
+    log.last = Some(name);
 }
 
-/// A launch on `stream`: its test is appended once.
-pub fn launched(stream: u64) {
+/// An allocation or a launch on `stream`: its test is appended once.
+pub fn touched(stream: u64) {
     let Some(path) = log_path() else {
         return;
     };
     let mut log = log().lock().unwrap_or_else(|e| e.into_inner());
-    if log.logged.contains(&stream) {
-        return;
-    }
-    let Some(name) = log.names.get(&stream).cloned() else {
+    let name = if serial() {
+        log.last.clone()
+    } else {
+        log.names.get(&stream).cloned()
+    };
+    let Some(name) = name else {
         return;
     };
-    log.logged.insert(stream);
+    if !log.logged.insert(name.clone()) {
+        return;
+    }
     // Best effort: a log that cannot be written makes the test count as
     // launching nothing, so the probe run looks at it again.
     if let Ok(mut file) = std::fs::OpenOptions::new()

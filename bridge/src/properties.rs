@@ -9,7 +9,7 @@
 //! missing feature from one that needs no kernel (docs/cubecl.md).
 
 use cubecl_common::profile::TimingMethod;
-use cubecl_ir::features::{AtomicUsage, Plane, TypeUsage};
+use cubecl_ir::features::{AtomicUsage, EnumSet, MmaConfig, Plane, TypeUsage};
 use cubecl_ir::{
     AddressType, DeviceIdentity, DeviceProperties, ElemType, FloatKind, HardwareProperties,
     IntKind, MemoryDeviceProperties, Type, UIntKind,
@@ -40,7 +40,9 @@ pub fn device_properties(adapter: &wgpu::Adapter, device: &wgpu::Device) -> Devi
     // The server binds at most one more storage buffer than the kernel's
     // own (the packed scalars and shapes), so a kernel may have one less.
     let memory = MemoryDeviceProperties::new(
-        u64::from(limits.max_storage_buffer_binding_size).min(limits.max_buffer_size),
+        limits
+            .max_storage_buffer_binding_size
+            .min(limits.max_buffer_size),
         u64::from(
             limits
                 .min_uniform_buffer_offset_alignment
@@ -175,4 +177,58 @@ fn claim_everything(props: &mut DeviceProperties) {
     }
     props.register_address_type(AddressType::U64);
     props.features.plane = Plane::Ops | Plane::Sync | Plane::NonUniformControlFlow;
+    let f = &mut props.features;
+    f.cube_cluster = true;
+    f.memory_reinterpret = true;
+    f.alignment = true;
+    f.copy_async = true;
+    f.device_memory_scope = true;
+    f.unaligned_io = true;
+    f.tma = EnumSet::all();
+    f.matmul.cmma_tensor_addressing = true;
+    // Matrix-multiply shapes over the types tensor cores take: the sizes
+    // cubecl's tests ask for (m, n in 8..32, k in 4..32).
+    let mma_types: Vec<ElemType> = [
+        FloatKind::F16,
+        FloatKind::BF16,
+        FloatKind::F32,
+        FloatKind::TF32,
+    ]
+    .into_iter()
+    .chain([FloatKind::E4M3, FloatKind::E5M2])
+    .map(ElemType::Float)
+    .chain([
+        ElemType::Int(IntKind::I8),
+        ElemType::UInt(UIntKind::U8),
+        ElemType::Int(IntKind::I32),
+    ])
+    .collect();
+    for &a_type in &mma_types {
+        for &b_type in &mma_types {
+            for &cd_type in &mma_types {
+                for (m, n, k) in shapes() {
+                    let config = MmaConfig {
+                        a_type,
+                        b_type,
+                        cd_type,
+                        m,
+                        n,
+                        k,
+                    };
+                    f.matmul.cmma.insert(config);
+                    f.matmul.mma.insert(config);
+                }
+            }
+        }
+        f.matmul.ldmatrix.insert(a_type);
+        f.matmul.stmatrix.insert(a_type);
+    }
+}
+
+fn shapes() -> impl Iterator<Item = (u32, u32, u32)> {
+    [8u32, 16, 32].into_iter().flat_map(|m| {
+        [8u32, 16, 32]
+            .into_iter()
+            .flat_map(move |n| [4u32, 8, 16, 32].into_iter().map(move |k| (m, n, k)))
+    })
 }

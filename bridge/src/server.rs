@@ -152,6 +152,7 @@ impl Server for BridgeServer {
         size: u64,
         stream_id: StreamId,
     ) -> Result<(), ServerError> {
+        crate::probe::touched(stream_id.value);
         let inner = &mut self.inner;
         self.memory
             .insert(memory, size, |slice, bytes| {

@@ -107,7 +107,7 @@ impl BridgeServer {
     ) {
         let mut writes = Vec::with_capacity(descriptors.len());
         for (desc, data) in descriptors {
-            match self.write_one(&desc, &data) {
+            match self.write_one(&desc, &data, stream) {
                 Ok(Some(write)) => writes.push(write),
                 Ok(None) => {}
                 Err(error) => {
@@ -136,6 +136,7 @@ impl BridgeServer {
         &mut self,
         desc: &CopyDescriptor,
         data: &CubeBytes,
+        stream: StreamId,
     ) -> Result<Option<(InnerCopy, Bytes)>, Inner> {
         if !contiguous(&desc.shape, &desc.strides) {
             return Err(strided());
@@ -153,8 +154,15 @@ impl BridgeServer {
         }
         let mut binding = resolved.binding;
         binding.size = len.next_multiple_of(4);
+        let copy = InnerCopy::contiguous(binding);
+        // What the server would refuse at the call it reports at the
+        // stream's next flush and poisons nothing for; cubecl's flush does
+        // not report it, so the bridge asks first and the destination
+        // carries the refusal (cubecl's rule for a write that never landed).
+        self.inner
+            .validate_write(&copy, copy.binding.size, stream)?;
         let mut bytes = data.to_vec();
-        bytes.resize(binding.size as usize, 0);
-        Ok(Some((InnerCopy::contiguous(binding), Bytes::from(bytes))))
+        bytes.resize(copy.binding.size as usize, 0);
+        Ok(Some((copy, Bytes::from(bytes))))
     }
 }

@@ -13,7 +13,8 @@
 //!   and fails when a test fails that `bridge/divergences.txt` does not
 //!   list.
 //!
-//! Flags: `--no-run` (build only), `--bundle` (copy the stripped test
+//! Flags: `--lint` (first `cargo fmt --check` and `cargo clippy -D
+//! warnings` in the bridge's workspace, as CI runs it), `--no-run` (build only), `--bundle` (copy the stripped test
 //! binary and its runner into `.h200/` for the device machine), `--from
 //! DIR` (count the results a device run left in DIR instead of running),
 //! `--subset` (the suites CI runs: `core`, `std`, `profiling`; the default
@@ -32,6 +33,9 @@ use results::{Outcome, Suite, parse_results, suite_of};
 /// The suites `--subset` keeps.
 const SUBSET: &[Suite] = &[Suite::Core, Suite::Std, Suite::Profiling];
 
+/// The test name prefixes of the suite `--subset` leaves out (`core-wide`).
+const WIDE: &[&str] = &["core::f16_ty::", "core::i64_ty::", "core::u64_ty::"];
+
 pub(crate) fn cubecl(args: &[String]) -> Result {
     let has = |flag: &str| args.iter().any(|a| a == flag);
     let from = args
@@ -41,6 +45,9 @@ pub(crate) fn cubecl(args: &[String]) -> Result {
         .map(PathBuf::from);
     if let Some(dir) = from {
         return report(&dir, has("--subset"));
+    }
+    if has("--lint") {
+        lint()?;
     }
     let exe = build(has("--bundle"))?;
     if has("--bundle") {
@@ -52,7 +59,9 @@ pub(crate) fn cubecl(args: &[String]) -> Result {
     crate::setup()?;
     let dir = target_dir().join("cubecl-run");
     std::fs::create_dir_all(&dir).map_err(|e| format!("create {}: {e}", dir.display()))?;
-    run_suites(&exe, &dir)?;
+    // The subset is also what runs: the wide types' tests are not started.
+    let skip: &[&str] = if has("--subset") { WIDE } else { &[] };
+    run_suites(&exe, &dir, skip)?;
     report(&dir, has("--subset"))
 }
 
@@ -71,8 +80,20 @@ fn bridge_cargo() -> Command {
     c
 }
 
-/// Builds the bridge's unit tests and the suites, runs the unit tests, and
-/// returns the suites binary. The dev profile (dependencies without debug
+/// The house rules in the bridge's workspace too (the main workspace's
+/// `fmt` and `clippy` do not reach it): format check, clippy with warnings
+/// denied.
+fn lint() -> Result {
+    let mut fmt = bridge_cargo();
+    fmt.args(["fmt", "--", "--check"]);
+    run(fmt)?;
+    let mut clippy = bridge_cargo();
+    clippy.args(["clippy", "--all-targets", "--", "-D", "warnings"]);
+    run(clippy)
+}
+
+/// Builds and runs the bridge's own tests, builds the suites, and returns
+/// the suites binary. The dev profile (dependencies without debug
 /// info) for a run here: it builds in about half the time of a release
 /// build and runs the suites in seconds on lavapipe. The release profile
 /// for the device bundle, whose size is bounded (64 MiB travel).
@@ -83,7 +104,8 @@ fn build(release: bool) -> Result<PathBuf> {
         "--profile=dev"
     };
     let mut unit = bridge_cargo();
-    unit.args(["test", profile, "--lib"]);
+    // The bridge's own tests first: its unit tests and `tests/bridge.rs`.
+    unit.args(["test", profile, "--lib", "--test", "bridge"]);
     run(unit)?;
     let mut tests = bridge_cargo();
     tests.args([
@@ -140,34 +162,49 @@ fn bundle(exe: &Path) -> Result {
 /// nothing. Leaves `results.txt` (one verdict line per test),
 /// `launched.txt`, `probe.txt` and `probe-launched.txt` in `dir` (what
 /// `run-cubecl.sh` leaves on the device too), and each run's raw output.
-fn run_suites(exe: &Path, dir: &Path) -> Result {
+fn run_suites(exe: &Path, dir: &Path, skip: &[&str]) -> Result {
     let launched = dir.join("launched.txt");
     let probe_launched = dir.join("probe-launched.txt");
-    for f in [&launched, &probe_launched] {
+    for f in [&launched, &probe_launched, &dir.join("serial-launched.txt")] {
         let _ = std::fs::remove_file(f);
     }
-    let results = run_to_completion(exe, dir, &launched)?;
+    let results = run_to_completion(exe, dir, &launched, skip)?;
     let text: String = results
         .iter()
         .map(|(name, outcome)| format!("test {name} ... {}\n", outcome.verdict()))
         .collect();
     let file = dir.join("results.txt");
     std::fs::write(&file, text).map_err(|e| format!("write {}: {e}", file.display()))?;
-    let ran: BTreeSet<String> = read_lines(&launched);
+    // Passed without touching the device on their own stream: again, one
+    // at a time, so work on any stream is theirs.
+    let ran = read_lines(&launched);
     let quiet: Vec<&String> = results
         .iter()
         .filter(|(name, outcome)| **outcome == Outcome::Passed && !ran.contains(*name))
         .map(|(name, _)| name)
         .collect();
+    let serial_log = dir.join("serial-launched.txt");
+    let mut serial = bounded(exe);
+    serial
+        .env("CUBECL_BRIDGE_LAUNCH_LOG", &serial_log)
+        .env("CUBECL_BRIDGE_SERIAL", "1")
+        .env("RUST_BACKTRACE", "0")
+        .args(["--test-threads", "1", "--exact"])
+        .args(&quiet);
+    capture(serial, &dir.join("serial.txt"))?;
+    // Still untouched: under the feature probe.
+    let serial_ran = read_lines(&serial_log);
+    let untouched: Vec<&&String> = quiet.iter().filter(|n| !serial_ran.contains(**n)).collect();
     let mut probe = bounded(exe);
     probe
         .env("CUBECL_BRIDGE_LAUNCH_LOG", &probe_launched)
         .env("CUBECL_BRIDGE_PROBE", "1")
+        .env("CUBECL_BRIDGE_SERIAL", "1")
         .env("RUST_BACKTRACE", "0")
-        .arg("--exact")
-        .args(quiet);
+        .args(["--test-threads", "1", "--exact"])
+        .args(untouched.iter().map(|n| n.as_str()));
     // The probe's verdicts do not count: claimed features the device lacks
-    // fail; only which tests launched matters.
+    // fail; only which tests used the device matters.
     capture(probe, &dir.join("probe.txt"))?;
     Ok(())
 }
@@ -176,7 +213,12 @@ fn run_suites(exe: &Path, dir: &Path) -> Result {
 /// driver crash: lavapipe dies of SIGFPE on some 64-bit kernels) fails,
 /// and the tests it took down with it run again, one at a time, so the one
 /// that crashed is the one the harness was printing.
-fn run_to_completion(exe: &Path, dir: &Path, launched: &Path) -> Result<BTreeMap<String, Outcome>> {
+fn run_to_completion(
+    exe: &Path,
+    dir: &Path,
+    launched: &Path,
+    skip: &[&str],
+) -> Result<BTreeMap<String, Outcome>> {
     let listing = Command::new(exe)
         .args(["--list", "--format", "terse"])
         .output()
@@ -184,6 +226,7 @@ fn run_to_completion(exe: &Path, dir: &Path, launched: &Path) -> Result<BTreeMap
     let listed: Vec<String> = String::from_utf8_lossy(&listing.stdout)
         .lines()
         .filter_map(|l| l.strip_suffix(": test"))
+        .filter(|name| !skip.iter().any(|p| name.starts_with(p)))
         .map(str::to_owned)
         .collect();
     let mut results = BTreeMap::new();
@@ -312,10 +355,15 @@ fn report(dir: &Path, subset: bool) -> Result {
     let text = std::fs::read_to_string(dir.join("results.txt"))
         .map_err(|e| format!("read {}: {e}", dir.join("results.txt").display()))?;
     let results = parse_results(&text);
-    let ran = read_lines(&dir.join("launched.txt"));
+    let mut ran = read_lines(&dir.join("launched.txt"));
+    ran.extend(read_lines(&dir.join("serial-launched.txt")));
     let probed = read_lines(&dir.join("probe-launched.txt"));
     let known = divergences()?;
     let mut counts: BTreeMap<Suite, [usize; 3]> = BTreeMap::new();
+    // Passed without ever using the device, under the probe too: host-side
+    // tests, and tests gated on what the probe cannot claim (more devices,
+    // some matrix units). Counted as passed, and listed.
+    let mut untouched: BTreeMap<Suite, Vec<&str>> = BTreeMap::new();
     let mut unexpected = Vec::new();
     let mut now_passing = Vec::new();
     for (name, outcome) in &results {
@@ -328,6 +376,9 @@ fn report(dir: &Path, subset: bool) -> Result {
             Outcome::Passed if !ran.contains(name) && probed.contains(name) => c[2] += 1,
             Outcome::Passed => {
                 c[0] += 1;
+                if !ran.contains(name) {
+                    untouched.entry(suite).or_default().push(name);
+                }
                 if listed(name, &known).is_some() {
                     now_passing.push(name.clone());
                 }
@@ -345,11 +396,25 @@ fn report(dir: &Path, subset: bool) -> Result {
     for name in &now_passing {
         eprintln!("  listed as a divergence but passed: {name}");
     }
+    let listing: String = untouched
+        .values()
+        .flatten()
+        .map(|n| format!("{n}\n"))
+        .collect();
+    let file = dir.join("untouched.txt");
+    std::fs::write(&file, listing).map_err(|e| format!("write {}: {e}", file.display()))?;
     for (suite, [p, f, s]) in &counts {
         println!(
             "cubecl suite {}: {p} passed, {f} failed, {s} skipped",
             suite.name()
         );
+        if let Some(names) = untouched.get(suite) {
+            eprintln!(
+                "  ({} of the {p} passed never used the device, even under the probe: {})",
+                names.len(),
+                file.display()
+            );
+        }
     }
     if unexpected.is_empty() {
         Ok(())

@@ -24,8 +24,8 @@
 //! - `cubecl` cubecl's own test suites against this server, through the
 //!   bridge (`bridge/`, a workspace of its own; `cubecl.rs`, and
 //!   docs/cubecl.md): one line per suite, and a failure for any test that
-//!   fails and is not a listed divergence (`--subset`, `--no-run`,
-//!   `--bundle`, `--from DIR`);
+//!   fails and is not a listed divergence (`--lint`, `--subset`,
+//!   `--no-run`, `--bundle`, `--from DIR`);
 //! - `device-bundle` builds the bench, the `tour` and `mlp` examples (release)
 //!   and the GPU test binary, and gathers what the
 //!   H200 device machine needs to run it (see `xtask/h200/`).
@@ -62,7 +62,7 @@ fn main() -> ExitCode {
         "tidy" => tidy::tidy(),
         _ => {
             eprintln!(
-                "usage: cargo xtask <setup | ci | test | tidy | mpi-test | demo | bench [--quick] [--filter PREFIX] | mpi-bench [--quick] [--filter PREFIX] | device-bundle | cubecl [--subset] [--no-run] [--bundle] [--from DIR]>"
+                "usage: cargo xtask <setup | ci | test | tidy | mpi-test | demo | bench [--quick] [--filter PREFIX] | mpi-bench [--quick] [--filter PREFIX] | device-bundle | cubecl [--lint] [--subset] [--no-run] [--bundle] [--from DIR]>"
             );
             return if task == "help" {
                 ExitCode::SUCCESS
