@@ -49,14 +49,17 @@ pub(crate) fn cubecl(args: &[String]) -> Result {
     if has("--lint") {
         lint()?;
     }
-    let exe = build(has("--bundle"))?;
+    let running = !has("--no-run");
+    if running {
+        crate::setup()?;
+    }
+    let exe = build(has("--bundle"), running)?;
     if has("--bundle") {
         bundle(&exe)?;
     }
-    if has("--no-run") {
+    if !running {
         return Ok(());
     }
-    crate::setup()?;
     let dir = target_dir().join("cubecl-run");
     std::fs::create_dir_all(&dir).map_err(|e| format!("create {}: {e}", dir.display()))?;
     // The subset is also what runs: the wide types' tests are not started.
@@ -92,21 +95,20 @@ fn lint() -> Result {
     run(clippy)
 }
 
-/// Builds and runs the bridge's own tests, builds the suites, and returns
-/// the suites binary. The dev profile (dependencies without debug
+/// Builds (and, when `run_tests`, runs) the bridge's own tests, builds the
+/// suites, and returns the suites binary. The dev profile (dependencies without debug
 /// info) for a run here: it builds in about half the time of a release
 /// build and runs the suites in seconds on lavapipe. The release profile
 /// for the device bundle, whose size is bounded (64 MiB travel).
-fn build(release: bool) -> Result<PathBuf> {
+fn build(release: bool, run_tests: bool) -> Result<PathBuf> {
     let profile = if release {
         "--release"
     } else {
         "--profile=dev"
     };
-    let mut unit = bridge_cargo();
-    // The bridge's own tests first: its unit tests and `tests/bridge.rs`.
-    unit.args(["test", profile, "--lib", "--test", "bridge"]);
-    run(unit)?;
+    if run_tests {
+        own_tests(profile)?;
+    }
     let mut tests = bridge_cargo();
     tests.args([
         "test",
@@ -133,6 +135,17 @@ fn build(release: bool) -> Result<PathBuf> {
             l[at..].split('"').next().map(PathBuf::from)
         })
         .ok_or_else(|| "could not find the suites binary in cargo's output".to_string())
+}
+
+/// The bridge's own tests (its unit tests and `tests/bridge.rs`), and the
+/// program docs/cubecl.md shows.
+fn own_tests(profile: &str) -> Result {
+    let mut unit = bridge_cargo();
+    unit.args(["test", profile, "--lib", "--test", "bridge"]);
+    run(unit)?;
+    let mut example = bridge_cargo();
+    example.args(["run", "--quiet", profile, "--example", "double"]);
+    run(example)
 }
 
 /// Copies the suites binary (debug info stripped) and its runner into
