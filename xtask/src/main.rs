@@ -21,6 +21,11 @@
 //! - `bench`  setup, then the benchmarks (`--quick`, `--filter PREFIX`),
 //!   writing `target/bench/report.json` and its chart,
 //!   `target/bench/report.svg`;
+//! - `cubecl` cubecl's own test suites against this server, through the
+//!   bridge (`bridge/`, a workspace of its own; `cubecl.rs`, and
+//!   docs/cubecl.md): one line per suite, and a failure for any test that
+//!   fails and is not a listed divergence (`--lint`, `--subset`,
+//!   `--no-run`, `--bundle`, `--from DIR`);
 //! - `device-bundle` builds the bench, the `tour` and `mlp` examples (release)
 //!   and the GPU test binary, and gathers what the
 //!   H200 device machine needs to run it (see `xtask/h200/`).
@@ -29,6 +34,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 
 mod bundle;
+mod cubecl;
 mod mpi;
 mod setup;
 mod tidy;
@@ -52,10 +58,11 @@ fn main() -> ExitCode {
         "mpi-test" => mpi_test(),
         "mpi-bench" => setup().and_then(|()| mpi_bench(&rest)),
         "device-bundle" => device_bundle(),
+        "cubecl" => cubecl::cubecl(&rest),
         "tidy" => tidy::tidy(),
         _ => {
             eprintln!(
-                "usage: cargo xtask <setup | ci | test | tidy | mpi-test | demo | bench [--quick] [--filter PREFIX] | mpi-bench [--quick] [--filter PREFIX] | device-bundle>"
+                "usage: cargo xtask <setup | ci | test | tidy | mpi-test | demo | bench [--quick] [--filter PREFIX] | mpi-bench [--quick] [--filter PREFIX] | device-bundle | cubecl [--lint] [--subset] [--no-run] [--bundle] [--from DIR]>"
             );
             return if task == "help" {
                 ExitCode::SUCCESS

@@ -1,0 +1,38 @@
+//! # cubecl-bridge
+//!
+//! This project's wgpu server as a [cubecl] runtime: cubecl kernels
+//! compiled to WGSL by cubecl-wgpu's public `WgslCompiler`, run by
+//! `wgpu_server::WgpuServer` with its memory pools, stream ordering and
+//! trust rules. cubecl's own test suites judge it (`cargo xtask cubecl`;
+//! docs/cubecl.md says how, and where the two contracts differ).
+//!
+//! ```no_run
+//! use cubecl_bridge::BridgeRuntime;
+//! use cubecl_runtime::runtime::Runtime;
+//!
+//! let client = BridgeRuntime::client(&Default::default());
+//! let handle = client.create_from_slice(&[1u8, 2, 3, 4]);
+//! assert_eq!(&*client.read_one(handle).expect("read"), &[1, 2, 3, 4]);
+//! ```
+//!
+//! [cubecl]: https://github.com/tracel-ai/cubecl
+
+mod compile;
+mod device;
+mod errors;
+mod launch;
+mod layout;
+mod memory;
+pub mod probe;
+mod profile;
+pub mod properties;
+mod report;
+mod runtime;
+mod server;
+mod storage;
+mod transfer;
+
+pub use device::BridgeDevice;
+pub use runtime::BridgeRuntime;
+pub use server::BridgeServer;
+pub use storage::BridgeStorage;

@@ -1,0 +1,292 @@
+//! `BridgeServer`: cubecl's `Server` contract over this project's
+//! `WgpuServer`, call by call.
+//!
+//! Each call translates cubecl's ids and ranges ([`crate::memory`]), hands
+//! the work to the server, and translates the answer back
+//! ([`crate::errors`]). Two differences of contract are bridged here:
+//! - cubecl reports a failed launch or write only on the buffers it left
+//!   unwritten: its `sync` and `flush` answer device faults only. This
+//!   server also reports the stream's first failure at the next `sync` or
+//!   `flush`; the bridge leaves that report out there, and the failure is
+//!   still on the buffers (every read, `check` and `sync` of them answers
+//!   it), so nothing is hidden.
+//! - cubecl's `sync(handles)` is a barrier then the claim check; the bridge
+//!   waits for the server's sync, then asks the server's `check`.
+
+use std::sync::Arc;
+
+use cubecl_common::bytes::Bytes as CubeBytes;
+use cubecl_common::device::{DeviceId, DeviceService, ServerUtilitiesHandle, ServiceId};
+use cubecl_common::profile::ProfileDuration;
+use cubecl_core::WgpuCompilationOptions;
+use cubecl_environment::future::DynFut;
+use cubecl_environment::stream::StreamId;
+use cubecl_runtime::execution::LaunchMode;
+use cubecl_runtime::kernel::CubeKernel;
+use cubecl_runtime::logging::ServerLogger;
+use cubecl_runtime::memory_management::{
+    ManagedMemoryHandle, MemoryAllocationMode, StreamMemoryReport,
+};
+use cubecl_runtime::server::{
+    BufferBinding, CopyDescriptor, CubeCount, KernelArguments, ProfileError, ProfilingToken,
+    Server, ServerCommunication, ServerError, ServerUtilities,
+};
+use wgpu_server::runtime::{self as inner_rt, Server as _, ServerError as Inner};
+use wgpu_server::{WgpuServer, WgpuServerOptions, WgslPassthrough};
+
+use crate::compile::Kernels;
+use crate::errors::{is_device_fault, to_cubecl};
+use crate::launch::{InfoBuffers, Queued};
+use crate::layout::ExactLayoutPolicy;
+use crate::memory::{MemoryTable, stream};
+
+/// The server behind a [`crate::BridgeRuntime`] client.
+pub struct BridgeServer {
+    pub(crate) inner: WgpuServer<WgslPassthrough>,
+    pub(crate) utilities: Arc<ServerUtilities>,
+    pub(crate) memory: MemoryTable,
+    pub(crate) kernels: Kernels,
+    pub(crate) info: InfoBuffers,
+    pub(crate) queued: Vec<Queued>,
+}
+
+impl std::fmt::Debug for BridgeServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BridgeServer")
+            .field("allocations", &self.memory.len())
+            .field("queued", &self.queued.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl BridgeServer {
+    /// Opens the adapter `device_id` names (its index in the server's
+    /// ranking) and builds a server on it.
+    pub fn open(device_id: DeviceId) -> Result<Self, Inner> {
+        let index = inner_rt::DeviceId(u64::from(device_id.index_id));
+        let (adapter, device, queue) = wgpu_server::adapter::open(index)?;
+        let info = adapter.get_info();
+        let props = crate::properties::device_properties(&adapter, &device);
+        let inner_features = device.features();
+        let inner = WgpuServerOptions::new()
+            .device_id(index)
+            .build::<WgslPassthrough>(
+                device,
+                queue,
+                info.backend,
+                wgpu_server::adapter::summary(&info),
+            )?;
+        let alignment = usize::try_from(props.memory.alignment).unwrap_or(256);
+        let (utilities, _captures) = ServerUtilities::init(
+            ServiceId::of::<BridgeServer>(device_id),
+            "wgpu-server<wgsl>",
+            props,
+            Default::default(),
+            Arc::new(ServerLogger::default()),
+            ExactLayoutPolicy {
+                alignment: alignment as u64,
+            },
+        );
+        let options = WgpuCompilationOptions {
+            supports_u64: inner_features.contains(cubecl_wgpu::wgpu::Features::SHADER_INT64),
+            ..Default::default()
+        };
+        Ok(Self {
+            inner,
+            utilities: Arc::new(utilities),
+            memory: MemoryTable::default(),
+            kernels: Kernels::new(options),
+            info: InfoBuffers::default(),
+            queued: Vec::new(),
+        })
+    }
+
+    /// The server underneath, for what cubecl's contract does not reach.
+    pub fn inner(&mut self) -> &mut WgpuServer<WgslPassthrough> {
+        &mut self.inner
+    }
+
+    fn resolve_all(
+        &self,
+        handles: &[BufferBinding],
+    ) -> Result<Vec<inner_rt::BufferBinding>, Inner> {
+        handles
+            .iter()
+            .map(|h| self.memory.resolve(h).map(|r| r.binding))
+            .collect()
+    }
+
+    /// A device fault only: what cubecl's `flush` and `sync` report.
+    fn device_faults_only(result: Result<(), Inner>) -> Result<(), ServerError> {
+        match result {
+            Err(e) if is_device_fault(&e) => Err(to_cubecl(&e)),
+            _ => Ok(()),
+        }
+    }
+}
+
+impl DeviceService for BridgeServer {
+    /// cubecl's signature cannot fail: a machine without an adapter panics
+    /// here, naming why (the server's own `DeviceService::init` does the
+    /// same). [`BridgeServer::open`] returns the error.
+    fn init(device_id: DeviceId) -> Self {
+        match Self::open(device_id) {
+            Ok(server) => server,
+            Err(e) => panic!("the wgpu server could not open {device_id}: {e}"),
+        }
+    }
+
+    fn utilities(&self) -> ServerUtilitiesHandle {
+        self.utilities.clone() as ServerUtilitiesHandle
+    }
+}
+
+/// Collectives: cubecl's defaults, which refuse (one device per client
+/// here; this server's collectives are not bridged yet).
+impl ServerCommunication for BridgeServer {}
+
+impl Server for BridgeServer {
+    fn initialize_memory(
+        &mut self,
+        memory: ManagedMemoryHandle,
+        size: u64,
+        stream_id: StreamId,
+    ) -> Result<(), ServerError> {
+        crate::probe::touched(stream_id.value);
+        let inner = &mut self.inner;
+        self.memory
+            .insert(memory, size, |slice, bytes| {
+                inner.initialize_memory(slice, bytes, stream(stream_id))
+            })
+            .map_err(|e| to_cubecl(&e))
+    }
+
+    fn logger(&self) -> Arc<ServerLogger> {
+        self.utilities.logger.clone()
+    }
+
+    fn utilities(&self) -> Arc<ServerUtilities> {
+        self.utilities.clone()
+    }
+
+    fn read(
+        &mut self,
+        descriptors: Vec<CopyDescriptor>,
+        stream_id: StreamId,
+    ) -> DynFut<Result<Vec<CubeBytes>, ServerError>> {
+        match self.read_start(descriptors, stream(stream_id)) {
+            Ok(fut) => fut,
+            Err(e) => {
+                let e = crate::errors::read_error(&e);
+                Box::pin(async move { Err(e) })
+            }
+        }
+    }
+
+    fn write(&mut self, descriptors: Vec<(CopyDescriptor, CubeBytes)>, stream_id: StreamId) {
+        self.write_all(descriptors, stream(stream_id));
+    }
+
+    fn sync(
+        &mut self,
+        handles: Vec<BufferBinding>,
+        stream_id: StreamId,
+    ) -> DynFut<Result<(), ServerError>> {
+        let s = stream(stream_id);
+        // The barrier: waited for here, on cubecl's device thread, because
+        // the claim check after it needs the server.
+        let drained = cubecl_environment::future::block_on(self.inner.sync(Vec::new(), s));
+        if let Err(e) = Self::device_faults_only(drained) {
+            return Box::pin(async move { Err(e) });
+        }
+        let checked = self
+            .resolve_all(&handles)
+            .and_then(|bindings| self.inner.check(bindings, s))
+            .map_err(|e| to_cubecl(&e));
+        Box::pin(async move { checked })
+    }
+
+    fn check(
+        &mut self,
+        handles: Vec<BufferBinding>,
+        stream_id: StreamId,
+    ) -> Result<(), ServerError> {
+        self.resolve_all(&handles)
+            .and_then(|bindings| self.inner.check(bindings, stream(stream_id)))
+            .map_err(|e| to_cubecl(&e))
+    }
+
+    unsafe fn launch(
+        &mut self,
+        kernel: Box<dyn CubeKernel>,
+        count: CubeCount,
+        bindings: KernelArguments,
+        stream_id: StreamId,
+        launch_mode: LaunchMode,
+    ) {
+        self.launch_kernel(kernel, count, bindings, stream(stream_id), launch_mode);
+    }
+
+    fn flush(&mut self, stream_id: StreamId) -> Result<(), ServerError> {
+        Self::device_faults_only(self.inner.flush(stream(stream_id)))
+    }
+
+    fn compile_queued(&mut self) {
+        self.compile_queued_now(inner_rt::StreamId::DEFAULT);
+    }
+
+    /// The server's report (device-wide: its streams share one memory
+    /// manager), in cubecl's shape.
+    fn memory_report(&mut self, stream_id: StreamId) -> Option<StreamMemoryReport> {
+        let report = self.inner.memory_report(stream(stream_id))?;
+        Some(crate::report::to_cubecl(stream_id, &report))
+    }
+
+    fn memory_cleanup(&mut self, stream_id: StreamId) -> Result<(), ServerError> {
+        self.memory.sweep();
+        self.inner
+            .memory_cleanup(stream(stream_id))
+            .map_err(|e| to_cubecl(&e))
+    }
+
+    fn start_profile(&mut self, stream_id: StreamId) -> Result<ProfilingToken, ServerError> {
+        self.inner
+            .start_profile(stream(stream_id))
+            .map(|t| ProfilingToken { id: t.id })
+            .map_err(|e| to_cubecl(&e))
+    }
+
+    fn start_profile_at_launch(
+        &mut self,
+        stream_id: StreamId,
+    ) -> Result<ProfilingToken, ServerError> {
+        self.inner
+            .start_profile_at_launch(stream(stream_id))
+            .map(|t| ProfilingToken { id: t.id })
+            .map_err(|e| to_cubecl(&e))
+    }
+
+    fn end_profile(
+        &mut self,
+        stream_id: StreamId,
+        token: ProfilingToken,
+    ) -> Result<ProfileDuration, ProfileError> {
+        self.end_window(stream(stream_id), token)
+    }
+
+    fn abandon_profile(&mut self, stream_id: StreamId, token: ProfilingToken) {
+        self.inner
+            .abandon_profile(stream(stream_id), inner_rt::ProfilingToken { id: token.id });
+    }
+
+    /// `Persistent` maps to the server's persistent pool; `Dedicated` (an
+    /// allocation outside every pool) has no counterpart and routes as
+    /// `Auto`.
+    fn allocation_mode(&mut self, mode: MemoryAllocationMode, stream_id: StreamId) {
+        let mode = match mode {
+            MemoryAllocationMode::Persistent => inner_rt::MemoryAllocationMode::Persistent,
+            _ => inner_rt::MemoryAllocationMode::Auto,
+        };
+        self.inner.allocation_mode(mode, stream(stream_id));
+    }
+}
