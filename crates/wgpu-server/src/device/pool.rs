@@ -1,7 +1,7 @@
 //! Devices kept for the life of the process: a server opened through
-//! [`WgpuServerOptions::open`](crate::WgpuServerOptions::open) leases a
-//! device of its adapter and gives it back when it drops; the next server
-//! of that adapter takes it again instead of creating one.
+//! `WgpuServerOptions::open` (a floor above) leases a device of its
+//! adapter and gives it back when it drops; the next server of that
+//! adapter takes it again instead of creating one.
 //!
 //! Why: NVIDIA's driver (580.159.04, on an H200) deadlocks when devices are
 //! torn down on several threads at once: seen as the GPU suite hanging with
