@@ -159,3 +159,59 @@ fn a_device_given_back_carries_no_fault() {
         sync(&mut next, S0).expect("a clean sync");
     }
 }
+
+/// Diagnostic, for a GPU machine: raw wgpu, no server. Eight threads leave
+/// a barrier together and each creates a device of the first adapter, as a
+/// parallel test harness's first tests do. Run it in a loop of fresh
+/// processes (`--ignored --exact lifetime::raw_devices_created_at_once`);
+/// a process that dies shows the driver's own race, which `adapter::open`
+/// keeps the server out of by opening one device at a time.
+#[test]
+#[ignore = "diagnostic for GPU drivers; run in a loop of processes"]
+fn raw_devices_created_at_once() {
+    let instance = wgpu_server::adapter::instance(wgpu::Backends::PRIMARY);
+    let Some(adapter) = wgpu_server::adapter::ranked_adapters(&instance)
+        .into_iter()
+        .next()
+    else {
+        eprintln!("skipped: no adapter");
+        return;
+    };
+    let barrier = std::sync::Barrier::new(8);
+    let devices: Vec<_> = std::thread::scope(|s| {
+        let joins: Vec<_> = (0..8)
+            .map(|_| {
+                s.spawn(|| {
+                    barrier.wait();
+                    futures::executor::block_on(
+                        adapter.request_device(&wgpu::DeviceDescriptor::default()),
+                    )
+                })
+            })
+            .collect();
+        joins.into_iter().map(|j| j.join()).collect()
+    });
+    for d in &devices {
+        assert!(matches!(d, Ok(Ok(_))), "a device was not created");
+    }
+    // Kept: destroying devices is another driver path, not this one.
+    std::mem::forget(devices);
+}
+
+/// Servers opened by eight threads at once (a parallel harness's first
+/// tests) each get a working device: opening is serialized inside the
+/// server (`adapter::open`), never left to the driver's own locking.
+#[test]
+fn servers_opened_from_eight_threads_at_once_all_work() {
+    let barrier = std::sync::Barrier::new(8);
+    std::thread::scope(|s| {
+        for _ in 0..8 {
+            s.spawn(|| {
+                barrier.wait();
+                let server = server();
+                let probe = probe_buffer(server.device());
+                assert!(of_device(server.device(), server.queue(), &probe));
+            });
+        }
+    });
+}

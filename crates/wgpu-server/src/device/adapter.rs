@@ -104,6 +104,19 @@ pub fn instance(backends: wgpu::Backends) -> wgpu::Instance {
 /// compute backend (on some drivers a GL 3.3 context with no compute at
 /// all), and because initializing it probes the windowing system.
 pub fn adapters() -> Vec<wgpu::Adapter> {
+    let _one_at_a_time = driver_lock();
+    enumerate()
+}
+
+/// Held while the driver enumerates adapters or creates a device (see
+/// [`open`]).
+fn driver_lock() -> std::sync::MutexGuard<'static, ()> {
+    static DRIVER: Mutex<()> = Mutex::new(());
+    DRIVER.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// [`adapters`], with the driver lock held by the caller.
+fn enumerate() -> Vec<wgpu::Adapter> {
     let primary = ranked_adapters(&instance(wgpu::Backends::PRIMARY));
     if !primary.is_empty() {
         return primary;
@@ -112,8 +125,18 @@ pub fn adapters() -> Vec<wgpu::Adapter> {
 }
 
 /// Opens device `id`: the adapter, its device and queue.
+///
+/// One thread at a time in the process: NVIDIA's Vulkan driver races
+/// inside itself when threads create devices at once (upstream reports:
+/// gfx-rs/wgpu#10010, #10234, kvark/blade#336, all parallel test
+/// harnesses). On the H200 the GPU test binary on 4 threads died with
+/// SIGSEGV 0 s after it started, while its first tests opened their
+/// devices together, in 1 of 12 runs (`docs/bench/h200-tests.txt`).
+/// Opening is rare (the pool keeps devices), so the lock costs nothing
+/// that matters.
 pub fn open(id: DeviceId) -> Result<(wgpu::Adapter, wgpu::Device, wgpu::Queue), ServerError> {
-    let adapters = adapters();
+    let _one_at_a_time = driver_lock();
+    let adapters = enumerate();
     let count = adapters.len();
     let adapter = usize::try_from(id.0)
         .ok()
