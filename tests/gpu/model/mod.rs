@@ -146,3 +146,40 @@ fn trust_model_long_run() {
     println!("seen: {seen:?}");
     assert_eq!(disagreements, 0);
 }
+
+/// Replays one program as proptest prints it (`minimal failing input:
+/// tasks_max = T, program = [...]`), saved to the file `TRUST_MODEL_REPLAY`,
+/// `TRUST_MODEL_REPEAT` times (default 1): a failure seen once on another
+/// machine, run again until its timing recurs.
+#[test]
+#[ignore = "replay: TRUST_MODEL_REPLAY=file -- --ignored"]
+fn trust_model_replay() {
+    let Ok(path) = std::env::var("TRUST_MODEL_REPLAY") else {
+        eprintln!("skipped: TRUST_MODEL_REPLAY names no file");
+        return;
+    };
+    let text = std::fs::read_to_string(&path).expect("TRUST_MODEL_REPLAY file");
+    let (head, body) = text
+        .split_once("program =")
+        .expect("`program =` in the file");
+    let numbers = |s: &str| -> Vec<u64> {
+        s.split(|c: char| !c.is_ascii_digit())
+            .filter(|w| !w.is_empty())
+            .map(|w| w.parse().expect("a number"))
+            .collect()
+    };
+    let tasks_max = *numbers(head).last().expect("tasks_max") as usize;
+    let program: Vec<(u64, [u32; 3])> = numbers(body)
+        .chunks_exact(4)
+        .map(|c| (c[0], [c[1] as u32, c[2] as u32, c[3] as u32]))
+        .collect();
+    let mut failed = 0;
+    for attempt in 0..env("TRUST_MODEL_REPEAT", 1) {
+        let run = run_program(tasks_max, &program);
+        if !run.disagreements.is_empty() {
+            failed += 1;
+            eprintln!("attempt {attempt}: {:#?}", run.disagreements);
+        }
+    }
+    assert_eq!(failed, 0, "{failed} replays disagreed with the model");
+}
