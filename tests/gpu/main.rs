@@ -20,6 +20,7 @@ mod ir;
 mod lifetime;
 mod memory;
 mod model;
+mod oob;
 mod profile;
 mod queued;
 mod streams;

@@ -147,6 +147,29 @@ pub enum ServerError {
         /// The minimum binding size of the module's declaration.
         min: u64,
     },
+    /// A kernel compiled with reported bounds checks
+    /// (`BoundsChecks::Reported`) accessed an array outside its length.
+    /// The access itself was contained (a load read zero or a clamped
+    /// element, a store was dropped or clamped), and the launch's writes are
+    /// poisoned with this error once its batch has run. `index` and `len`
+    /// are of the first such access the device recorded; `count` is how many
+    /// there were in the launch.
+    #[error(
+        "kernel `{kernel}`: out-of-bounds access to {array} at index {index} (length {len}; \
+         {count} such access(es) in the launch)"
+    )]
+    OutOfBoundsAccess {
+        /// The kernel's name.
+        kernel: String,
+        /// The array accessed.
+        array: KernelArray,
+        /// The index used, as a `u32` (a negative `i32` index wraps).
+        index: u32,
+        /// The array's length in elements.
+        len: u32,
+        /// Out-of-bounds accesses in the launch (saturating).
+        count: u32,
+    },
     /// Work that would have read untrusted bytes was refused, so what it
     /// writes is untrusted too (poison follows data). `input` is the
     /// untrusted slice it reads; `cause` is why that slice is untrusted.
@@ -378,6 +401,25 @@ impl ServerError {
             | ServerError::Launch { cause, .. }
             | ServerError::CollectiveInput { cause, .. } => cause.root_cause(),
             other => other,
+        }
+    }
+}
+
+/// An array a kernel indexes, as [`ServerError::OutOfBoundsAccess`]
+/// names it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum KernelArray {
+    /// The storage buffer at `@binding(i)`: the launch's `i`th buffer.
+    Binding(u32),
+    /// The kernel's `i`th workgroup-shared array.
+    Shared(u32),
+}
+
+impl std::fmt::Display for KernelArray {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            KernelArray::Binding(i) => write!(f, "binding {i}"),
+            KernelArray::Shared(i) => write!(f, "shared array {i}"),
         }
     }
 }

@@ -43,7 +43,7 @@ mod utilities;
 pub use bytes::Bytes;
 pub use collective::{ComputeWait, DType, ReduceOp, Reduction};
 pub use collective_fault::{CollectiveFault, RankListProblem, RoundProblem};
-pub use error::{ProfileError, ServerError};
+pub use error::{KernelArray, ProfileError, ServerError};
 pub use fault::InternalFault;
 pub use handle::{BufferBinding, CopyDescriptor, Handle, ManagedMemoryHandle, ReleaseQueue};
 pub use id::{DeviceId, GraphId, KernelId, MemoryId, StorageId, StreamId};

@@ -9,7 +9,8 @@
 //!   [`BindingAccess`], [`BoundsChecks`]), and launching them
 //!   ([`CubeCount`], [`KernelArguments`]);
 //! - collectives: [`Reduction`], [`ReduceOp`], [`DType`], [`ComputeWait`];
-//! - errors: [`ServerError`], [`ProfileError`], [`IrError`];
+//! - errors: [`ServerError`] (and the [`KernelArray`] an out-of-bounds
+//!   access names), [`ProfileError`], [`IrError`];
 //! - the server traits, for calls the client does not wrap ([`Server`],
 //!   [`ServerCommunication`], reached through [`ComputeClient::server`]).
 //!
@@ -26,9 +27,9 @@ pub use compute_ir::{Buf, IrError, Kernel, KernelBuilder, Lit, Scalar, Val};
 pub use compute_runtime::client::ComputeClient;
 pub use compute_runtime::{
     AccessChecks, Bytes, ComputeWait, CubeCount, CubeKernel, DType, DeviceId, GraphId, Handle,
-    KernelArguments, LaunchMode, MemoryAllocationMode, MemoryConfiguration, Pod, ProfileError,
-    ReduceOp, Reduction, Server, ServerCommunication, ServerError, StreamId, StreamMemoryReport,
-    TimingMethod,
+    KernelArguments, KernelArray, LaunchMode, MemoryAllocationMode, MemoryConfiguration, Pod,
+    ProfileError, ReduceOp, Reduction, Server, ServerCommunication, ServerError, StreamId,
+    StreamMemoryReport, TimingMethod,
 };
 pub use compute_wgsl::{
     BindingAccess, BoundsChecks, DefaultCompiler, IrCompiler, WgpuCompilationOptions, WgslKernel,

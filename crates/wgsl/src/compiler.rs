@@ -13,7 +13,33 @@ pub enum BoundsChecks {
     /// No runtime checks (`create_shader_module_trusted`): faster, and the
     /// kernel's accesses are the caller's responsibility.
     Unchecked,
+    /// Checked as [`Checked`](Self::Checked), and every access outside its
+    /// array is also *reported*: the launch fails with
+    /// `ServerError::OutOfBoundsAccess` (kernel, array, index, length) and
+    /// its writes are poisoned, once its batch has run, instead of the
+    /// clamp passing silently. For backends that can instrument their code
+    /// (the IR backend); the WGSL pass-through refuses it unless the kernel
+    /// sets its own policy. Costs a compare per access and a 16-byte report
+    /// slot per launch, read back with the batch.
+    Reported,
 }
+
+/// Where a [`BoundsChecks::Reported`] module records its first
+/// out-of-bounds access: `@group(1) @binding(0)`, four `atomic<u32>`
+/// (count, array, index, length), a slot of its own per launch, bound by
+/// the server with a dynamic offset.
+pub const REPORT_GROUP: u32 = 1;
+
+/// Bytes of one launch's report slot.
+pub const REPORT_BYTES: u64 = 16;
+
+/// How a report slot names a shared array (the high bit of its array word;
+/// a storage binding is its index).
+pub const REPORT_SHARED_BIT: u32 = 1 << 31;
+
+/// Set in a report slot's array word when the slot holds a record, so a
+/// record is seen even when the count wraps.
+pub const REPORT_PRESENT_BIT: u32 = 1 << 30;
 
 /// Options a server compiles with; part of the pipeline cache key.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -67,6 +93,9 @@ pub struct KernelLayout {
     pub scalars: bool,
     /// `@workgroup_size`.
     pub workgroup_size: [u32; 3],
+    /// Whether the module reports out-of-bounds accesses into a slot at
+    /// `@group(1) @binding(0)` ([`BoundsChecks::Reported`]).
+    pub reports: bool,
 }
 
 impl KernelLayout {

@@ -32,8 +32,8 @@ mod reflect;
 mod validate;
 
 pub use compiler::{
-    BindingAccess, BoundsChecks, CompiledKernel, DeviceCaps, KernelLayout, WgpuCompilationOptions,
-    WgpuCompiler,
+    BindingAccess, BoundsChecks, CompiledKernel, DeviceCaps, KernelLayout, REPORT_BYTES,
+    REPORT_GROUP, REPORT_PRESENT_BIT, REPORT_SHARED_BIT, WgpuCompilationOptions, WgpuCompiler,
 };
 pub use default::DefaultCompiler;
 pub use ir::IrCompiler;

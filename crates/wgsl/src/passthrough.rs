@@ -71,6 +71,7 @@ impl WgslKernel {
             bindings,
             scalars: false,
             workgroup_size,
+            reports: false,
         };
         let id = KernelId::of(&(&*source, &*entry_point, &layout, None::<BoundsChecks>));
         Self {
@@ -91,9 +92,15 @@ impl WgslKernel {
     }
 
     /// This kernel's bounds-check policy, whatever the server's options say:
-    /// `Unchecked` compiles it through `create_shader_module_trusted`.
+    /// `Unchecked` compiles it through `create_shader_module_trusted`;
+    /// `Reported` says the source declares the report slot itself
+    /// (`@group(1) @binding(0) var<storage, read_write> r: array<atomic<u32>, 4>`:
+    /// count, array, index, length, see [`crate::REPORT_GROUP`]) and writes
+    /// it on every access outside an array, which the server checks against
+    /// the module and binds per launch.
     pub fn with_bounds_checks(mut self, checks: BoundsChecks) -> Self {
         self.bounds_checks = Some(checks);
+        self.layout.reports = checks == BoundsChecks::Reported;
         self.rehash();
         self
     }
@@ -156,12 +163,22 @@ impl WgpuCompiler for WgslPassthrough {
     fn compile(
         &mut self,
         kernel: &dyn CubeKernel,
-        _options: &WgpuCompilationOptions,
+        options: &WgpuCompilationOptions,
         _caps: &DeviceCaps,
     ) -> Result<CompiledKernel, ServerError> {
         // The server parses the source with naga and checks the declared
         // layout against it before any pipeline exists.
         let k = Self::downcast(kernel)?;
+        // Handwritten WGSL cannot be instrumented here; silently clamping
+        // instead would be the very thing the option asks to rule out.
+        if k.bounds_checks.is_none() && options.bounds_checks == BoundsChecks::Reported {
+            return Err(ServerError::unsupported(
+                "reported bounds checks for a WGSL kernel",
+                "the pass-through cannot instrument handwritten WGSL: declare the report slot in \
+                 the source and set `with_bounds_checks(BoundsChecks::Reported)`, or give the \
+                 kernel `BoundsChecks::Checked`",
+            ));
+        }
         Ok(CompiledKernel {
             name: k.name.to_string(),
             source: k.source.to_string(),

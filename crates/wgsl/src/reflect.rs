@@ -20,7 +20,7 @@
 //! never writes still counts as written (an over-approximation, safe for
 //! ordering and trust).
 
-use crate::{BindingAccess, KernelLayout};
+use crate::{BindingAccess, KernelLayout, REPORT_GROUP};
 
 /// One storage binding as the module declares it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -40,6 +40,37 @@ pub struct ModuleInterface {
     pub uniform_size: Option<u64>,
     /// The entry point's `@workgroup_size`.
     pub workgroup_size: [u32; 3],
+    /// Whether the module declares the bounds report slot
+    /// (`@group(1) @binding(0)`, `array<atomic<u32>, 4>`, `read_write`).
+    pub report: bool,
+}
+
+/// Whether `var` is the bounds report slot, the one binding of group
+/// [`REPORT_GROUP`].
+fn report_slot(module: &naga::Module, var: &naga::GlobalVariable) -> Result<(), String> {
+    let binding = var.binding.as_ref().map_or(u32::MAX, |b| b.binding);
+    let writable = matches!(var.space, naga::AddressSpace::Storage { access }
+        if access.contains(naga::StorageAccess::STORE));
+    let four_atomic_words = match &module.types[var.ty].inner {
+        naga::TypeInner::Array {
+            base,
+            size: naga::ArraySize::Constant(n),
+            ..
+        } => {
+            n.get() == 4
+                && matches!(module.types[*base].inner, naga::TypeInner::Atomic(s)
+                    if s == naga::Scalar::U32)
+        }
+        _ => false,
+    };
+    if binding == 0 && writable && four_atomic_words {
+        Ok(())
+    } else {
+        Err(format!(
+            "@group({REPORT_GROUP}) holds only the bounds report slot: \
+             `@binding(0) var<storage, read_write> r: array<atomic<u32>, 4>`"
+        ))
+    }
 }
 
 /// Reads the interface of `entry_point` in a validated `module`. The error
@@ -70,14 +101,21 @@ pub fn module_interface(
     };
     let mut storage: Vec<(u32, StorageInterface)> = Vec::new();
     let mut uniforms: Vec<(u32, u64)> = Vec::new();
+    let mut report = false;
     for (_, var) in module.global_variables.iter() {
         let name = var.name.as_deref().unwrap_or("<unnamed>");
         let Some(binding) = &var.binding else {
             continue;
         };
+        if binding.group == REPORT_GROUP {
+            report_slot(module, var).map_err(|e| format!("`{name}`: {e}"))?;
+            report = true;
+            continue;
+        }
         if binding.group != 0 {
             return Err(format!(
-                "`{name}` is in @group({}); the server binds group 0 only",
+                "`{name}` is in @group({}); the server binds group 0 (and the bounds report \
+                 slot in group {REPORT_GROUP})",
                 binding.group
             ));
         }
@@ -132,6 +170,7 @@ pub fn module_interface(
         storage: storage.into_iter().map(|(_, s)| s).collect(),
         uniform_size,
         workgroup_size: ep.workgroup_size,
+        report,
     })
 }
 
@@ -165,6 +204,23 @@ pub fn check_layout(layout: &KernelLayout, interface: &ModuleInterface) -> Resul
         }
         (false, Some(_)) => {
             return Err("the module has a uniform block but no scalars are declared".into());
+        }
+        _ => {}
+    }
+    match (layout.reports, interface.report) {
+        (true, false) => {
+            return Err(
+                "reported bounds checks are declared but the module has no report slot \
+                        at @group(1) @binding(0)"
+                    .into(),
+            );
+        }
+        (false, true) => {
+            return Err(
+                "the module has a bounds report slot but the kernel does not declare \
+                        reported bounds checks"
+                    .into(),
+            );
         }
         _ => {}
     }
@@ -223,6 +279,7 @@ mod tests {
             bindings: vec![BindingAccess::ReadWrite],
             scalars: false,
             workgroup_size: [64, 1, 1],
+            reports: false,
         };
         assert_eq!(check_layout(&layout, &i), Ok(()));
         layout.bindings[0] = BindingAccess::ReadOnly;

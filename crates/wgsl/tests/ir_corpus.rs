@@ -2,7 +2,10 @@
 
 use compute_runtime::CubeKernel;
 use compute_testkit::random_ir::{Config, FloatOps, program};
-use compute_wgsl::{DeviceCaps, IrCompiler, WgpuCompilationOptions, WgpuCompiler};
+use compute_wgsl::{
+    BoundsChecks, DeviceCaps, IrCompiler, WgpuCompilationOptions, WgpuCompiler, check_layout,
+    module_interface, validate_wgsl,
+};
 use proptest::prelude::*;
 
 fn caps() -> DeviceCaps {
@@ -34,6 +37,28 @@ proptest! {
                 )));
             }
         }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    /// With reported bounds checks every access is instrumented: naga still
+    /// accepts the program, and the module declares the report slot the
+    /// layout says it has.
+    #[test]
+    fn naga_accepts_every_generated_program_with_reported_bounds(seed in any::<u64>()) {
+        let p = program(seed, &Config::default());
+        let options = WgpuCompilationOptions {
+            bounds_checks: BoundsChecks::Reported,
+            validate: true,
+        };
+        let c = IrCompiler.compile(&p.kernel, &options, &caps())
+            .map_err(|e| TestCaseError::fail(format!("seed {seed}: {e}")))?;
+        prop_assert!(c.layout.reports);
+        let module = validate_wgsl("reported", &c.source).expect("validated above");
+        let interface = module_interface(&module, &c.entry_point).expect("interface");
+        prop_assert_eq!(check_layout(&c.layout, &interface), Ok(()));
     }
 }
 

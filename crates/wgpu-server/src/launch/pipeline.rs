@@ -22,6 +22,7 @@ use compute_wgsl::{
 use hashbrown::HashMap;
 
 use crate::device::faults::scoped;
+use crate::stream::reports::report_layout;
 
 /// A ready pipeline and what binding it needs.
 #[derive(Debug)]
@@ -201,9 +202,11 @@ fn create_pipeline(
 ) -> Result<(wgpu::ComputePipeline, wgpu::BindGroupLayout), ServerError> {
     scoped(device, || {
         let bgl = bind_group_layout(device, &compiled.layout, sizes);
+        // A reporting kernel's slot is group 1 (`stream/reports.rs`).
+        let report = compiled.layout.reports.then(|| report_layout(device));
         let pipeline_layout = device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
             label: Some(&compiled.name),
-            bind_group_layouts: &[Some(&bgl)],
+            bind_group_layouts: &[Some(&bgl), report.as_ref()],
             immediate_size: 0,
         });
         let source = wgpu::ShaderModuleDescriptor {
@@ -211,7 +214,7 @@ fn create_pipeline(
             source: wgpu::ShaderSource::Naga(std::borrow::Cow::Owned(module)),
         };
         let module = match bounds_checks {
-            BoundsChecks::Checked => device.create_shader_module(source),
+            BoundsChecks::Checked | BoundsChecks::Reported => device.create_shader_module(source),
             // SAFETY: the caller chose unchecked accesses (options or the
             // kernel's own policy); the kernel's memory safety is then the
             // caller's contract (`Server::launch` is unsafe for this reason).

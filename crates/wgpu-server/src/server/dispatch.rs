@@ -6,7 +6,8 @@
 //! data: its writes are poisoned by the caller's scope with
 //! [`ServerError::UntrustedInput`] naming that input and its cause), then
 //! encode: the indirect count's audit copy (see `audit.rs`) and its copy to
-//! scratch when it has one, the pass, the dispatch. The slices it writes
+//! scratch when it has one, the bounds report slot of a reporting kernel
+//! (`reports.rs`), the pass, the dispatch. The slices it writes
 //! join its batch's record, so a batch that fails to submit poisons exactly
 //! them, and, where it read bytes whose verdict is still to come, join that
 //! verdict's reach (`compute_stream::LateFaults::depend`).
@@ -93,12 +94,20 @@ pub(crate) fn encode(
             );
         }
     }
+    // A slot of its own per launch, replays included (`reports.rs`).
+    let report = launch.pipeline.layout.reports.then(|| {
+        ws.batch()
+            .report_slot(device, launch.name(), &launch.writes, late)
+    });
     let pass = ws.batch().launch_pass(
         device,
         timed,
         (&launch.pipeline.pipeline, launch.pipeline.id),
         (&launch.bind_group, launch.bind_id),
     );
+    if let Some((group, offset)) = &report {
+        pass.set_bind_group(1, group, &[*offset]);
+    }
     match &launch.count {
         ResolvedCount::Static(x, y, z) => pass.dispatch_workgroups(*x, *y, *z),
         ResolvedCount::Indirect { buffer, offset } => {

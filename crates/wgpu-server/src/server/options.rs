@@ -79,6 +79,36 @@ impl WgpuServerOptions {
         self
     }
 
+    /// The bounds-check policy of kernels without one of their own
+    /// (default [`BoundsChecks::Checked`](compute_wgsl::BoundsChecks)).
+    /// `BoundsChecks::Reported` makes an IR kernel's out-of-bounds access
+    /// an error of its launch, [`ServerError::OutOfBoundsAccess`], instead
+    /// of a silent clamp:
+    ///
+    /// ```
+    /// use wgpu_server::prelude::*;
+    ///
+    /// let client = WgpuServerOptions::new().bounds_checks(BoundsChecks::Reported).client()?;
+    /// // y[i] = x[i] over 8 invocations, with x 4 elements long.
+    /// let k = KernelBuilder::new("copy8", [8, 1, 1]);
+    /// let (x, y) = (k.input(Scalar::U32), k.output(Scalar::U32));
+    /// let i = k.x(k.global_id());
+    /// k.store(y, i, k.load(x, i));
+    /// let copy8 = k.build()?;
+    /// let (x, y) = (client.create_from_slice(&[1u32; 4])?, client.empty(32)?);
+    /// client.launch(copy8, CubeCount::x(1), KernelArguments::handles([&x, &y]))?;
+    /// let err = client.read_vec::<u32>(&y).unwrap_err();
+    /// assert!(matches!(
+    ///     err.root_cause(),
+    ///     ServerError::OutOfBoundsAccess { array: KernelArray::Binding(0), len: 4, count: 4, .. }
+    /// ), "{err}");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn bounds_checks(mut self, checks: compute_wgsl::BoundsChecks) -> Self {
+        self.compilation.bounds_checks = checks;
+        self
+    }
+
     /// Tasks a stream encodes before it submits (default
     /// `WGPU_SERVER_TASKS_MAX`, else 128).
     pub fn tasks_max(mut self, tasks: usize) -> Self {

@@ -54,7 +54,7 @@ unsafe impl<C: WgpuCompiler> LaunchValidation for WgpuServer<C> {
             }
         }
         Ok(match pipeline.bounds_checks {
-            BoundsChecks::Checked => AccessChecks::Checked,
+            BoundsChecks::Checked | BoundsChecks::Reported => AccessChecks::Checked,
             BoundsChecks::Unchecked => AccessChecks::Unchecked,
         })
     }

@@ -19,6 +19,8 @@ use std::sync::Arc;
 use compute_runtime::{MemoryId, ServerError, StreamId};
 use compute_stream::{LateAudit, LateFaults};
 
+use crate::stream::reports::BoundsReports;
+
 /// Bytes of an indirect dispatch's count (three `u32`s).
 pub(crate) const INDIRECT_BYTES: u64 = 12;
 
@@ -35,10 +37,12 @@ struct AuditBuffer {
     audits: Vec<LateAudit>,
 }
 
-/// The audits of one pending batch.
+/// The audits of one pending batch: its indirect counts and its bounds
+/// reports (`reports.rs`).
 #[derive(Debug, Default)]
 pub(crate) struct BatchAudit {
     buffers: Vec<AuditBuffer>,
+    bounds: BoundsReports,
 }
 
 impl BatchAudit {
@@ -71,9 +75,27 @@ impl BatchAudit {
         }
     }
 
+    /// A bounds report slot for a launch of `kernel` (see `reports.rs`).
+    pub fn report_slot(
+        &mut self,
+        device: &wgpu::Device,
+        kernel: &str,
+        writes: &[MemoryId],
+        late: &LateFaults,
+    ) -> (wgpu::BindGroup, u32) {
+        self.bounds.slot(device, kernel, writes, late)
+    }
+
+    /// Encodes what must follow the batch's commands: the copies of its
+    /// bounds reports.
+    pub fn finish(&self, encoder: &mut wgpu::CommandEncoder) {
+        self.bounds.finish(encoder);
+    }
+
     /// The batch will not run (the queue refused it with `error`): the
     /// verdict on each launch is that failure.
     pub fn abandon(self, stream: StreamId, late: &LateFaults, error: &ServerError) {
+        self.bounds.abandon(stream, late, error);
         for audit in self.buffers {
             for id in audit.audits {
                 late.verdict(id, stream, Err(error.clone()));
@@ -85,6 +107,7 @@ impl BatchAudit {
     /// gives the verdict on each launch, a failure for those whose count was
     /// over `max`.
     pub fn submitted(self, stream: StreamId, max: u32, late: &Arc<LateFaults>) {
+        self.bounds.submitted(stream, late);
         for audit in self.buffers {
             let late = Arc::clone(late);
             let buffer = audit.buffer.clone();

@@ -158,6 +158,18 @@ impl Batch {
             .record(device, encoder, src, offset, writes, late);
     }
 
+    /// A bounds report slot for a launch of `kernel` writing `writes`: the
+    /// bind group and dynamic offset of group 1 (see `reports.rs`).
+    pub fn report_slot(
+        &mut self,
+        device: &wgpu::Device,
+        kernel: &str,
+        writes: &[MemoryId],
+        late: &LateFaults,
+    ) -> (wgpu::BindGroup, u32) {
+        self.audit.report_slot(device, kernel, writes, late)
+    }
+
     /// Records that the batch writes `memory`.
     pub fn wrote(&mut self, memory: &[MemoryId]) {
         self.writes.extend_from_slice(memory);
@@ -175,6 +187,7 @@ impl Batch {
     pub fn finish(&mut self, timing: Option<&BatchTiming>) -> Option<FinishedBatch> {
         self.end_pass();
         let mut encoder = self.encoder.take()?;
+        self.audit.finish(&mut encoder);
         let timing = match (timing, &self.stamps) {
             (Some(t), Some(s)) => Some(t.end_batch(&mut encoder, s)),
             _ => None,

@@ -16,6 +16,8 @@
 //!   settled (the collective applier), so nothing waits for another rank;
 //! - `audit`: indirect counts read back once a batch has run (late
 //!   verdicts);
+//! - `reports`: the bounds reports of kernels compiled with
+//!   `BoundsChecks::Reported`, read back the same way;
 //! - `timing`: GPU time per batch, for the `sync` log line.
 //!
 //! This is the floor above the device and memory: it knows nothing of
@@ -26,6 +28,7 @@ mod backend;
 pub(crate) mod batch;
 pub(crate) mod gate;
 pub(crate) mod handoff;
+pub(crate) mod reports;
 pub(crate) mod submit;
 pub(crate) mod timing;
 

@@ -24,6 +24,7 @@ use compute_ir::ir::{
 use compute_ir::{Kernel, Lit, Scalar, Type};
 
 use super::literal;
+use crate::{REPORT_GROUP, REPORT_PRESENT_BIT, REPORT_SHARED_BIT};
 
 /// The entry point every IR kernel is emitted with.
 pub const ENTRY_POINT: &str = "main";
@@ -31,11 +32,20 @@ pub const ENTRY_POINT: &str = "main";
 /// The WGSL source of `kernel`: storage buffers `read` or `read_write` as
 /// the IR declares them, scalars in one uniform struct after the buffers.
 pub fn emit_wgsl(kernel: &Kernel) -> String {
+    emit_wgsl_reporting(kernel, false)
+}
+
+/// [`emit_wgsl`], and with `reports`, every array access preceded by a
+/// check that records the first one outside its array in the report slot
+/// (`BoundsChecks::Reported`); the access itself stays as wgpu's checks
+/// contain it.
+pub fn emit_wgsl_reporting(kernel: &Kernel, reports: bool) -> String {
     let def = kernel.def();
     let mut e = Emitter {
         def,
         out: String::new(),
         indent: 1,
+        reports,
     };
     let mut head = String::new();
     // Nor for subgroups: naga 30 implements the builtins and functions
@@ -83,6 +93,9 @@ pub fn emit_wgsl(kernel: &Kernel) -> String {
             s.len
         );
     }
+    if reports {
+        head.push_str(&report_decl());
+    }
     let [x, y, z] = def.workgroup_size;
     let _ = write!(
         head,
@@ -109,6 +122,23 @@ struct Emitter<'k> {
     def: &'k KernelDef,
     out: String,
     indent: usize,
+    /// Whether accesses are reported (`BoundsChecks::Reported`).
+    reports: bool,
+}
+
+/// The report slot and the function that fills it: the first access out
+/// of bounds records its array (with [`REPORT_PRESENT_BIT`], so a record is seen even
+/// if the count wraps), index and length; every one counts.
+fn report_decl() -> String {
+    format!(
+        "\n@group({REPORT_GROUP}) @binding(0) var<storage, read_write> bounds_report: \
+         array<atomic<u32>, 4>;\n\n\
+         fn report_out_of_bounds(array: u32, index: u32, len: u32) {{\n    \
+         if atomicAdd(&bounds_report[0], 1u) == 0u {{\n        \
+         atomicStore(&bounds_report[1], array | {REPORT_PRESENT_BIT}u);\n        \
+         atomicStore(&bounds_report[2], index);\n        \
+         atomicStore(&bounds_report[3], len);\n    }}\n}}\n"
+    )
 }
 
 fn v(id: ValueId) -> String {
@@ -147,7 +177,34 @@ impl Emitter<'_> {
         self.def.values[id.0 as usize]
     }
 
+    /// With reports on, the check before an access of `a[i]`.
+    fn bounds(&mut self, a: ArrayRef, i: ValueId) {
+        if !self.reports {
+            return;
+        }
+        let index = if self.ty_of(i) == Type::U32 {
+            v(i)
+        } else {
+            format!("u32({})", v(i))
+        };
+        let (array, len) = match a {
+            ArrayRef::Global(b) => (b, format!("arrayLength(&b{b})")),
+            ArrayRef::Shared(s) => (
+                s | REPORT_SHARED_BIT,
+                format!("{}u", self.def.shared[s as usize].len),
+            ),
+        };
+        self.line(&format!(
+            "if {index} >= {len} {{ report_out_of_bounds({array}u, {index}, {len}); }}"
+        ));
+    }
+
     fn let_(&mut self, id: ValueId, op: &Op) {
+        match op {
+            Op::Load(a, i) => self.bounds(*a, *i),
+            Op::AtomicLoad(b, i) | Op::Atomic(_, b, i, _) => self.bounds(ArrayRef::Global(*b), *i),
+            _ => {}
+        }
         let t = self.ty_of(id);
         if let Op::Lit(l) = op {
             self.literal(id, t, *l);
@@ -345,8 +402,12 @@ impl Emitter<'_> {
                 self.line(&format!("var x{}: {t} = {};", var.0, v(*init)));
             }
             Stmt::Set(var, x) => self.line(&format!("x{} = {};", var.0, v(*x))),
-            Stmt::Store(a, i, x) => self.line(&format!("{}[{}] = {};", array(*a), v(*i), v(*x))),
+            Stmt::Store(a, i, x) => {
+                self.bounds(*a, *i);
+                self.line(&format!("{}[{}] = {};", array(*a), v(*i), v(*x)))
+            }
             Stmt::AtomicStore(b, i, x) => {
+                self.bounds(ArrayRef::Global(*b), *i);
                 self.line(&format!("atomicStore(&b{b}[{}], {});", v(*i), v(*x)))
             }
             Stmt::If {

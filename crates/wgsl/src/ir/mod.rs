@@ -34,8 +34,8 @@ use compute_ir::{Access, Kernel, KernelInfo, Scalar};
 use compute_runtime::{CubeKernel, ServerError};
 
 use crate::{
-    BindingAccess, CompiledKernel, DeviceCaps, KernelLayout, WgpuCompilationOptions, WgpuCompiler,
-    validate_wgsl,
+    BindingAccess, BoundsChecks, CompiledKernel, DeviceCaps, KernelLayout, WgpuCompilationOptions,
+    WgpuCompiler, validate_wgsl,
 };
 
 pub use emit::{ENTRY_POINT, emit_wgsl};
@@ -57,6 +57,7 @@ pub fn ir_layout(info: &KernelInfo) -> KernelLayout {
             .collect(),
         scalars: info.scalars,
         workgroup_size: info.workgroup_size,
+        reports: false,
     }
 }
 
@@ -174,7 +175,8 @@ impl WgpuCompiler for IrCompiler {
         // A `Kernel` is validated when it is made (`Kernel::new`), so type
         // errors never reach this point; what is left is the device.
         check_device(k, caps)?;
-        let source = emit_wgsl(k);
+        let reports = options.bounds_checks == BoundsChecks::Reported;
+        let source = emit::emit_wgsl_reporting(k, reports);
         if options.validate {
             validate_wgsl(k.name(), &source)?;
         }
@@ -182,7 +184,10 @@ impl WgpuCompiler for IrCompiler {
             name: k.name().to_string(),
             source,
             entry_point: ENTRY_POINT.to_string(),
-            layout: ir_layout(&k.info()),
+            layout: KernelLayout {
+                reports,
+                ..ir_layout(&k.info())
+            },
             bounds_checks: None,
         })
     }
