@@ -31,7 +31,81 @@ pub fn figures(o: &Options, out: &mut Vec<Figure>) -> Result<(), ServerError> {
     let cpu = Server::utilities(&s).adapter.device_type == "Cpu";
     compile(&mut s, o, out);
     matmul(&mut s, o, cpu, out)?;
-    add(&mut s, o, cpu, out)
+    add(&mut s, o, cpu, out)?;
+    reported(&mut s, o, cpu, out)
+}
+
+/// The IR add of [`add`] on `s`, `reps` launches then a sync: GB/s moved.
+struct IrAdd {
+    kernel: compute_ir::Kernel,
+    args: KernelArguments,
+    groups: u32,
+    reps: u32,
+    moved: f64,
+}
+
+impl IrAdd {
+    fn new<C: WgpuCompiler>(s: &mut WgpuServer<C>, cpu: bool) -> Result<Self, ServerError> {
+        let kernel =
+            kernels::elementwise_add_vec(compute_ir::Scalar::F32, 4, 256).map_err(ir_error)?;
+        let elems: u32 = if cpu { 1 << 22 } else { 65_535 * 256 };
+        let eb = u64::from(elems) * 4;
+        let (xa, xb, xc) = (alloc(s, eb)?, alloc(s, eb)?, alloc(s, eb)?);
+        let scalars = kernel
+            .pack_scalars(&[Lit::U32(elems / 4)])
+            .map_err(ir_error)?;
+        let reps = if cpu { 3 } else { 20 };
+        Ok(IrAdd {
+            kernel,
+            args: KernelArguments::buffers(vec![xa.binding(), xb.binding(), xc.binding()])
+                .with_scalars(scalars),
+            groups: (elems / 4).div_ceil(256),
+            reps,
+            moved: 12.0 * f64::from(elems) * f64::from(reps),
+        })
+    }
+
+    fn run<C: WgpuCompiler>(&self, s: &mut WgpuServer<C>) -> f64 {
+        let t = Instant::now();
+        for _ in 0..self.reps {
+            // SAFETY: the kernel guards with n.
+            unsafe {
+                s.launch(
+                    Box::new(self.kernel.clone()),
+                    CubeCount::x(self.groups),
+                    self.args.clone(),
+                    STREAM,
+                    LaunchMode::Execute,
+                )
+            };
+        }
+        let _ = sync(s);
+        self.moved / t.elapsed().as_secs_f64() / 1e9
+    }
+}
+
+/// `kernel.add_reported_gbps`: the IR add on a server with reported bounds
+/// checks (a compare per access, a report slot per launch, a copy and map
+/// per batch), against the same add on the default (checked) server.
+fn reported(s: &mut Ir, o: &Options, cpu: bool, out: &mut Vec<Figure>) -> Result<(), ServerError> {
+    let mut r: Ir = wgpu_server::WgpuServerOptions::new()
+        .bounds_checks(compute_wgsl::BoundsChecks::Reported)
+        .open()?;
+    let (on_r, on_s) = (IrAdd::new(&mut r, cpu)?, IrAdd::new(s, cpu)?);
+    let (r, s) = (RefCell::new(r), RefCell::new(s));
+    let (v, b) = interleaved(
+        o.rounds(3, 7),
+        || on_r.run(&mut r.borrow_mut()),
+        || on_s.run(&mut s.borrow_mut()),
+    );
+    out.push(Figure::new(
+        "kernel.add_reported_gbps",
+        v,
+        "GB/s moved, 12 B/element, with BoundsChecks::Reported (higher is better)",
+        "kernel.add_gbps's IR add on a server with the default BoundsChecks::Checked",
+        b,
+    ));
+    Ok(())
 }
 
 /// `compile.matmul_us`: IR build + WGSL + module + pipeline, against

@@ -2,7 +2,9 @@
 //! layout against, so a layout is never believed.
 //!
 //! The server binds one bind group (group 0): storage buffers at bindings
-//! `0..n`, then at most one uniform block of scalars at binding `n`. This
+//! `0..n`, then at most one uniform block of scalars at binding `n`; and,
+//! for a kernel with reported bounds checks, the report slot alone in group
+//! [`REPORT_GROUP`](crate::REPORT_GROUP). This
 //! module reads, for a validated module and one compute entry point, every
 //! resource the module declares, in that shape or not, and says precisely
 //! where it departs from it: a binding in another group, a gap, a texture,
