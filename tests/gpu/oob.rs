@@ -220,3 +220,36 @@ fn a_wgsl_kernel_declaring_the_report_slot_reports() {
     let (array, _, len, count) = out_of_bounds(&c.read_vec::<u32>(&x).expect_err("reported"));
     assert_eq!((array, len, count), (KernelArray::Binding(0), 4, 4));
 }
+
+/// A captured reporting launch is judged again at every replay (a slot of
+/// its own each time): after a full host write restores the output, the
+/// next replay's out-of-bounds stores poison it again.
+#[test]
+fn each_replay_of_a_captured_launch_is_judged_on_its_own() {
+    let c = reporting();
+    let x = c.create_from_slice(&[1u32; 8]).expect("x");
+    let y = c.empty(16).expect("y (4 elements, the launch stores 8)");
+    let run = |c: &DefaultClient| launch_inc(c, &x, &y, 8);
+    c.graph_prepare().expect("prepare");
+    run(&c);
+    out_of_bounds(&c.sync().expect_err("the warm-up went out of bounds"));
+    let graph = c
+        .capture(|| {
+            run(&c);
+            Ok(())
+        })
+        .expect("capture");
+    for replay in 0..2 {
+        c.write_from_slice(&y, &[0u32; 4]).expect("full write");
+        assert_eq!(c.read_vec::<u32>(&y).expect("trusted again"), [0; 4]);
+        c.replay(graph).expect("replay");
+        let e = c
+            .read_vec::<u32>(&y)
+            .expect_err("the replay went out of bounds");
+        assert_eq!(
+            out_of_bounds(&e).0,
+            KernelArray::Binding(1),
+            "replay {replay}: {e}"
+        );
+    }
+}
