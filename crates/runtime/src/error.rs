@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use crate::{CollectiveFault, InternalFault};
 
-use crate::{GraphId, MemoryId, StreamId};
+use crate::{GraphId, KernelArray, MemoryId, StreamId};
 
 /// Why a server call could not do what it was asked.
 #[derive(Clone, Debug, thiserror::Error, PartialEq, Eq)]
@@ -401,25 +401,6 @@ impl ServerError {
             | ServerError::Launch { cause, .. }
             | ServerError::CollectiveInput { cause, .. } => cause.root_cause(),
             other => other,
-        }
-    }
-}
-
-/// An array a kernel indexes, as [`ServerError::OutOfBoundsAccess`]
-/// names it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum KernelArray {
-    /// The storage buffer at `@binding(i)`: the launch's `i`th buffer.
-    Binding(u32),
-    /// The kernel's `i`th workgroup-shared array.
-    Shared(u32),
-}
-
-impl std::fmt::Display for KernelArray {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            KernelArray::Binding(i) => write!(f, "binding {i}"),
-            KernelArray::Shared(i) => write!(f, "shared array {i}"),
         }
     }
 }

@@ -125,3 +125,22 @@ pub enum LaunchMode {
     /// Queue the kernel for `compile_queued` and dispatch once it is compiled.
     Queue,
 }
+
+/// An array a kernel indexes, as [`ServerError::OutOfBoundsAccess`](crate::ServerError::OutOfBoundsAccess)
+/// names it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum KernelArray {
+    /// The storage buffer at `@binding(i)`: the launch's `i`th buffer.
+    Binding(u32),
+    /// The kernel's `i`th workgroup-shared array.
+    Shared(u32),
+}
+
+impl std::fmt::Display for KernelArray {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            KernelArray::Binding(i) => write!(f, "binding {i}"),
+            KernelArray::Shared(i) => write!(f, "shared array {i}"),
+        }
+    }
+}

@@ -43,11 +43,11 @@ mod utilities;
 pub use bytes::Bytes;
 pub use collective::{ComputeWait, DType, ReduceOp, Reduction};
 pub use collective_fault::{CollectiveFault, RankListProblem, RoundProblem};
-pub use error::{KernelArray, ProfileError, ServerError};
+pub use error::{ProfileError, ServerError};
 pub use fault::InternalFault;
 pub use handle::{BufferBinding, CopyDescriptor, Handle, ManagedMemoryHandle, ReleaseQueue};
 pub use id::{DeviceId, GraphId, KernelId, MemoryId, StorageId, StreamId};
-pub use kernel::{AccessChecks, CubeCount, CubeKernel, KernelArguments, LaunchMode};
+pub use kernel::{AccessChecks, CubeCount, CubeKernel, KernelArguments, KernelArray, LaunchMode};
 pub use memory::{
     MemoryAllocationMode, MemoryConfiguration, MemoryDeviceProperties, MemoryPoolOptions, PoolKind,
     PoolReport, StreamMemoryReport,
