@@ -227,10 +227,19 @@ impl LateFaults {
         let Some(v) = inner.verdicts.remove(&audit.0) else {
             return;
         };
-        self.pending.fetch_sub(1, Ordering::AcqRel);
+        #[cfg(test)]
+        if let Some(meanwhile) = tests::WHILE_APPLYING.take() {
+            meanwhile();
+        }
         if inner.apply(v, stream, outcome) {
             self.any.store(true, Ordering::Release);
         }
+        // Last, once what it poisoned is on record: `depend`, `depend_token`
+        // and `clear` skip the lock when nothing is pending and nothing was
+        // poisoned, so a count that dropped first would let work enqueued
+        // during `apply` read the judged bytes unregistered (its failure
+        // never reported) or an overwrite leave them poisoned.
+        self.pending.fetch_sub(1, Ordering::AcqRel);
     }
 
     /// Clears `memory` (a full overwrite, or the slice was freed), including

@@ -1,4 +1,40 @@
+use std::cell::Cell;
+use std::time::{Duration, Instant};
+
 use super::*;
+
+thread_local! {
+    /// Runs inside `LateFaults::verdict` on this thread, its lock held,
+    /// before the verdict is applied: the moment another thread's lock-free
+    /// look at the counters must not take the verdict for done.
+    pub(super) static WHILE_APPLYING: Cell<Option<Box<dyn FnOnce()>>> = const { Cell::new(None) };
+}
+
+/// Gives a failed verdict on `audit` while `other` runs on another thread,
+/// started once the verdict is under way; `other` gets 200 ms to finish
+/// inside it (it can only if it takes no lock), and both are done on
+/// return.
+fn during_a_verdict(
+    late: &Arc<LateFaults>,
+    audit: LateAudit,
+    other: impl FnOnce(&LateFaults) + Send + 'static,
+) {
+    let slot = Arc::new(Mutex::new(None));
+    let (started, shared) = (Arc::clone(&slot), Arc::clone(late));
+    WHILE_APPLYING.set(Some(Box::new(move || {
+        let t = std::thread::spawn(move || other(&shared));
+        let until = Instant::now() + Duration::from_millis(200);
+        while !t.is_finished() && Instant::now() < until {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        *started.lock().expect("slot") = Some(t);
+    })));
+    late.verdict(audit, S, Err(err("judged")));
+    let t = slot.lock().expect("slot").take();
+    t.expect("the verdict ran the other thread")
+        .join()
+        .expect("the other thread");
+}
 
 fn err(what: &'static str) -> ServerError {
     ServerError::unsupported(what, "late")
@@ -143,4 +179,55 @@ fn a_claimed_report_is_settled_but_not_reported_again() {
     assert_eq!(unreported[0].0, StreamId(2));
     assert_eq!(claimed.len(), 1);
     assert_eq!(claimed[0].0, StreamId(1));
+}
+
+/// Found by the model test on an H200: the judged work's `dst` read by a
+/// launch enqueued while its failed verdict was applied on the collective
+/// applier: the reader was neither refused (the poison was not on record
+/// yet) nor registered (nothing looked pending), so its writes stayed
+/// trusted and its failure was never reported.
+#[test]
+fn work_enqueued_while_a_verdict_is_applied_is_poisoned_and_reported() {
+    let late = Arc::new(LateFaults::default());
+    let (dst, out) = (MemoryId(1), MemoryId(2));
+    let audit = late.expect(&[dst]);
+    during_a_verdict(&late, audit, move |late| {
+        late.depend(StreamId(5), &[dst], &[out]);
+    });
+    assert!(late.check(dst).is_err());
+    assert!(late.check(out).is_err(), "the reader's writes");
+    let (reports, _) = late.take_reports();
+    let reader = reports.iter().find(|(s, _)| *s == StreamId(5));
+    assert!(
+        matches!(reader, Some((_, e)) if matches!(**e, ServerError::UntrustedInput { input, .. } if input == dst)),
+        "the reader's failure, naming its input: {reports:?}"
+    );
+    assert_eq!(late.pending(), 0);
+}
+
+/// The same moment for a full overwrite: it comes after the verdict, so
+/// the bytes are trusted again.
+#[test]
+fn an_overwrite_while_a_verdict_is_applied_is_not_lost() {
+    let late = Arc::new(LateFaults::default());
+    let dst = MemoryId(1);
+    let audit = late.expect(&[dst]);
+    during_a_verdict(&late, audit, move |late| late.clear(dst));
+    assert!(late.check(dst).is_ok(), "overwritten after the verdict");
+}
+
+/// And for a collective's staged input: its token says it read poison.
+#[test]
+fn a_staged_input_while_a_verdict_is_applied_gets_the_poison() {
+    let late = Arc::new(LateFaults::default());
+    let dst = MemoryId(1);
+    let audit = late.expect(&[dst]);
+    let token = Arc::new(Mutex::new(None));
+    let got = Arc::clone(&token);
+    during_a_verdict(&late, audit, move |late| {
+        *got.lock().expect("token") = late.depend_token(S, &[dst]);
+    });
+    let token = token.lock().expect("token").take();
+    let token = token.expect("a token: the input is poisoned");
+    assert!(matches!(late.outcome(token), DependOutcome::Poisoned(_)));
 }

@@ -150,7 +150,8 @@ fn trust_model_long_run() {
 /// Replays one program as proptest prints it (`minimal failing input:
 /// tasks_max = T, program = [...]`), saved to the file `TRUST_MODEL_REPLAY`,
 /// `TRUST_MODEL_REPEAT` times (default 1): a failure seen once on another
-/// machine, run again until its timing recurs.
+/// machine, run again until its timing recurs. A relative path is from the
+/// workspace root; `TRUST_MODEL_PRINT=1` prints the program step by step.
 #[test]
 #[ignore = "replay: TRUST_MODEL_REPLAY=file -- --ignored"]
 fn trust_model_replay() {
@@ -158,7 +159,10 @@ fn trust_model_replay() {
         eprintln!("skipped: TRUST_MODEL_REPLAY names no file");
         return;
     };
-    let text = std::fs::read_to_string(&path).expect("TRUST_MODEL_REPLAY file");
+    // Tests run in the package's directory; the saved programs are named
+    // from the root.
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let text = std::fs::read_to_string(root.join(&path)).expect("TRUST_MODEL_REPLAY file");
     let (head, body) = text
         .split_once("program =")
         .expect("`program =` in the file");
@@ -173,6 +177,11 @@ fn trust_model_replay() {
         .chunks_exact(4)
         .map(|c| (c[0], [c[1] as u32, c[2] as u32, c[3] as u32]))
         .collect();
+    if std::env::var("TRUST_MODEL_PRINT").is_ok() {
+        for (i, (sel, code)) in program.iter().enumerate() {
+            eprintln!("{i:4} {:?}", ops::Step::from_code(*sel, *code));
+        }
+    }
     let mut failed = 0;
     for attempt in 0..env("TRUST_MODEL_REPEAT", 1) {
         let run = run_program(tasks_max, &program);
