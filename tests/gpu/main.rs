@@ -25,3 +25,4 @@ mod profile;
 mod queued;
 mod streams;
 mod trust;
+mod typed;

@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use crate::{CollectiveFault, InternalFault};
 
-use crate::{GraphId, KernelArray, MemoryId, StreamId};
+use crate::{DType, GraphId, KernelArray, MemoryId, StreamId};
 
 /// Why a server call could not do what it was asked.
 #[derive(Clone, Debug, thiserror::Error, PartialEq, Eq)]
@@ -146,6 +146,33 @@ pub enum ServerError {
         size: u64,
         /// The minimum binding size of the module's declaration.
         min: u64,
+    },
+    /// A typed slice used as another element type by a typed host call
+    /// (`read_vec`, `write_from_slice`) or typed again.
+    #[error("{memory} holds {holds}, not {asked}")]
+    ElementType {
+        /// The slice.
+        memory: MemoryId,
+        /// The element type it was created with.
+        holds: DType,
+        /// The element type the call used.
+        asked: DType,
+    },
+    /// A typed slice bound where the kernel's module declares another
+    /// element type: refused before anything is enqueued, since the kernel
+    /// would read its bytes as the wrong type.
+    #[error("kernel `{kernel}`: binding {binding} declares {declared}, but {memory} holds {holds}")]
+    BindingType {
+        /// The kernel's name.
+        kernel: String,
+        /// `@binding` index.
+        binding: u32,
+        /// The slice bound there.
+        memory: MemoryId,
+        /// The element type the module declares for the binding.
+        declared: DType,
+        /// The element type the slice was created with.
+        holds: DType,
     },
     /// A kernel compiled with reported bounds checks
     /// (`BoundsChecks::Reported`) accessed an array outside its length.
@@ -403,32 +430,6 @@ impl ServerError {
             other => other,
         }
     }
-}
-
-/// Why a profile window did not produce a duration.
-#[derive(Clone, Debug, thiserror::Error, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum ProfileError {
-    /// The token does not name an open window on this stream.
-    #[error(
-        "unknown profiling token {token} on {stream}: not opened on this stream of this \
-         server, already closed, or closed as the oldest of too many open windows"
-    )]
-    UnknownToken {
-        /// The token's id.
-        token: u64,
-        /// The stream asked.
-        stream: StreamId,
-    },
-    /// Work inside the window failed; its time means nothing.
-    #[error("profile window invalidated: {cause}")]
-    Invalidated {
-        /// The failure.
-        cause: ServerError,
-    },
-    /// The server could not measure (device lost, unsupported method...).
-    #[error(transparent)]
-    Server(#[from] ServerError),
 }
 
 #[cfg(test)]

@@ -14,7 +14,7 @@
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
-use crate::{MemoryId, ServerError};
+use crate::{DType, MemoryId, ServerError};
 
 /// Ids of handles whose last clone dropped, waiting for the server to free
 /// their slices.
@@ -58,6 +58,8 @@ struct MemoryHandleInner {
     /// Whether a label was ever set (so an unlabelled drop skips the
     /// label registry).
     labelled: AtomicBool,
+    /// The element type the slice was created with, when it was typed.
+    elem: OnceLock<DType>,
 }
 
 impl Drop for MemoryHandleInner {
@@ -91,6 +93,7 @@ impl ManagedMemoryHandle {
                 id: MemoryId::next(),
                 release: OnceLock::new(),
                 labelled: AtomicBool::new(false),
+                elem: OnceLock::new(),
             }),
         }
     }
@@ -115,6 +118,27 @@ impl ManagedMemoryHandle {
         } else {
             None
         }
+    }
+
+    /// Types the slice: its bytes hold `elem`s. Launches check it against
+    /// the element type each binding of the kernel's module declares, and
+    /// the client's typed reads and writes against theirs. A slice is typed
+    /// once: typing it again with another type is
+    /// [`ServerError::ElementType`].
+    pub fn set_elem(&self, elem: DType) -> Result<(), ServerError> {
+        match self.inner.elem.get_or_init(|| elem) {
+            holds if *holds == elem => Ok(()),
+            holds => Err(ServerError::ElementType {
+                memory: self.id(),
+                holds: *holds,
+                asked: elem,
+            }),
+        }
+    }
+
+    /// The slice's element type, if it was typed.
+    pub fn elem(&self) -> Option<DType> {
+        self.inner.elem.get().copied()
     }
 
     /// Attaches the queue the handle's last drop reports to. A handle binds
@@ -220,6 +244,33 @@ impl Handle {
     /// The slice's label, if it has one.
     pub fn label(&self) -> Option<Arc<str>> {
         self.memory.label()
+    }
+
+    /// The slice's element type, if it was typed
+    /// ([`ManagedMemoryHandle::set_elem`]).
+    pub fn elem(&self) -> Option<DType> {
+        self.memory.elem()
+    }
+
+    /// Elements in the handle, if its slice is typed.
+    ///
+    /// ```
+    /// use compute_runtime::{DType, Handle, ManagedMemoryHandle};
+    ///
+    /// let h = Handle::new(ManagedMemoryHandle::new(), 64);
+    /// assert_eq!(h.len(), None);
+    /// h.memory.set_elem(DType::F32)?;
+    /// assert_eq!(h.len(), Some(16));
+    /// assert!(h.memory.set_elem(DType::U32).is_err()); // typed once
+    /// # Ok::<(), compute_runtime::ServerError>(())
+    /// ```
+    pub fn len(&self) -> Option<u64> {
+        self.elem().map(|e| self.size / e.size() as u64)
+    }
+
+    /// Whether the handle holds no bytes.
+    pub fn is_empty(&self) -> bool {
+        self.size == 0
     }
 }
 

@@ -43,7 +43,7 @@ mod utilities;
 pub use bytes::Bytes;
 pub use collective::{ComputeWait, DType, ReduceOp, Reduction};
 pub use collective_fault::{CollectiveFault, RankListProblem, RoundProblem};
-pub use error::{ProfileError, ServerError};
+pub use error::ServerError;
 pub use fault::InternalFault;
 pub use handle::{BufferBinding, CopyDescriptor, Handle, ManagedMemoryHandle, ReleaseQueue};
 pub use id::{DeviceId, GraphId, KernelId, MemoryId, StorageId, StreamId};
@@ -53,7 +53,7 @@ pub use memory::{
     PoolReport, StreamMemoryReport,
 };
 pub use pod::Pod;
-pub use profile::{ProfileDuration, ProfilingToken, TimingMethod};
+pub use profile::{ProfileDuration, ProfileError, ProfilingToken, TimingMethod};
 pub use server::{
     DeviceService, DeviceServiceStage, DynFut, LaunchValidation, Server, ServerCommunication,
     ServerStorage, ServerUtilitiesHandle,

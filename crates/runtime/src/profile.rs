@@ -3,7 +3,7 @@
 use std::fmt;
 use std::time::Duration;
 
-use crate::{DynFut, ProfileError};
+use crate::{DynFut, ServerError, StreamId};
 
 /// Where durations come from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -58,4 +58,30 @@ impl fmt::Debug for ProfileDuration {
             .field("method", &self.method)
             .finish_non_exhaustive()
     }
+}
+
+/// Why a profile window did not produce a duration.
+#[derive(Clone, Debug, thiserror::Error, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ProfileError {
+    /// The token does not name an open window on this stream.
+    #[error(
+        "unknown profiling token {token} on {stream}: not opened on this stream of this \
+         server, already closed, or closed as the oldest of too many open windows"
+    )]
+    UnknownToken {
+        /// The token's id.
+        token: u64,
+        /// The stream asked.
+        stream: StreamId,
+    },
+    /// Work inside the window failed; its time means nothing.
+    #[error("profile window invalidated: {cause}")]
+    Invalidated {
+        /// The failure.
+        cause: ServerError,
+    },
+    /// The server could not measure (device lost, unsupported method...).
+    #[error(transparent)]
+    Server(#[from] ServerError),
 }

@@ -22,6 +22,8 @@
 //! never writes still counts as written (an over-approximation, safe for
 //! ordering and trust).
 
+use compute_runtime::DType;
+
 use crate::{BindingAccess, KernelLayout, REPORT_GROUP};
 
 /// One storage binding as the module declares it.
@@ -31,6 +33,35 @@ pub struct StorageInterface {
     pub access: BindingAccess,
     /// The smallest binding WebGPU accepts for it, in bytes.
     pub min_size: u64,
+    /// The element type of its array (of scalars, vectors or atomics of
+    /// one scalar type), where [`DType`] names it; `None` for structs and
+    /// anything else.
+    pub elem: Option<DType>,
+}
+
+/// The scalar element type of an array binding of type `ty`.
+fn elem_of(module: &naga::Module, ty: naga::Handle<naga::Type>) -> Option<DType> {
+    let base = match &module.types[ty].inner {
+        naga::TypeInner::Array { base, .. } => *base,
+        _ => return None,
+    };
+    let scalar = match module.types[base].inner {
+        naga::TypeInner::Scalar(s)
+        | naga::TypeInner::Atomic(s)
+        | naga::TypeInner::Vector { scalar: s, .. } => s,
+        _ => return None,
+    };
+    use naga::ScalarKind::{Float, Sint, Uint};
+    Some(match (scalar.kind, scalar.width) {
+        (Float, 2) => DType::F16,
+        (Float, 4) => DType::F32,
+        (Float, 8) => DType::F64,
+        (Sint, 4) => DType::I32,
+        (Sint, 8) => DType::I64,
+        (Uint, 4) => DType::U32,
+        (Uint, 8) => DType::U64,
+        _ => return None,
+    })
 }
 
 /// What a module's entry point needs bound.
@@ -133,6 +164,7 @@ pub fn module_interface(
                     StorageInterface {
                         access,
                         min_size: size_of(var.ty)?,
+                        elem: elem_of(module, var.ty),
                     },
                 ));
             }
@@ -258,11 +290,13 @@ mod tests {
             vec![
                 StorageInterface {
                     access: BindingAccess::ReadOnly,
-                    min_size: 16
+                    min_size: 16,
+                    elem: Some(DType::F32),
                 },
                 StorageInterface {
                     access: BindingAccess::ReadWrite,
-                    min_size: 32
+                    min_size: 32,
+                    elem: Some(DType::F32),
                 },
             ]
         );

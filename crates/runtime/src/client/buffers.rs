@@ -28,6 +28,28 @@ impl<S: Server> ComputeClient<S> {
         Ok(Handle::new(memory, size))
     }
 
+    /// Reserves `len` elements of `T`, uninitialized, typed: launches and
+    /// typed reads check the type (see [`create_from_slice`](Self::create_from_slice)).
+    ///
+    /// ```
+    /// use wgpu_server::prelude::*;
+    ///
+    /// let client = WgpuServerOptions::new().client()?;
+    /// let out = client.empty_of::<f32>(1024)?;
+    /// assert_eq!((out.size, out.len(), out.elem()), (4096, Some(1024), Some(DType::F32)));
+    /// # Ok::<(), ServerError>(())
+    /// ```
+    pub fn empty_of<T: Pod>(&self, len: u64) -> Result<Handle, ServerError> {
+        let size = len
+            .checked_mul(T::SIZE as u64)
+            .ok_or(ServerError::InvalidArgument {
+                reason: "the element count overflows the byte size".into(),
+            })?;
+        let handle = self.empty(size)?;
+        typed::<T>(&handle)?;
+        Ok(handle)
+    }
+
     /// Reserves memory for `data` and writes it. A write that failed when it
     /// was enqueued is reported here: the handle is [`Server::check`]ed,
     /// which waits for nothing (the stream is not drained), so a failure
@@ -63,8 +85,33 @@ impl<S: Server> ComputeClient<S> {
     /// assert_eq!(client.read_vec::<i64>(&ids)?, [7, -7]);
     /// # Ok::<(), ServerError>(())
     /// ```
+    ///
+    /// The handle is typed ([`Handle::elem`]) when `T` names an element type
+    /// (every `Pod` type but `u8`, `i16` and `u16`, whose bytes may hold
+    /// several): a launch binding it where the kernel's module declares
+    /// another element type is refused ([`ServerError::BindingType`]), and
+    /// so are [`read_vec`](Self::read_vec) and
+    /// [`write_from_slice`](Self::write_from_slice) as another type
+    /// ([`ServerError::ElementType`]).
+    ///
+    /// ```
+    /// use wgpu_server::prelude::*;
+    ///
+    /// let client = WgpuServerOptions::new().client()?;
+    /// let ids = client.create_from_slice(&[1u32, 2, 3, 4])?;
+    /// let k = KernelBuilder::new("scale", [4, 1, 1]);
+    /// let x = k.output(Scalar::F32);
+    /// let i = k.x(k.global_id());
+    /// k.store(x, i, k.mul(k.load(x, i), 2.0f32));
+    /// let err = client.launch(k.build()?, CubeCount::x(1), KernelArguments::handles([&ids])).unwrap_err();
+    /// assert!(matches!(err.root_cause(), ServerError::BindingType { declared: DType::F32, holds: DType::U32, .. }), "{err}");
+    /// assert!(client.read_vec::<f32>(&ids).is_err());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn create_from_slice<T: Pod>(&self, values: &[T]) -> Result<Handle, ServerError> {
-        self.create(pod::to_bytes(values))
+        let handle = self.create(pod::to_bytes(values))?;
+        typed::<T>(&handle)?;
+        Ok(handle)
     }
 
     /// Writes `data` to the start of `handle` (host to device). Enqueue-time
@@ -112,6 +159,7 @@ impl<S: Server> ComputeClient<S> {
         handle: &Handle,
         values: &[T],
     ) -> Result<(), ServerError> {
+        same_type::<T>(handle)?;
         self.write(handle, pod::to_bytes(values))
     }
 
@@ -151,11 +199,15 @@ impl<S: Server> ComputeClient<S> {
     /// let client = WgpuServerOptions::new().client()?;
     /// let x = client.create_from_slice(&[1.0f64, 2.0])?;
     /// assert_eq!(client.read_vec::<f64>(&x)?, [1.0, 2.0]);
-    /// // The same bytes as u32 words: four of them.
-    /// assert_eq!(client.read_vec::<u32>(&x)?.len(), 4);
+    /// // Not as another element type: x holds f64s...
+    /// let err = client.read_vec::<u32>(&x).unwrap_err();
+    /// assert!(matches!(err, ServerError::ElementType { holds: DType::F64, asked: DType::U32, .. }));
+    /// // ...but its bytes, as bytes, always.
+    /// assert_eq!(client.read_vec::<u8>(&x)?.len(), 16);
     /// # Ok::<(), ServerError>(())
     /// ```
     pub fn read_vec<T: Pod>(&self, handle: &Handle) -> Result<Vec<T>, ServerError> {
+        same_type::<T>(handle)?;
         pod::from_bytes(&self.read_one(handle)?)
     }
 
@@ -234,5 +286,25 @@ impl<S: Server> ComputeClient<S> {
     /// ```
     pub fn allocation_mode(&self, mode: MemoryAllocationMode) {
         self.server().allocation_mode(mode, self.stream);
+    }
+}
+
+/// Types `handle`'s slice as `T`, when `T` names an element type.
+fn typed<T: Pod>(handle: &Handle) -> Result<(), ServerError> {
+    match T::DTYPE {
+        Some(elem) => handle.memory.set_elem(elem),
+        None => Ok(()),
+    }
+}
+
+/// Refuses to use a typed slice as another element type.
+fn same_type<T: Pod>(handle: &Handle) -> Result<(), ServerError> {
+    match (handle.elem(), T::DTYPE) {
+        (Some(holds), Some(asked)) if holds != asked => Err(ServerError::ElementType {
+            memory: handle.memory.id(),
+            holds,
+            asked,
+        }),
+        _ => Ok(()),
     }
 }

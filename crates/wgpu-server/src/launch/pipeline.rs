@@ -117,12 +117,16 @@ impl PipelineCache {
     }
 }
 
-/// The smallest bindings a module accepts: WebGPU's minimum binding sizes,
-/// which wgpu would otherwise check only at dispatch, inside an encoder.
+/// What a module's bindings accept: WebGPU's minimum binding sizes, which
+/// wgpu would otherwise check only at dispatch, inside an encoder, and the
+/// element type each storage binding declares (checked against typed
+/// slices).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct BindingSizes {
     /// Per storage binding, in order.
     pub storage: Vec<u64>,
+    /// Per storage binding, its array's element type where it has one.
+    pub elems: Vec<Option<compute_runtime::DType>>,
     /// The uniform block's size (0 without one).
     pub uniform: u64,
 }
@@ -141,6 +145,7 @@ fn checked_module(compiled: &CompiledKernel) -> Result<(naga::Module, BindingSiz
     make_storage_writable(&mut module);
     let sizes = BindingSizes {
         storage: interface.storage.iter().map(|b| b.min_size).collect(),
+        elems: interface.storage.iter().map(|b| b.elem).collect(),
         uniform: interface.uniform_size.unwrap_or(0),
     };
     Ok((module, sizes))

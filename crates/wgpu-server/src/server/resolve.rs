@@ -128,6 +128,18 @@ pub(crate) fn resolve_bindings<C: WgpuCompiler>(
                 max: max_binding,
             });
         }
+        let declared = pipeline.sizes.elems.get(i).copied().flatten();
+        if let (Some(declared), Some(holds)) = (declared, b.memory.elem())
+            && declared != holds
+        {
+            return Err(ServerError::BindingType {
+                kernel: pipeline.name.clone(),
+                binding: i as u32,
+                memory: b.memory_id(),
+                declared,
+                holds,
+            });
+        }
         let min = pipeline.sizes.storage.get(i).copied().unwrap_or(0);
         if size < min {
             return Err(ServerError::BindingTooSmall {
