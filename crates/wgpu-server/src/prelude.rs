@@ -8,7 +8,8 @@
 //!   [`Buf`], [`Scalar`], [`Lit`]), WGSL kernels ([`WgslKernel`],
 //!   [`BindingAccess`], [`BoundsChecks`]), and launching them
 //!   ([`CubeCount`], [`KernelArguments`]);
-//! - collectives: [`Reduction`], [`ReduceOp`], [`DType`], [`ComputeWait`];
+//! - collectives: [`Communicator`] (from [`ComputeClient::communicator`]),
+//!   [`Reduction`], [`ReduceOp`], [`DType`], [`ComputeWait`];
 //! - errors: [`ServerError`] (and the [`KernelArray`] an out-of-bounds
 //!   access names), [`ProfileError`], [`IrError`];
 //! - the server traits, for calls the client does not wrap ([`Server`],
@@ -24,7 +25,7 @@
 //! ```
 
 pub use compute_ir::{Buf, IrError, Kernel, KernelBuilder, Lit, Scalar, Val};
-pub use compute_runtime::client::ComputeClient;
+pub use compute_runtime::client::{Communicator, ComputeClient};
 pub use compute_runtime::{
     AccessChecks, Bytes, ComputeWait, CubeCount, CubeKernel, DType, DeviceId, GraphId, Handle,
     KernelArguments, KernelArray, LaunchMode, MemoryAllocationMode, MemoryConfiguration, Pod,

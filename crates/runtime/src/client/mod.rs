@@ -32,12 +32,16 @@
 
 // One file per family of calls: `buffers.rs` (create, write, read, check,
 // memory), `streams.rs` (flush, sync, profile windows), `graphs.rs`,
-// `launch.rs` (checked launches), `collective.rs`.
+// `launch.rs` (checked launches), `collective.rs`, `communicator.rs` (the
+// `Communicator` handle over them).
 mod buffers;
 mod collective;
+mod communicator;
 mod graphs;
 mod launch;
 mod streams;
+
+pub use communicator::Communicator;
 
 use std::any::{Any, TypeId};
 use std::collections::HashMap;

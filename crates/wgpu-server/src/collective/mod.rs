@@ -79,6 +79,8 @@ pub(crate) struct Collectives {
     device_id: DeviceId,
     /// The transport its options named (else the environment's).
     transport: Option<CollectiveTransport>,
+    /// The timeout its options named (else the environment's).
+    timeout: Option<Duration>,
     comms: Vec<Communicator>,
     applier: Option<Applier>,
     posted: HashMap<StreamId, Vec<Posted>>,
@@ -93,10 +95,15 @@ pub(crate) struct Joined {
 }
 
 impl Collectives {
-    pub fn new(device_id: DeviceId, transport: Option<CollectiveTransport>) -> Self {
+    pub fn new(
+        device_id: DeviceId,
+        transport: Option<CollectiveTransport>,
+        timeout: Option<Duration>,
+    ) -> Self {
         Collectives {
             device_id,
             transport,
+            timeout,
             comms: Vec::new(),
             applier: None,
             posted: HashMap::new(),
@@ -113,7 +120,10 @@ impl Collectives {
         if self.comms.iter().any(|c| c.device_ids() == device_ids) {
             return Ok(None);
         }
-        let config = CommConfig::from_env();
+        let mut config = CommConfig::from_env();
+        if let Some(t) = self.timeout {
+            config = config.with_timeout(t);
+        }
         // Past the communicator's own timeout, which completes every call.
         let wait = config.timeout.saturating_mul(3) / 2 + Duration::from_secs(30);
         let transport = match self.transport {

@@ -89,6 +89,7 @@ impl WgpuServerOptions {
                 captures: self.captures.clone().unwrap_or_default(),
                 device_id: self.device_id,
                 transport: self.transport,
+                collective_timeout: self.collective_timeout,
             },
             device,
             queue,
@@ -143,6 +144,7 @@ impl<C: WgpuCompiler + Default> WgpuServer<C> {
             // server as device 0 (build through `WgpuServerOptions` to set it).
             device_id: DeviceId(0),
             transport: None,
+            collective_timeout: None,
         };
         match assemble(wiring, device, queue, utilities) {
             Ok(server) => server,
@@ -162,6 +164,7 @@ struct Wiring {
     captures: DeviceCaptures,
     device_id: DeviceId,
     transport: Option<crate::CollectiveTransport>,
+    collective_timeout: Option<std::time::Duration>,
 }
 
 /// Makes every part of a server on `device`.
@@ -226,7 +229,7 @@ fn assemble<C: WgpuCompiler + Default>(
         kernels: Kernels::new(C::default(), w.compilation),
         timing: Timing::new(Profiler::new(timing)),
         graphs: Graphs::new(w.captures),
-        collectives: Collectives::new(w.device_id, w.transport),
+        collectives: Collectives::new(w.device_id, w.transport, w.collective_timeout),
         utilities: Arc::new(utilities),
         logger,
         failures: 0,

@@ -43,6 +43,7 @@ pub struct WgpuServerOptions {
     pub(crate) logger: Option<Arc<ServerLogger>>,
     pub(crate) captures: Option<DeviceCaptures>,
     pub(crate) transport: Option<CollectiveTransport>,
+    pub(crate) collective_timeout: Option<std::time::Duration>,
 }
 
 impl WgpuServerOptions {
@@ -76,6 +77,33 @@ impl WgpuServerOptions {
     /// Compilation options (part of the pipeline cache key).
     pub fn compilation(mut self, options: WgpuCompilationOptions) -> Self {
         self.compilation = options;
+        self
+    }
+
+    /// How long a collective call waits at each step (for this rank's
+    /// input, for the other ranks, for the data) before it fails with
+    /// [`ServerError::CollectiveTimeout`] on every rank. Default: the
+    /// environment's `COMPUTE_COLLECTIVE_TIMEOUT_MS`, else 60 s.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use wgpu_server::prelude::*;
+    ///
+    /// let devices = [DeviceId(50), DeviceId(51)];
+    /// let c = WgpuServerOptions::new()
+    ///     .device_id(devices[0])
+    ///     .adapter(0)
+    ///     .collective_timeout(Duration::from_millis(200))
+    ///     .client()?;
+    /// let comm = c.communicator(&devices)?;
+    /// let x = c.create_from_slice(&[1u32; 4])?;
+    /// comm.all_reduce(&x, ReduceOp::Sum)?; // rank 1 never joins...
+    /// let err = c.read_vec::<u32>(&x).unwrap_err(); // ...so the read fails after 200 ms
+    /// assert!(matches!(err.root_cause(), ServerError::CollectiveTimeout { .. }), "{err}");
+    /// # Ok::<(), ServerError>(())
+    /// ```
+    pub fn collective_timeout(mut self, timeout: std::time::Duration) -> Self {
+        self.collective_timeout = Some(timeout);
         self
     }
 

@@ -1,0 +1,175 @@
+//! [`Communicator`]: one rank's collectives through its client, with the
+//! device list named once and element types taken from typed handles.
+
+use std::sync::Arc;
+
+use super::ComputeClient;
+use crate::{
+    ComputeWait, DType, DeviceId, Handle, ReduceOp, Reduction, Server, ServerCommunication,
+    ServerError,
+};
+
+/// One rank of a communicator: what [`ComputeClient::communicator`]
+/// returns. Every rank makes the same calls in the same order.
+///
+/// What blocks: nothing here waits for the other ranks. A call is checked
+/// and posted on the client's stream and returns; with the default
+/// [`ComputeWait::Wait`], later work on that stream (a launch, a `read`)
+/// runs after the result is in place, so the first `read` or `sync` of it
+/// waits for every rank to join the call (or for the communicator's
+/// timeout: wgpu-server's `WgpuServerOptions::collective_timeout`). An
+/// [`overlapped`](Self::overlapped) communicator posts with
+/// [`ComputeWait::Overlap`]: later work does not wait, and
+/// [`sync`](Self::sync) waits for the results.
+///
+/// ```
+/// use wgpu_server::prelude::*;
+///
+/// let devices = [DeviceId(40), DeviceId(41), DeviceId(42)];
+/// let clients = devices
+///     .iter()
+///     .map(|d| WgpuServerOptions::new().device_id(*d).adapter(0).client())
+///     .collect::<Result<Vec<_>, _>>()?;
+/// let mut grads = Vec::new();
+/// for (rank, c) in clients.iter().enumerate() {
+///     let comm = c.communicator(&devices)?;
+///     let g = c.create_from_slice(&[rank as f32; 4])?; // typed: f32
+///     comm.all_reduce(&g, ReduceOp::Mean)?; // in place, no dtype repeated
+///     grads.push(g);
+/// }
+/// for (c, g) in clients.iter().zip(&grads) {
+///     assert_eq!(c.read_vec::<f32>(g)?, [1.0; 4]); // (0 + 1 + 2) / 3
+/// }
+/// # Ok::<(), ServerError>(())
+/// ```
+#[derive(Debug)]
+pub struct Communicator<S> {
+    client: ComputeClient<S>,
+    devices: Arc<[DeviceId]>,
+    wait: ComputeWait,
+}
+
+impl<S: Server + ServerCommunication> ComputeClient<S> {
+    /// Joins the communicator of `devices` (in rank order; this client's
+    /// device among them) and returns this rank's handle on it. In one
+    /// process it never blocks (the ranks may join from one thread in
+    /// turn); across processes (MPI) it blocks until every rank joined.
+    pub fn communicator(&self, devices: &[DeviceId]) -> Result<Communicator<S>, ServerError> {
+        if !devices.contains(&self.device()) {
+            return Err(ServerError::InvalidArgument {
+                reason: format!("{} is not among the communicator's devices", self.device()),
+            });
+        }
+        self.comm_init(devices)?;
+        Ok(Communicator {
+            client: self.clone(),
+            devices: devices.into(),
+            wait: ComputeWait::Wait,
+        })
+    }
+}
+
+impl<S: Server + ServerCommunication> Communicator<S> {
+    /// This communicator posting with [`ComputeWait::Overlap`]: later work
+    /// on the stream does not wait for a result; [`sync`](Self::sync) does.
+    pub fn overlapped(mut self) -> Self {
+        self.wait = ComputeWait::Overlap;
+        self
+    }
+
+    /// This rank's index.
+    pub fn rank(&self) -> usize {
+        let me = self.client.device();
+        self.devices.iter().position(|d| *d == me).unwrap_or(0)
+    }
+
+    /// The number of ranks.
+    pub fn size(&self) -> usize {
+        self.devices.len()
+    }
+
+    /// The device of rank `rank`.
+    pub fn device(&self, rank: usize) -> Result<DeviceId, ServerError> {
+        self.devices
+            .get(rank)
+            .copied()
+            .ok_or(ServerError::InvalidArgument {
+                reason: format!("rank {rank} of a communicator of {}", self.devices.len()),
+            })
+    }
+
+    /// Reduces every rank's `buf` element-wise, in place, with `op` over
+    /// the handle's element type.
+    pub fn all_reduce(&self, buf: &Handle, op: ReduceOp) -> Result<(), ServerError> {
+        self.all_reduce_into(buf, buf, op)
+    }
+
+    /// Reduces every rank's `src` element-wise into every rank's `dst`.
+    pub fn all_reduce_into(
+        &self,
+        src: &Handle,
+        dst: &Handle,
+        op: ReduceOp,
+    ) -> Result<(), ServerError> {
+        let reduction = Reduction::new(op, elem_of(src)?);
+        self.client
+            .all_reduce(src, dst, reduction, &self.devices, self.wait)
+    }
+
+    /// Writes every rank's `src`, concatenated in rank order, to `dst`.
+    pub fn all_gather(&self, src: &Handle, dst: &Handle) -> Result<(), ServerError> {
+        self.client.all_gather(src, dst, &self.devices)
+    }
+
+    /// Reduces every rank's `src` and writes this rank's chunk to `dst`.
+    pub fn reduce_scatter(
+        &self,
+        src: &Handle,
+        dst: &Handle,
+        op: ReduceOp,
+    ) -> Result<(), ServerError> {
+        let reduction = Reduction::new(op, elem_of(src)?);
+        self.client
+            .reduce_scatter(src, dst, reduction, &self.devices)
+    }
+
+    /// Writes rank `root`'s `buf` to every rank's `buf`.
+    pub fn broadcast(&self, buf: &Handle, root: usize) -> Result<(), ServerError> {
+        let root_device = self.device(root)?;
+        let src = (self.rank() == root).then_some(buf);
+        self.client.broadcast(src, buf, root_device, &self.devices)
+    }
+
+    /// Sends chunk r of `src` to rank r; chunk r of `dst` comes from rank r.
+    pub fn all_to_all(&self, src: &Handle, dst: &Handle) -> Result<(), ServerError> {
+        self.client.all_to_all(src, dst, &self.devices)
+    }
+
+    /// Sends `src` to rank `to`, which [`recv`](Self::recv)s it.
+    pub fn send(&self, src: &Handle, to: usize) -> Result<(), ServerError> {
+        self.client.send(src, self.device(to)?)
+    }
+
+    /// Receives into `dst` what rank `from` [`send`](Self::send)s.
+    pub fn recv(&self, dst: &Handle, from: usize) -> Result<(), ServerError> {
+        self.client.recv(dst, self.device(from)?)
+    }
+
+    /// Waits until every collective posted on the stream has its result in
+    /// place, for any rank to join first (what an
+    /// [`overlapped`](Self::overlapped) communicator's results need before
+    /// they are used).
+    pub fn sync(&self) -> Result<(), ServerError> {
+        self.client.sync_collective()
+    }
+}
+
+/// The element type a reduction over `h` uses: its own.
+fn elem_of(h: &Handle) -> Result<DType, ServerError> {
+    h.elem().ok_or(ServerError::InvalidArgument {
+        reason: "a reduction needs the buffer's element type: create it typed \
+                 (`create_from_slice`, `empty_of`), or call `ComputeClient::all_reduce` with a \
+                 `Reduction`"
+            .into(),
+    })
+}
