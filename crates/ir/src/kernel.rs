@@ -3,7 +3,7 @@
 use std::any::Any;
 use std::sync::Arc;
 
-use compute_runtime::{CubeKernel, KernelId};
+use compute_runtime::{CubeCount, CubeKernel, Handle, KernelArguments, KernelId};
 
 use crate::ir::{Access, KernelDef};
 use crate::{IrError, Lit, Scalar, validate};
@@ -84,6 +84,39 @@ impl Kernel {
             }
         }
         Ok(pack_scalars(args))
+    }
+
+    /// The arguments of one launch: `buffers` in binding order, `scalars`
+    /// packed and checked ([`Kernel::pack_scalars`]).
+    ///
+    /// ```
+    /// use compute_ir::{KernelBuilder, Lit, Scalar};
+    /// use compute_runtime::{Handle, ManagedMemoryHandle};
+    ///
+    /// let k = KernelBuilder::new("fill", [64, 1, 1]);
+    /// let (x, n) = (k.output(Scalar::U32), k.scalar_arg(Scalar::U32));
+    /// let i = k.x(k.global_id());
+    /// k.if_(k.lt(i, n), |k| k.store(x, i, 7u32));
+    /// let fill = k.build()?;
+    /// let x = Handle::new(ManagedMemoryHandle::new(), 400);
+    /// let args = fill.args([&x], &[Lit::U32(100)])?;
+    /// assert_eq!((args.buffers.len(), args.scalars.len()), (1, 16));
+    /// assert!(fill.args([&x], &[Lit::f32(1.0)]).is_err()); // u32 expected
+    /// assert!(matches!(fill.groups_for(100), compute_runtime::CubeCount::Static(2, 1, 1)));
+    /// # Ok::<(), compute_ir::IrError>(())
+    /// ```
+    pub fn args<'a>(
+        &self,
+        buffers: impl IntoIterator<Item = &'a Handle>,
+        scalars: &[Lit],
+    ) -> Result<KernelArguments, IrError> {
+        Ok(KernelArguments::handles(buffers).with_scalars(self.pack_scalars(scalars)?))
+    }
+
+    /// A one-dimensional count of workgroups covering `n` invocations along
+    /// x: `ceil(n / workgroup_size.x)`.
+    pub fn groups_for(&self, n: u32) -> CubeCount {
+        CubeCount::x(n.div_ceil(self.def.workgroup_size[0].max(1)))
     }
 }
 

@@ -91,6 +91,49 @@ impl WgslKernel {
         self
     }
 
+    /// The arguments of one launch: `buffers` in binding order and
+    /// `scalars` packed by the IR's rule ([`compute_ir::pack_scalars`]:
+    /// 4-byte members in order, the block padded to 16 bytes), which is
+    /// the layout of a WGSL `struct` of `u32`/`i32`/`f32` members in the
+    /// uniform address space. No scalars, no block.
+    ///
+    /// ```
+    /// use compute_ir::Lit;
+    /// use compute_runtime::{Handle, ManagedMemoryHandle};
+    /// use compute_wgsl::{BindingAccess, WgslKernel};
+    ///
+    /// let fill = WgslKernel::new(
+    ///     "fill",
+    ///     "struct S { n: u32, v: f32 }
+    ///      @group(0) @binding(0) var<storage, read_write> x: array<f32>;
+    ///      @group(0) @binding(1) var<uniform> s: S;
+    ///      @compute @workgroup_size(64) fn main(@builtin(global_invocation_id) id: vec3<u32>) {
+    ///          if id.x < s.n { x[id.x] = s.v; }
+    ///      }",
+    ///     "main",
+    ///     [64, 1, 1],
+    ///     vec![BindingAccess::ReadWrite],
+    /// )
+    /// .with_scalars();
+    /// let x = Handle::new(ManagedMemoryHandle::new(), 400);
+    /// let args = fill.args([&x], &[Lit::U32(100), Lit::f32(0.5)]);
+    /// assert_eq!(&args.scalars[..8], [100, 0, 0, 0, 0, 0, 0, 63]);
+    /// ```
+    pub fn args<'a>(
+        &self,
+        buffers: impl IntoIterator<Item = &'a compute_runtime::Handle>,
+        scalars: &[compute_ir::Lit],
+    ) -> compute_runtime::KernelArguments {
+        compute_runtime::KernelArguments::handles(buffers)
+            .with_scalars(compute_ir::pack_scalars(scalars))
+    }
+
+    /// A one-dimensional count of workgroups covering `n` invocations along
+    /// x: `ceil(n / workgroup_size.x)`.
+    pub fn groups_for(&self, n: u32) -> compute_runtime::CubeCount {
+        compute_runtime::CubeCount::x(n.div_ceil(self.layout.workgroup_size[0].max(1)))
+    }
+
     /// This kernel's bounds-check policy, whatever the server's options say:
     /// `Unchecked` compiles it through `create_shader_module_trusted`;
     /// `Reported` says the source declares the report slot itself
