@@ -3,7 +3,10 @@
 use std::any::Any;
 use std::sync::Arc;
 
-use compute_runtime::{CubeCount, CubeKernel, Handle, KernelArguments, KernelId};
+use compute_runtime::client::ComputeClient;
+use compute_runtime::{
+    CubeCount, CubeKernel, Handle, KernelArguments, KernelId, LaunchValidation, ServerError,
+};
 
 use crate::ir::{Access, KernelDef};
 use crate::{IrError, Lit, Scalar, validate};
@@ -117,6 +120,44 @@ impl Kernel {
     /// x: `ceil(n / workgroup_size.x)`.
     pub fn groups_for(&self, n: u32) -> CubeCount {
         CubeCount::x(n.div_ceil(self.def.workgroup_size[0].max(1)))
+    }
+
+    /// [`ComputeClient::launch`] in one line: this kernel over `n`
+    /// invocations along x ([`groups_for`](Self::groups_for)), with
+    /// `buffers` and `scalars` ([`args`](Self::args)). Scalars that do not
+    /// fit the kernel are a [`ServerError::Launch`] naming it, like every
+    /// other refusal at the call.
+    ///
+    /// ```
+    /// use wgpu_server::prelude::*;
+    ///
+    /// let client = WgpuServerOptions::new().client()?;
+    /// let k = KernelBuilder::new("fill", [64, 1, 1]);
+    /// let (x, n) = (k.output(Scalar::U32), k.scalar_arg(Scalar::U32));
+    /// let i = k.x(k.global_id());
+    /// k.if_(k.lt(i, n), |k| k.store(x, i, 7u32));
+    /// let fill = k.build()?;
+    /// let x = client.empty_of::<u32>(100)?;
+    /// fill.launch(&client, 100, [&x], &[Lit::U32(100)])?;
+    /// assert_eq!(client.read_vec::<u32>(&x)?, [7; 100]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn launch<'a, S: LaunchValidation>(
+        &self,
+        client: &ComputeClient<S>,
+        n: u32,
+        buffers: impl IntoIterator<Item = &'a Handle>,
+        scalars: &[Lit],
+    ) -> Result<(), ServerError> {
+        let args = self
+            .args(buffers, scalars)
+            .map_err(|e| ServerError::Launch {
+                kernel: self.name().to_string(),
+                cause: Arc::new(ServerError::InvalidArgument {
+                    reason: e.to_string(),
+                }),
+            })?;
+        client.launch(self.clone(), self.groups_for(n), args)
     }
 }
 
