@@ -14,6 +14,7 @@ mod common;
 mod bad_input;
 mod bounds;
 mod client;
+mod comm;
 mod end_to_end;
 mod graph;
 mod ir;

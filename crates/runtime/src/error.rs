@@ -282,7 +282,7 @@ pub enum ServerError {
         reason: String,
     },
     /// `replay` of a graph id the device's registry does not hold.
-    #[error("unknown graph {graph}")]
+    #[error("unknown graph {graph}: never captured on this server, or destroyed")]
     UnknownGraph {
         /// The id asked for.
         graph: GraphId,

@@ -72,6 +72,28 @@ impl<S: Server + ServerCommunication> ComputeClient<S> {
 impl<S: Server + ServerCommunication> Communicator<S> {
     /// This communicator posting with [`ComputeWait::Overlap`]: later work
     /// on the stream does not wait for a result; [`sync`](Self::sync) does.
+    ///
+    /// ```
+    /// use wgpu_server::prelude::*;
+    ///
+    /// let devices = [DeviceId(70), DeviceId(71)];
+    /// let clients = devices
+    ///     .iter()
+    ///     .map(|d| WgpuServerOptions::new().device_id(*d).adapter(0).client())
+    ///     .collect::<Result<Vec<_>, _>>()?;
+    /// let mut posted = Vec::new();
+    /// for (rank, c) in clients.iter().enumerate() {
+    ///     let comm = c.communicator(&devices)?.overlapped();
+    ///     let x = c.create_from_slice(&[rank as i64 + 1; 2])?;
+    ///     comm.all_reduce(&x, ReduceOp::Prod)?; // returns at once
+    ///     posted.push((comm, x));
+    /// }
+    /// for ((comm, x), c) in posted.iter().zip(&clients) {
+    ///     comm.sync()?; // the result is in place once this returns
+    ///     assert_eq!(c.read_vec::<i64>(x)?, [2, 2]);
+    /// }
+    /// # Ok::<(), ServerError>(())
+    /// ```
     pub fn overlapped(mut self) -> Self {
         self.wait = ComputeWait::Overlap;
         self
@@ -134,6 +156,25 @@ impl<S: Server + ServerCommunication> Communicator<S> {
     }
 
     /// Writes rank `root`'s `buf` to every rank's `buf`.
+    ///
+    /// ```
+    /// use wgpu_server::prelude::*;
+    ///
+    /// let devices = [DeviceId(72), DeviceId(73), DeviceId(74)];
+    /// let mut ranks = Vec::new();
+    /// for (rank, d) in devices.iter().enumerate() {
+    ///     let c = WgpuServerOptions::new().device_id(*d).adapter(0).client()?;
+    ///     let comm = c.communicator(&devices)?;
+    ///     let seed = c.create_from_slice(&[rank as u32 * 10; 4])?;
+    ///     comm.broadcast(&seed, 2)?; // rank 2's values everywhere
+    ///     assert_eq!((comm.rank(), comm.size()), (rank, 3));
+    ///     ranks.push((c, seed));
+    /// }
+    /// for (c, seed) in &ranks {
+    ///     assert_eq!(c.read_vec::<u32>(seed)?, [20; 4]);
+    /// }
+    /// # Ok::<(), ServerError>(())
+    /// ```
     pub fn broadcast(&self, buf: &Handle, root: usize) -> Result<(), ServerError> {
         let root_device = self.device(root)?;
         let src = (self.rank() == root).then_some(buf);
@@ -146,6 +187,23 @@ impl<S: Server + ServerCommunication> Communicator<S> {
     }
 
     /// Sends `src` to rank `to`, which [`recv`](Self::recv)s it.
+    ///
+    /// ```
+    /// use wgpu_server::prelude::*;
+    ///
+    /// let devices = [DeviceId(75), DeviceId(76)];
+    /// let c: Vec<_> = devices
+    ///     .iter()
+    ///     .map(|d| WgpuServerOptions::new().device_id(*d).adapter(0).client())
+    ///     .collect::<Result<_, _>>()?;
+    /// let (a, b) = (c[0].communicator(&devices)?, c[1].communicator(&devices)?);
+    /// let src = c[0].create_from_slice(&[1.5f32, 2.5])?;
+    /// let dst = c[1].empty_of::<f32>(2)?;
+    /// a.send(&src, 1)?;
+    /// b.recv(&dst, 0)?;
+    /// assert_eq!(c[1].read_vec::<f32>(&dst)?, [1.5, 2.5]);
+    /// # Ok::<(), ServerError>(())
+    /// ```
     pub fn send(&self, src: &Handle, to: usize) -> Result<(), ServerError> {
         self.client.send(src, self.device(to)?)
     }

@@ -159,10 +159,16 @@ pub(crate) fn check_arguments(
     }
     if layout.scalars == args.scalars.is_empty() {
         return Err(invalid(format!(
-            "kernel `{}` {} scalars, the launch passes {} bytes of them",
+            "kernel `{}` {} scalars, the launch passes {} bytes of them{}",
             kernel.name(),
             if layout.scalars { "takes" } else { "takes no" },
-            args.scalars.len()
+            args.scalars.len(),
+            if layout.scalars {
+                " (pack them with `Kernel::args` / `Kernel::pack_scalars`, or \
+                 `KernelArguments::with_scalars`)"
+            } else {
+                ""
+            }
         )));
     }
     Ok(())
