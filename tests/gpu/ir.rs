@@ -214,7 +214,10 @@ const FLOAT_BUFFERS: [usize; 2] = [2, 5];
 /// Floats agree within 4 ULP. A driver may contract `a * b + c` into one
 /// fused multiply-add (WGSL allows it; NVIDIA does: 1 ULP on seed 24 on the
 /// H200, while lavapipe agrees bit for bit), so the bound is stated rather
-/// than 0.
+/// than 0. The two zeros are equal: without the `SignedZeroInfNanPreserve`
+/// execution mode (naga does not ask for it) Vulkan does not preserve the
+/// sign of zero, and lavapipe does not (`0 - (-0 * x)` came back as -0 on
+/// seed 62 of 1,500).
 fn assert_floats_close(got: &[u8], expected: &[u8], seed: u64, buffer: usize) {
     for (k, (g, e)) in got
         .chunks_exact(4)
@@ -223,7 +226,7 @@ fn assert_floats_close(got: &[u8], expected: &[u8], seed: u64, buffer: usize) {
     {
         let g = f32::from_le_bytes([g[0], g[1], g[2], g[3]]);
         let e = f32::from_le_bytes([e[0], e[1], e[2], e[3]]);
-        if g.to_bits() == e.to_bits() || (g.is_nan() && e.is_nan()) {
+        if g.to_bits() == e.to_bits() || (g.is_nan() && e.is_nan()) || (g == 0.0 && e == 0.0) {
             continue;
         }
         let ulps = (g.to_bits() as i64 - e.to_bits() as i64).unsigned_abs();
@@ -249,7 +252,11 @@ fn random_programs_match_the_interpreter() {
         barriers: true,
         atomics: true,
     };
-    let cases = 48u64;
+    // More with `RANDOM_IR_CASES=n` (a soak after adding operations).
+    let cases = std::env::var("RANDOM_IR_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(48u64);
     for seed in 1..=cases {
         let p = random_ir::program(seed, &cfg);
         let mut expected = p.buffers.clone();

@@ -13,7 +13,10 @@
 //! uniform block by [`pack_scalars`]' rule; workgroup-shared arrays;
 //! invocation builtins, subgroup ones included), its operations
 //! (arithmetic, bitwise, comparison, logic, select, casts and bitcasts,
-//! math, atomics, array length, subgroup collectives: [`SubgroupOp`]) and
+//! math: [`UnOp`] has `exp`/`exp2`, `log`/`log2`, roots, `tanh`, `sin`,
+//! `cos`, `floor`, `ceil`, `trunc`, `round` (ties to even), `fract`,
+//! `sign`, and bit counts and reversal on 32-bit integers; atomics, array
+//! length, subgroup collectives: [`SubgroupOp`]) and
 //! its structured control flow (if/else, range loops over i32/u32,
 //! loop/break/continue, return, barriers). The semantics are WGSL's where
 //! WGSL defines them (integer wrap, `x / 0 == x`, `x % 0 == 0`, saturating
@@ -26,7 +29,8 @@
 //! `compute-wgsl` refuses to compile it, `ServerError::Unsupported`, on a
 //! device without the feature): f16 (`SHADER_F16`), i64 and u64
 //! (`SHADER_INT64`), f64 (`SHADER_F64`; only the math Vulkan defines on
-//! doubles: no `exp`, `log`, `pow`, `tanh`, `sin`, `cos`), and subgroup
+//! doubles: no `exp`, `exp2`, `log`, `log2`, `pow`, `tanh`, `sin`, `cos`),
+//! and subgroup
 //! builtins and operations (`SUBGROUP`: `subgroupAdd`, `subgroupMin`,
 //! `subgroupMax`, `subgroupBroadcastFirst`, `subgroupBallot` on
 //! i32/u32/f32 and their vectors, `subgroup_invocation_id`,
@@ -41,7 +45,8 @@
 //!
 //! **Deliberately absent:** functions and calls (a kernel is one entry
 //! point; the builder's host-side Rust functions are the abstraction),
-//! 64-bit atomics, 64-bit scalar arguments and loop indices, 16-bit
+//! 64-bit atomics, 64-bit scalar arguments and loop indices, 64-bit bit
+//! counts and `reverseBits` (lavapipe dies compiling the latter), 16-bit
 //! integers, the other subgroup operations (`subgroupMul`, `And`/`Or`/`Xor`,
 //! `All`/`Any`, `Elect`, scans, shuffles, `subgroupBroadcast`,
 //! `subgroupBarrier`) and subgroup operations on f16 or 64-bit values,

@@ -150,6 +150,8 @@ pub fn op_type(def: &KernelDef, op: &Op) -> Result<Type, IrError> {
                 UnOp::Not => t.scalar == Scalar::Bool,
                 UnOp::BitNot => t.scalar.is_int(),
                 UnOp::Abs => t.scalar.is_numeric(),
+                UnOp::Sign => t.scalar == Scalar::I32 || t.scalar.is_float(),
+                _ if u.int32_only() => matches!(t.scalar, Scalar::I32 | Scalar::U32),
                 _ if t.scalar == Scalar::F64 => !u.not_on_f64(),
                 _ => t.scalar.is_float(),
             };
@@ -159,6 +161,8 @@ pub fn op_type(def: &KernelDef, op: &Op) -> Result<Type, IrError> {
                     UnOp::Not => "bool",
                     UnOp::BitNot => "an integer",
                     UnOp::Abs => "a number",
+                    UnOp::Sign => "i32 or a float",
+                    _ if u.int32_only() => "i32 or u32",
                     _ if t.scalar == Scalar::F64 => "f32 or f16 (no 64-bit form on Vulkan)",
                     _ => "a float",
                 };

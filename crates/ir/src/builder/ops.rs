@@ -183,6 +183,26 @@ impl KernelBuilder {
         floor => Floor,
         /// `ceil(x)`.
         ceil => Ceil,
+        /// `exp2(x)`.
+        exp2 => Exp2,
+        /// `log2(x)`.
+        log2 => Log2,
+        /// `trunc(x)`: toward zero.
+        trunc => Trunc,
+        /// `round(x)`: to nearest, ties to even.
+        round => Round,
+        /// `fract(x)`: `x - floor(x)`.
+        fract => Fract,
+        /// `sign(x)`: -1, 0 or 1 (`i32` and floats).
+        sign => Sign,
+        /// `countOneBits(x)` (`i32`, `u32`).
+        count_one_bits => CountOneBits,
+        /// `countLeadingZeros(x)` (`i32`, `u32`).
+        count_leading_zeros => CountLeadingZeros,
+        /// `countTrailingZeros(x)` (`i32`, `u32`).
+        count_trailing_zeros => CountTrailingZeros,
+        /// `reverseBits(x)` (`i32`, `u32`).
+        reverse_bits => ReverseBits,
     }
 
     binary! {

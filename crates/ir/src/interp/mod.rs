@@ -53,6 +53,7 @@
 
 mod exec;
 pub mod f16;
+mod unary;
 pub mod value;
 
 use exec::{Ctx, Invocation, Memory, Stop};

@@ -48,14 +48,14 @@ impl Value {
 }
 
 /// f32 or f16 bits as f32.
-fn to_f(s: Scalar, b: u64) -> f32 {
+pub(super) fn to_f(s: Scalar, b: u64) -> f32 {
     match s {
         Scalar::F16 => f16::to_f32(b as u16),
         _ => f32::from_bits(b as u32),
     }
 }
 
-fn from_f(s: Scalar, f: f32) -> u64 {
+pub(super) fn from_f(s: Scalar, f: f32) -> u64 {
     match s {
         Scalar::F16 => u64::from(f16::from_f32(f)),
         _ => u64::from(f.to_bits()),
@@ -79,77 +79,7 @@ fn from_f64(s: Scalar, f: f64) -> u64 {
     }
 }
 
-/// One lane of a unary operation.
-pub fn unary_lane(op: UnOp, s: Scalar, a: u64) -> u64 {
-    match s {
-        Scalar::Bool => match op {
-            UnOp::Not => u64::from(a == 0),
-            _ => a,
-        },
-        Scalar::I32 => {
-            let x = a as i32;
-            (match op {
-                UnOp::Neg => x.wrapping_neg(),
-                UnOp::BitNot => !x,
-                UnOp::Abs => x.wrapping_abs(),
-                _ => x,
-            }) as u32 as u64
-        }
-        Scalar::U32 => match op {
-            UnOp::BitNot => u64::from(!(a as u32)),
-            _ => a,
-        },
-        Scalar::I64 => {
-            let x = a as i64;
-            (match op {
-                UnOp::Neg => x.wrapping_neg(),
-                UnOp::BitNot => !x,
-                UnOp::Abs => x.wrapping_abs(),
-                _ => x,
-            }) as u64
-        }
-        Scalar::U64 => match op {
-            UnOp::BitNot => !a,
-            _ => a,
-        },
-        Scalar::F64 => {
-            let x = f64::from_bits(a);
-            let r = match op {
-                UnOp::Neg => -x,
-                UnOp::Abs => x.abs(),
-                UnOp::Exp => x.exp(),
-                UnOp::Log => x.ln(),
-                UnOp::Sqrt => x.sqrt(),
-                UnOp::InverseSqrt => 1.0 / x.sqrt(),
-                UnOp::Tanh => x.tanh(),
-                UnOp::Sin => x.sin(),
-                UnOp::Cos => x.cos(),
-                UnOp::Floor => x.floor(),
-                UnOp::Ceil => x.ceil(),
-                UnOp::Not | UnOp::BitNot => x,
-            };
-            r.to_bits()
-        }
-        Scalar::F32 | Scalar::F16 => {
-            let x = to_f(s, a);
-            let r = match op {
-                UnOp::Neg => -x,
-                UnOp::Abs => x.abs(),
-                UnOp::Exp => x.exp(),
-                UnOp::Log => x.ln(),
-                UnOp::Sqrt => x.sqrt(),
-                UnOp::InverseSqrt => 1.0 / x.sqrt(),
-                UnOp::Tanh => x.tanh(),
-                UnOp::Sin => x.sin(),
-                UnOp::Cos => x.cos(),
-                UnOp::Floor => x.floor(),
-                UnOp::Ceil => x.ceil(),
-                UnOp::Not | UnOp::BitNot => x,
-            };
-            from_f(s, r)
-        }
-    }
-}
+pub use super::unary::unary_lane;
 
 fn compare(op: BinOp, o: Option<std::cmp::Ordering>) -> u64 {
     use std::cmp::Ordering::*;

@@ -294,6 +294,16 @@ impl Emitter<'_> {
                     UnOp::Cos => format!("cos({x})"),
                     UnOp::Floor => format!("floor({x})"),
                     UnOp::Ceil => format!("ceil({x})"),
+                    UnOp::Exp2
+                    | UnOp::Log2
+                    | UnOp::Trunc
+                    | UnOp::Round
+                    | UnOp::Fract
+                    | UnOp::Sign
+                    | UnOp::CountOneBits
+                    | UnOp::CountLeadingZeros
+                    | UnOp::CountTrailingZeros
+                    | UnOp::ReverseBits => format!("{}({x})", u.name()),
                 }
             }
             Op::Binary(op @ (BinOp::Div | BinOp::Rem), x, y) if self.ty_of(*x).scalar.is_int() => {

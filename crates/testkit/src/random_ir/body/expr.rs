@@ -139,10 +139,17 @@ impl Gen<'_> {
                     let mut ops = Vec::new();
                     match s {
                         Scalar::Bool => ops.push(UnOp::Not),
-                        Scalar::I32 => ops.extend([UnOp::Neg, UnOp::Abs, UnOp::BitNot]),
+                        Scalar::I32 => ops.extend([UnOp::Neg, UnOp::Abs, UnOp::BitNot, UnOp::Sign]),
                         Scalar::U32 => ops.extend([UnOp::BitNot, UnOp::Abs]),
                         _ => {
-                            ops.extend([UnOp::Neg, UnOp::Abs, UnOp::Floor, UnOp::Ceil]);
+                            ops.extend([
+                                UnOp::Neg,
+                                UnOp::Abs,
+                                UnOp::Floor,
+                                UnOp::Ceil,
+                                UnOp::Trunc,
+                                UnOp::Round,
+                            ]);
                             if all {
                                 ops.extend([
                                     UnOp::Exp,
@@ -152,9 +159,30 @@ impl Gen<'_> {
                                     UnOp::Tanh,
                                     UnOp::Sin,
                                     UnOp::Cos,
+                                    UnOp::Exp2,
+                                    UnOp::Log2,
+                                    UnOp::Fract,
                                 ]);
                             }
                         }
+                    }
+                    // Bit counts and reversal: 32-bit integers only.
+                    if matches!(s, Scalar::I32 | Scalar::U32) {
+                        ops.extend([
+                            UnOp::CountOneBits,
+                            UnOp::CountLeadingZeros,
+                            UnOp::CountTrailingZeros,
+                            UnOp::ReverseBits,
+                        ]);
+                    }
+                    // Bit counts and reversal: 32-bit integers only.
+                    if matches!(s, Scalar::I32 | Scalar::U32) {
+                        ops.extend([
+                            UnOp::CountOneBits,
+                            UnOp::CountLeadingZeros,
+                            UnOp::CountTrailingZeros,
+                            UnOp::ReverseBits,
+                        ]);
                     }
                     let op = self.rng.pick(&ops);
                     let x = self.value(ty, depth);
