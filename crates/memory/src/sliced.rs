@@ -18,6 +18,17 @@
 //! rounded down to the alignment (the tail, if any, is reserved but never
 //! used).
 //!
+//! Freed slices first go to a small cache by size (at most
+//! [`RECENT_PER_SIZE`] per size, [`RECENT_MAX`] in all), where a reserve of
+//! the same rounded size takes them back in O(1): the reserve / free loop of
+//! a program that allocates the same shapes step after step never touches
+//! the indexes. Cached slices are free (not live, not in use), just not
+//! coalesced yet; they all return to the indexes, and coalesce, at the first
+//! reserve of another size (so best fit chooses among every free byte, as
+//! without a cache) and at `cleanup` (so a page with nothing live is one
+//! range again before it is given back); a slice freed while the cache is
+//! full coalesces at once.
+//!
 //! **Doesn't:** move live slices (no compaction), so a page with one small
 //! live slice stays reserved; and it never gives a page back on its own: a
 //! page with nothing live is kept for reuse until `cleanup`,
@@ -31,6 +42,11 @@ use compute_runtime::{
 use hashbrown::HashMap;
 
 use crate::pool::{Usage, cap_reached, round_down, round_up};
+
+/// Freed slices of one size the cache keeps.
+pub(crate) const RECENT_PER_SIZE: usize = 16;
+/// Freed slices the cache keeps in all.
+pub(crate) const RECENT_MAX: usize = 256;
 
 #[derive(Debug)]
 struct Page {
@@ -56,6 +72,10 @@ pub(crate) struct SlicedPool {
     /// Pages with nothing live.
     empty_pages: u64,
     usage: Usage,
+    /// Freed slices not yet back in the indexes, by size: `(page, offset)`.
+    recent: HashMap<u64, Vec<(StorageId, u64)>>,
+    /// Slices in `recent`.
+    recent_len: usize,
 }
 
 impl SlicedPool {
@@ -81,6 +101,8 @@ impl SlicedPool {
             by_size: BTreeSet::new(),
             empty_pages: 0,
             usage: Usage::default(),
+            recent: HashMap::new(),
+            recent_len: 0,
         }
     }
 
@@ -109,22 +131,27 @@ impl SlicedPool {
                 });
             }
         };
-        let found = self
-            .by_size
-            .range((need, StorageId(0), 0)..)
-            .next()
-            .copied();
-        let (len, id, offset) = match found {
+        if let Some((id, offset)) = self.recent.get_mut(&need).and_then(Vec::pop) {
+            self.recent_len -= 1;
+            self.mark_live(id);
+            self.usage.slice_added(size, need);
+            return Ok(StorageHandle {
+                id,
+                offset,
+                size: need,
+            });
+        }
+        // Another size: the cache goes back first, so best fit sees every
+        // free byte (the choice is the one it made without a cache).
+        self.return_recent();
+        let (len, id, offset) = match self.best_fit(need) {
             Some(range) => range,
             None => self.add_page(storage, size)?,
         };
         self.by_size.remove(&(len, id, offset));
+        self.mark_live(id);
         if let Some(page) = self.pages.get_mut(&id) {
             page.free.remove(&offset);
-            if page.live == 0 {
-                self.empty_pages -= 1;
-            }
-            page.live += 1;
             if len > need {
                 page.free.insert(offset + need, len - need);
                 self.by_size.insert((len - need, id, offset + need));
@@ -136,6 +163,35 @@ impl SlicedPool {
             offset,
             size: need,
         })
+    }
+
+    /// The smallest free range of at least `need` bytes.
+    fn best_fit(&self, need: u64) -> Option<(u64, StorageId, u64)> {
+        self.by_size
+            .range((need, StorageId(0), 0)..)
+            .next()
+            .copied()
+    }
+
+    /// One more live slice on page `id`.
+    fn mark_live(&mut self, id: StorageId) {
+        if let Some(page) = self.pages.get_mut(&id) {
+            if page.live == 0 {
+                self.empty_pages -= 1;
+            }
+            page.live += 1;
+        }
+    }
+
+    /// Returns every cached slice to the indexes, coalescing each.
+    fn return_recent(&mut self) {
+        let recent = std::mem::take(&mut self.recent);
+        self.recent_len = 0;
+        for (size, slices) in recent {
+            for (id, offset) in slices {
+                self.coalesce(id, offset, size);
+            }
+        }
     }
 
     /// Allocates a page and returns its one free range.
@@ -176,28 +232,48 @@ impl SlicedPool {
         if page.live == 0 {
             self.empty_pages += 1;
         }
-        let mut start = slice.offset;
-        let mut len = slice.size;
+        if self.recent_len < RECENT_MAX {
+            let same = self.recent.entry(slice.size).or_default();
+            if same.len() < RECENT_PER_SIZE {
+                same.push((slice.id, slice.offset));
+                self.recent_len += 1;
+                return;
+            }
+        }
+        self.coalesce(slice.id, slice.offset, slice.size);
+    }
+
+    /// Puts the free range `offset..offset + size` of page `id` back in the
+    /// indexes, merged with the free ranges on either side.
+    fn coalesce(&mut self, id: StorageId, offset: u64, size: u64) {
+        let Some(page) = self.pages.get_mut(&id) else {
+            return;
+        };
+        let mut start = offset;
+        let mut len = size;
         let end = start + len;
         if let Some(next_len) = page.free.remove(&end) {
-            self.by_size.remove(&(next_len, slice.id, end));
+            self.by_size.remove(&(next_len, id, end));
             len += next_len;
         }
         if let Some((&prev, &prev_len)) = page.free.range(..start).next_back()
             && prev + prev_len == start
         {
             page.free.remove(&prev);
-            self.by_size.remove(&(prev_len, slice.id, prev));
+            self.by_size.remove(&(prev_len, id, prev));
             start = prev;
             len += prev_len;
         }
         page.free.insert(start, len);
-        self.by_size.insert((len, slice.id, start));
+        self.by_size.insert((len, id, start));
     }
 
     /// Gives every page with nothing live back to `storage`, appending
     /// their ids to `gone`.
     pub fn cleanup<S: ComputeStorage>(&mut self, storage: &mut S, gone: &mut Vec<StorageId>) {
+        // A page with nothing live is one free range again only once its
+        // cached slices are back.
+        self.return_recent();
         if self.empty_pages == 0 {
             return;
         }
@@ -234,7 +310,8 @@ impl SlicedPool {
 
     /// Free ranges of a page, by offset (tests).
     #[cfg(test)]
-    fn free_ranges(&self, id: StorageId) -> Vec<(u64, u64)> {
+    fn free_ranges(&mut self, id: StorageId) -> Vec<(u64, u64)> {
+        self.return_recent();
         self.pages
             .get(&id)
             .map(|p| p.free.iter().map(|(o, l)| (*o, *l)).collect())
