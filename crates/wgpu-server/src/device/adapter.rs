@@ -23,7 +23,10 @@ pub const OPTIONAL_FEATURES: wgpu::Features = wgpu::Features::TIMESTAMP_QUERY
     .union(wgpu::Features::SUBGROUP)
     .union(wgpu::Features::SHADER_F16)
     .union(wgpu::Features::SHADER_INT64)
-    .union(wgpu::Features::SHADER_F64);
+    .union(wgpu::Features::SHADER_F64)
+    .union(wgpu::Features::SHADER_FLOAT32_ATOMIC)
+    .union(wgpu::Features::SHADER_INT64_ATOMIC_MIN_MAX)
+    .union(wgpu::Features::SHADER_INT64_ATOMIC_ALL_OPS);
 
 fn rank(info: &wgpu::AdapterInfo) -> (u8, u8) {
     let ty = match info.device_type {
