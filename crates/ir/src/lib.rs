@@ -62,6 +62,7 @@ pub mod ir;
 mod kernel;
 mod typeck;
 mod types;
+mod unop;
 mod validate;
 
 pub use builder::{ArrayLike, AtomicBuf, Buf, BufferLike, KernelBuilder, Shared, Val, Var};

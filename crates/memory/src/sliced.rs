@@ -19,7 +19,7 @@
 //! used).
 //!
 //! Freed slices first go to a small cache by size (at most
-//! [`RECENT_PER_SIZE`] per size, [`RECENT_MAX`] in all), where a reserve of
+//! `RECENT_PER_SIZE` per size, `RECENT_MAX` in all), where a reserve of
 //! the same rounded size takes them back in O(1): the reserve / free loop of
 //! a program that allocates the same shapes step after step never touches
 //! the indexes. Cached slices are free (not live, not in use), just not
