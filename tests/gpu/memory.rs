@@ -259,3 +259,52 @@ fn staging_and_initialize_memory_agree_on_the_largest_size() {
         "{staging}"
     );
 }
+
+/// Small writes share a mapped upload arena until the next submit: more
+/// than one arena's worth (1 MiB) of odd-sized writes, some to the same
+/// slice as a large write before or after them, read back as the last
+/// write in program order left them.
+#[test]
+fn small_writes_through_the_upload_arena_land_in_program_order() {
+    let mut s = server();
+    let slices: Vec<_> = (0..300u32)
+        .map(|i| {
+            let len = 4093 + (i as usize % 7);
+            (upload(&mut s, pattern(i, len), S0), len)
+        })
+        .collect();
+    // A large write (the mapped upload path) then small ones over it, and
+    // small ones then a large one: the last in program order wins.
+    let big = 2 << 20;
+    let a = upload(&mut s, pattern(1000, big), S0);
+    s.write(
+        vec![(a.copy_descriptor(), Bytes::from(pattern(1001, big)))],
+        S0,
+    );
+    let b = upload(&mut s, pattern(2000, big), S0);
+    let small = alloc(&mut s, 64, S0);
+    s.write(
+        vec![(small.copy_descriptor(), Bytes::from(pattern(3000, 64)))],
+        S0,
+    );
+    s.write(
+        vec![(small.copy_descriptor(), Bytes::from(pattern(3001, 64)))],
+        S0,
+    );
+    for (i, (h, len)) in slices.iter().enumerate() {
+        let got = read(&mut s, h, S0).expect("read");
+        assert_eq!(&got[..], &pattern(i as u32, *len)[..], "slice {i}");
+    }
+    assert_eq!(
+        &read(&mut s, &a, S0).expect("a")[..],
+        &pattern(1001, big)[..]
+    );
+    assert_eq!(
+        &read(&mut s, &b, S0).expect("b")[..],
+        &pattern(2000, big)[..]
+    );
+    assert_eq!(
+        &read(&mut s, &small, S0).expect("small")[..],
+        &pattern(3001, 64)[..]
+    );
+}

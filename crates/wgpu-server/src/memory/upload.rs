@@ -14,8 +14,13 @@
 //! the copy has executed) returns it here, so a steady loop of writes
 //! creates no buffers.
 //!
-//! What it does not do: small writes stay on `write_buffer`, which is
-//! cheaper than a mapped buffer's round trip for a few kilobytes.
+//! Small writes do not go through `write_buffer` either: on some H200
+//! instances its per-call staging allocation took 3.5 ms a call after the
+//! large writes (`transfer.roundtrip_4kib_us`). They are appended to one
+//! mapped upload buffer of the pool, the arena, each with its copy into
+//! place, until the next submit seals the arena (unmapped, submitted,
+//! mapped again and returned to the pool once the copies ran): a loop of
+//! small writes takes no new memory and waits for no GPU work.
 
 use std::sync::{Arc, Mutex};
 
@@ -155,10 +160,24 @@ pub(crate) struct CopyTarget<'a> {
     pub memory: compute_runtime::MemoryId,
 }
 
+/// Bytes of the upload buffer small writes share (one of the pool's size
+/// classes).
+pub const ARENA_BYTES: u64 = MIN_UPLOAD;
+
+/// The mapped upload buffer small writes are appended to, and how much of
+/// it they took.
+#[derive(Debug)]
+struct Arena {
+    buffer: wgpu::Buffer,
+    used: u64,
+}
+
 /// Upload copies waiting for the next submit, in the order they were made.
 #[derive(Debug, Default)]
 pub(crate) struct HostCopies {
     encoder: Option<wgpu::CommandEncoder>,
+    /// Where the next small write goes.
+    arena: Option<Arena>,
     uploads: Vec<wgpu::Buffer>,
     /// What each copy writes, and the stream that asked: poisoned if the
     /// queue refuses the copies.
@@ -187,8 +206,80 @@ impl HostCopies {
         self.writes.push((to.stream, to.memory));
     }
 
+    /// Copies a small write's `data` into the arena (a mapped upload buffer
+    /// from `pool`, shared by the small writes until the next submit; a
+    /// full one is sealed and another taken) and encodes its copy to `to`:
+    /// no `queue.write_buffer`, so no per-call staging allocation in wgpu
+    /// (3.5 ms a call on some H200 instances, `docs/benchmarks.md`).
+    /// `to.len` is `data.len()` rounded up to a word; the round-up is zeros.
+    pub fn record_small(
+        &mut self,
+        device: &wgpu::Device,
+        pool: &UploadPool,
+        data: &[u8],
+        to: CopyTarget<'_>,
+    ) -> Result<(), ServerError> {
+        if data.len() as u64 > to.len {
+            return Err(ServerError::SizeMismatch {
+                expected: to.len,
+                actual: data.len() as u64,
+            });
+        }
+        // A mapped view starts on MAP_ALIGNMENT (8), which is also a valid
+        // copy offset.
+        let start = |a: &Arena| a.used.next_multiple_of(wgpu::MAP_ALIGNMENT);
+        if self
+            .arena
+            .as_ref()
+            .is_none_or(|a| start(a) + to.len > a.buffer.size())
+        {
+            self.seal_arena();
+            let buffer = pool.take(device, ARENA_BYTES.max(to.len))?;
+            self.arena = Some(Arena { buffer, used: 0 });
+        }
+        let Some(arena) = self.arena.as_mut() else {
+            return Ok(());
+        };
+        let at = start(arena);
+        {
+            let mut view = arena
+                .buffer
+                .slice(at..at + to.len)
+                .get_mapped_range_mut()
+                .map_err(|e| ServerError::Mapping {
+                    reason: format!("upload arena: {e}"),
+                })?;
+            let out = view.slice(..);
+            let (mut head, mut tail) = out.split_at(data.len());
+            head.copy_from_slice(data);
+            // Fewer than a word: the padding.
+            let pad = [0u8; 4];
+            let tail_len = tail.len();
+            tail.copy_from_slice(&pad[..tail_len]);
+        }
+        arena.used = at + to.len;
+        let encoder = self.encoder.get_or_insert_with(|| {
+            device.create_command_encoder(&wgpu::CommandEncoderDescriptor {
+                label: Some("host writes"),
+            })
+        });
+        encoder.copy_buffer_to_buffer(&arena.buffer, at, to.buffer, to.offset, to.len);
+        self.writes.push((to.stream, to.memory));
+        Ok(())
+    }
+
+    /// Unmaps the arena (its copies are about to be submitted) and keeps it
+    /// with the uploads recycled after the submit.
+    fn seal_arena(&mut self) {
+        if let Some(arena) = self.arena.take() {
+            arena.buffer.unmap();
+            self.uploads.push(arena.buffer);
+        }
+    }
+
     /// The waiting copies, finished, if any.
     pub fn take(&mut self) -> Option<TakenCopies> {
+        self.seal_arena();
         let encoder = self.encoder.take()?;
         Some(TakenCopies {
             commands: encoder.finish(),

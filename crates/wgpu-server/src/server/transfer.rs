@@ -147,24 +147,24 @@ pub(crate) fn write_checked<C: WgpuCompiler>(
     if size >= MIN_UPLOAD {
         return upload(server, target, memory_of(descriptor), &buffer, data, stream);
     }
-    // A large write's copy asked for earlier must land first.
-    server.streams.backend_mut().flush_host_copies();
-    let queue = &server.gpu.queue();
-    scoped(server.gpu.device(), || {
-        if size % ALIGN == 0 {
-            queue.write_buffer(&buffer, target.offset, data);
-        } else {
-            // The tail up to the next boundary is this slice's padding.
-            let mut padded = Vec::with_capacity(size.next_multiple_of(ALIGN) as usize);
-            padded.extend_from_slice(data);
-            padded.resize(size.next_multiple_of(ALIGN) as usize, 0);
-            queue.write_buffer(&buffer, target.offset, &padded);
-        }
-    })?;
-    // Counted toward the flush thresholds: staged bytes reach the GPU (and
-    // wgpu recycles them) only with a submit.
-    server.streams.backend_mut().host_write(size);
-    Ok(())
+    // The tail up to the next word is this slice's padding (zeros).
+    let to = CopyTarget {
+        buffer: &buffer,
+        offset: target.offset,
+        len: size.next_multiple_of(ALIGN),
+        stream,
+        memory: memory_of(descriptor),
+    };
+    server
+        .streams
+        .backend_mut()
+        .host_copy_small(data, to)
+        .map_err(|e| {
+            server
+                .gpu
+                .faults()
+                .lost_during("writing to the upload arena", e)
+        })
 }
 
 fn memory_of(descriptor: &CopyDescriptor) -> compute_runtime::MemoryId {

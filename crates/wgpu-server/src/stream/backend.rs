@@ -123,6 +123,21 @@ impl ScheduledWgpuBackend {
         self.host_write(len);
     }
 
+    /// Copies a small host write into the upload arena and encodes its copy
+    /// (see `memory/upload.rs`); submitted with the large ones.
+    pub(crate) fn host_copy_small(
+        &mut self,
+        data: &[u8],
+        to: CopyTarget<'_>,
+    ) -> Result<(), compute_runtime::ServerError> {
+        let len = to.len;
+        let device = self.submitter.device().clone();
+        self.host_copies
+            .record_small(&device, &self.upload, data, to)?;
+        self.host_write(len);
+        Ok(())
+    }
+
     /// Submits the waiting host copies, if any: before any other submit,
     /// and before a `write_buffer` (which would otherwise land before them).
     pub(crate) fn flush_host_copies(&mut self) {
