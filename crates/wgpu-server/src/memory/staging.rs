@@ -5,8 +5,7 @@
 //! What it buys: a steady upload loop allocates and page-faults nothing on
 //! the host; the caller fills memory that is already resident. The one host
 //! copy left is the write's: into a mapped upload buffer on several threads
-//! for a megabyte or more (`upload.rs`), else `write_buffer` into wgpu's
-//! staging belt.
+//! for a megabyte or more, else into the upload arena (`upload.rs`).
 //!
 //! What it does not buy: the caller's bytes are not the GPU-visible upload
 //! buffer itself. That would need `bytes::Bytes` over a mapped wgpu range

@@ -1,12 +1,11 @@
 //! Host transfers: `write` through the queue, `read` through mapped staging
 //! buffers.
 //!
-//! Small writes use `queue.write_buffer`, which lands before the next submit
-//! of any stream, so the scheduler first submits every stream with pending
-//! work on the page ([`prepare_host_write`]). Writes of a megabyte or more
-//! are filled into a mapped upload buffer on several threads and copied into
-//! place on the write's stream, ordered like that stream's other work
-//! (`upload.rs`). Reads copy into a `MAP_READ` buffer
+//! A write's copy lands before the next submit of any stream, so the
+//! scheduler first submits every stream with pending work on the page
+//! ([`prepare_host_write`]). Small writes are appended to the upload arena,
+//! writes of a megabyte or more filled into a mapped upload buffer on
+//! several threads; either way a copy moves them into place (`upload.rs`). Reads copy into a `MAP_READ` buffer
 //! on the stream's encoder, submit, and map; the returned [`Bytes`] *are* the
 //! mapped range (no host copy), and when the caller drops them the staging
 //! buffer is unmapped and reused (`readback.rs`).

@@ -100,9 +100,10 @@ impl ScheduledWgpuBackend {
         self.handoffs = Some(handoffs);
     }
 
-    /// Counts a `queue.write_buffer` of `bytes`; past the thresholds it
-    /// submits an empty batch so wgpu's staging is handed to the GPU and
-    /// recycled instead of growing.
+    /// Counts a host write of `bytes` waiting for a submit (a copy out of
+    /// upload memory, or a collective result's `queue.write_buffer`); past
+    /// the thresholds it submits, so upload memory and wgpu's staging go to
+    /// the GPU and are recycled instead of growing.
     pub(crate) fn host_write(&mut self, bytes: u64) {
         self.host_writes_pending = true;
         self.host_write_bytes = self.host_write_bytes.saturating_add(bytes);
