@@ -253,3 +253,40 @@ fn each_replay_of_a_captured_launch_is_judged_on_its_own() {
         );
     }
 }
+
+/// Reporting and non-reporting kernels alternate in one batch (one compute
+/// pass): the report slot bound for one launch is no trouble for the next,
+/// whose pipeline has no group 1, and the next reporting launch binds its
+/// own.
+#[test]
+fn reporting_and_plain_kernels_share_a_pass() {
+    let c = reporting();
+    let plain = WgslKernel::new(
+        "plain",
+        "@group(0) @binding(0) var<storage, read_write> x: array<u32>;
+         @compute @workgroup_size(4) fn main(@builtin(global_invocation_id) id: vec3<u32>) {
+             x[id.x] = x[id.x] + 10u;
+         }",
+        "main",
+        [4, 1, 1],
+        vec![BindingAccess::ReadWrite],
+    )
+    .with_bounds_checks(BoundsChecks::Checked);
+    let x = c.create_from_slice(&[1u32; 4]).expect("x");
+    let y = c.empty(16).expect("y");
+    let short = c.empty(8).expect("short");
+    launch_inc(&c, &x, &y, 4);
+    c.launch(
+        plain.clone(),
+        CubeCount::x(1),
+        KernelArguments::handles([&x]),
+    )
+    .expect("plain");
+    launch_inc(&c, &x, &short, 4);
+    c.launch(plain, CubeCount::x(1), KernelArguments::handles([&y]))
+        .expect("plain again");
+    assert_eq!(c.read_vec::<u32>(&x).expect("x"), [11; 4]);
+    assert_eq!(c.read_vec::<u32>(&y).expect("y"), [12; 4]);
+    out_of_bounds(&c.read_vec::<u32>(&short).expect_err("short"));
+    c.sync().expect_err("the short launch is reported");
+}
