@@ -290,3 +290,23 @@ fn reporting_and_plain_kernels_share_a_pass() {
     out_of_bounds(&c.read_vec::<u32>(&short).expect_err("short"));
     c.sync().expect_err("the short launch is reported");
 }
+
+/// The other ways a launch is encoded: inside a profile window (a timed
+/// pass of its own) and with an indirect count. Each still binds its slot.
+#[test]
+fn profiled_and_indirect_launches_report_too() {
+    let c = reporting();
+    let x = c.create_from_slice(&[1u32; 8]).expect("x");
+    let short = c.empty(8).expect("short");
+    c.profile(|| launch_inc(&c, &x, &short, 8))
+        .expect("profile window");
+    out_of_bounds(&c.read_vec::<u32>(&short).expect_err("profiled launch"));
+
+    let short2 = c.empty(8).expect("short2");
+    let count = c.create_from_slice(&[1u32, 1, 1]).expect("count");
+    let k = inc_n();
+    let args = k.args([&x, &short2], &[Lit::U32(8)]).expect("args");
+    c.launch(k, CubeCount::Dynamic(count.binding()), args)
+        .expect("indirect launch");
+    out_of_bounds(&c.read_vec::<u32>(&short2).expect_err("indirect launch"));
+}
