@@ -46,6 +46,10 @@ fn main() -> Result<(), ServerError> {
         a.name, a.backend, a.device_type, a.driver, a.driver_info
     );
     let mut figures = Vec::new();
+    // First, before any bulk transfer in this process (see the figure).
+    if o.wants("transfer.") {
+        transfer::fresh_roundtrip(&mut s, &o, &mut figures)?;
+    }
     if o.wants("launch.") {
         launch::figures(&mut s, &o, &mut figures)?;
     }
