@@ -2,8 +2,10 @@
 //!
 //! A [`Reduction`] names both halves of what a reducing collective does: the
 //! operation ([`ReduceOp`]) and the element type ([`DType`]) the bytes hold.
-//! Buffers are untyped byte ranges, so without the element type a host
-//! reduction could not know whether four bytes are an `f32` or an `i32`.
+//! The server sees byte ranges, so without the element type a host
+//! reduction could not know whether four bytes are an `f32` or an `i32`; a
+//! client's [`Communicator`](crate::client::Communicator) takes it from a
+//! typed handle instead.
 
 use std::fmt;
 

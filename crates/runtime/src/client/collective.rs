@@ -5,8 +5,9 @@ use crate::{ComputeWait, DeviceId, Handle, Reduction, Server, ServerCommunicatio
 
 /// Collectives, for a server that implements them: each device's client
 /// makes the same calls, in the same order, naming the same devices
-/// (`devices`, in rank order). Buffers are untyped, so reductions say their
-/// element type.
+/// (`devices`, in rank order). These calls take the element type in the
+/// [`Reduction`]; a [`Communicator`](super::Communicator) names the devices
+/// once and takes the element type from typed handles.
 ///
 /// ```
 /// use wgpu_server::prelude::*;
