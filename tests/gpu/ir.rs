@@ -243,7 +243,23 @@ fn assert_floats_close(got: &[u8], expected: &[u8], seed: u64, buffer: usize) {
 /// within 4 ULP (see `assert_floats_close`).
 #[test]
 fn random_programs_match_the_interpreter() {
-    let mut s = server();
+    random_programs_on(server(), 48);
+}
+
+/// The same programs compiled with reported bounds checks: the
+/// instrumentation changes no result, and since every access of a random
+/// program is in bounds (the interpreter refuses any other), none is
+/// reported (`random_programs_on` syncs and expects no failure).
+#[test]
+fn random_programs_with_reported_bounds_match_the_interpreter_and_report_nothing() {
+    let s = wgpu_server::WgpuServerOptions::new()
+        .bounds_checks(wgpu_server::BoundsChecks::Reported)
+        .open()
+        .expect("adapter");
+    random_programs_on(s, 24);
+}
+
+fn random_programs_on(mut s: IrServer, default_cases: u64) {
     let cfg = Config {
         statements: 16,
         depth: 3,
@@ -256,7 +272,7 @@ fn random_programs_match_the_interpreter() {
     let cases = std::env::var("RANDOM_IR_CASES")
         .ok()
         .and_then(|v| v.parse().ok())
-        .unwrap_or(48u64);
+        .unwrap_or(default_cases);
     for seed in 1..=cases {
         let p = random_ir::program(seed, &cfg);
         let mut expected = p.buffers.clone();
