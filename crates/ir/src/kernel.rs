@@ -153,9 +153,7 @@ impl Kernel {
             .args(buffers, scalars)
             .map_err(|e| ServerError::Launch {
                 kernel: self.name().to_string(),
-                cause: Arc::new(ServerError::InvalidArgument {
-                    reason: e.to_string(),
-                }),
+                cause: Arc::new(e.into()),
             })?;
         client.launch(self.clone(), self.groups_for(n), args)
     }

@@ -149,8 +149,11 @@ impl SlicedPool {
             None => self.add_page(storage, size)?,
         };
         self.by_size.remove(&(len, id, offset));
-        self.mark_live(id);
         if let Some(page) = self.pages.get_mut(&id) {
+            if page.live == 0 {
+                self.empty_pages -= 1;
+            }
+            page.live += 1;
             page.free.remove(&offset);
             if len > need {
                 page.free.insert(offset + need, len - need);
@@ -185,13 +188,23 @@ impl SlicedPool {
 
     /// Returns every cached slice to the indexes, coalescing each.
     fn return_recent(&mut self) {
-        let recent = std::mem::take(&mut self.recent);
+        if self.recent_len == 0 {
+            return;
+        }
         self.recent_len = 0;
-        for (size, slices) in recent {
-            for (id, offset) in slices {
-                self.coalesce(id, offset, size);
+        // Taken and put back, capacity kept: the map and its lists are
+        // reused by the next frees.
+        let mut recent = std::mem::take(&mut self.recent);
+        for (size, slices) in recent.iter_mut() {
+            for (id, offset) in slices.drain(..) {
+                self.coalesce(id, offset, *size);
             }
         }
+        // Sizes seen once keep an empty list each: bounded here.
+        if recent.len() > RECENT_MAX {
+            recent.clear();
+        }
+        self.recent = recent;
     }
 
     /// Allocates a page and returns its one free range.

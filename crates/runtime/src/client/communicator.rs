@@ -5,8 +5,7 @@ use std::sync::Arc;
 
 use super::ComputeClient;
 use crate::{
-    ComputeWait, DType, DeviceId, Handle, ReduceOp, Reduction, Server, ServerCommunication,
-    ServerError,
+    ComputeWait, DeviceId, Handle, ReduceOp, Reduction, Server, ServerCommunication, ServerError,
 };
 
 /// One rank of a communicator: what [`ComputeClient::communicator`]
@@ -46,6 +45,8 @@ use crate::{
 pub struct Communicator<S> {
     client: ComputeClient<S>,
     devices: Arc<[DeviceId]>,
+    /// The client's device's index in `devices`.
+    rank: usize,
     wait: ComputeWait,
 }
 
@@ -55,15 +56,16 @@ impl<S: Server + ServerCommunication> ComputeClient<S> {
     /// process it never blocks (the ranks may join from one thread in
     /// turn); across processes (MPI) it blocks until every rank joined.
     pub fn communicator(&self, devices: &[DeviceId]) -> Result<Communicator<S>, ServerError> {
-        if !devices.contains(&self.device()) {
+        let Some(rank) = devices.iter().position(|d| *d == self.device()) else {
             return Err(ServerError::InvalidArgument {
                 reason: format!("{} is not among the communicator's devices", self.device()),
             });
-        }
+        };
         self.comm_init(devices)?;
         Ok(Communicator {
             client: self.clone(),
             devices: devices.into(),
+            rank,
             wait: ComputeWait::Wait,
         })
     }
@@ -101,8 +103,7 @@ impl<S: Server + ServerCommunication> Communicator<S> {
 
     /// This rank's index.
     pub fn rank(&self) -> usize {
-        let me = self.client.device();
-        self.devices.iter().position(|d| *d == me).unwrap_or(0)
+        self.rank
     }
 
     /// The number of ranks.
@@ -133,9 +134,8 @@ impl<S: Server + ServerCommunication> Communicator<S> {
         dst: &Handle,
         op: ReduceOp,
     ) -> Result<(), ServerError> {
-        let reduction = Reduction::new(op, elem_of(src)?);
         self.client
-            .all_reduce(src, dst, reduction, &self.devices, self.wait)
+            .all_reduce(src, dst, reduction(op, src)?, &self.devices, self.wait)
     }
 
     /// Writes every rank's `src`, concatenated in rank order, to `dst`.
@@ -150,9 +150,8 @@ impl<S: Server + ServerCommunication> Communicator<S> {
         dst: &Handle,
         op: ReduceOp,
     ) -> Result<(), ServerError> {
-        let reduction = Reduction::new(op, elem_of(src)?);
         self.client
-            .reduce_scatter(src, dst, reduction, &self.devices)
+            .reduce_scatter(src, dst, reduction(op, src)?, &self.devices)
     }
 
     /// Writes rank `root`'s `buf` to every rank's `buf`.
@@ -222,12 +221,13 @@ impl<S: Server + ServerCommunication> Communicator<S> {
     }
 }
 
-/// The element type a reduction over `h` uses: its own.
-fn elem_of(h: &Handle) -> Result<DType, ServerError> {
-    h.elem().ok_or(ServerError::InvalidArgument {
+/// `op` over `h`'s own element type.
+fn reduction(op: ReduceOp, h: &Handle) -> Result<Reduction, ServerError> {
+    let elem = h.elem().ok_or(ServerError::InvalidArgument {
         reason: "a reduction needs the buffer's element type: create it typed \
                  (`create_from_slice`, `empty_of`), or call `ComputeClient::all_reduce` with a \
                  `Reduction`"
             .into(),
-    })
+    })?;
+    Ok(Reduction::new(op, elem))
 }

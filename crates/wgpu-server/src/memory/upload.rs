@@ -115,12 +115,12 @@ pub fn fill(buffer: &wgpu::Buffer, data: &[u8]) -> Result<(), ServerError> {
                 .map_err(|e| ServerError::Mapping {
                     reason: format!("upload buffer: {e}"),
                 })?;
-        let out = view.slice(..);
-        let (mut head, mut tail) = out.split_at(data.len());
         let threads = (data.len() / hostcopy::MIN_CHUNK).clamp(1, hostcopy::max_threads());
         if threads == 1 {
-            head.copy_from_slice(data);
+            write_padded(&mut view, data);
         } else {
+            let out = view.slice(..);
+            let (mut head, mut tail) = out.split_at(data.len());
             let chunk = data.len().div_ceil(threads);
             let base = Dst(head.as_raw_ptr().cast::<u8>());
             std::thread::scope(|scope| {
@@ -141,13 +141,27 @@ pub fn fill(buffer: &wgpu::Buffer, data: &[u8]) -> Result<(), ServerError> {
                     });
                 }
             });
+            pad(&mut tail);
         }
-        let pad = [0u8; 4];
-        let tail_len = tail.len();
-        tail.copy_from_slice(&pad[..tail_len]);
     }
     buffer.unmap();
     Ok(())
+}
+
+/// `data` at the start of a mapped view at most a word longer; the rest
+/// zeros (the slice's padding).
+fn write_padded(view: &mut wgpu::BufferViewMut, data: &[u8]) {
+    let out = view.slice(..);
+    let (mut head, mut tail) = out.split_at(data.len());
+    head.copy_from_slice(data);
+    pad(&mut tail);
+}
+
+/// Zeros the fewer-than-a-word tail after a write.
+fn pad(tail: &mut wgpu::WriteOnly<'_, [u8]>) {
+    let zeros = [0u8; 4];
+    let len = tail.len();
+    tail.copy_from_slice(&zeros[..len]);
 }
 
 /// Where a host copy goes, and who asked.
@@ -196,12 +210,8 @@ pub(crate) struct TakenCopies {
 impl HostCopies {
     /// Encodes the copy of `upload`'s first bytes to `to`.
     pub fn record(&mut self, device: &wgpu::Device, upload: wgpu::Buffer, to: CopyTarget<'_>) {
-        let encoder = self.encoder.get_or_insert_with(|| {
-            device.create_command_encoder(&wgpu::CommandEncoderDescriptor {
-                label: Some("host writes"),
-            })
-        });
-        encoder.copy_buffer_to_buffer(&upload, 0, to.buffer, to.offset, to.len);
+        encoder_in(&mut self.encoder, device)
+            .copy_buffer_to_buffer(&upload, 0, to.buffer, to.offset, to.len);
         self.uploads.push(upload);
         self.writes.push((to.stream, to.memory));
     }
@@ -249,21 +259,16 @@ impl HostCopies {
                 .map_err(|e| ServerError::Mapping {
                     reason: format!("upload arena: {e}"),
                 })?;
-            let out = view.slice(..);
-            let (mut head, mut tail) = out.split_at(data.len());
-            head.copy_from_slice(data);
-            // Fewer than a word: the padding.
-            let pad = [0u8; 4];
-            let tail_len = tail.len();
-            tail.copy_from_slice(&pad[..tail_len]);
+            write_padded(&mut view, data);
         }
         arena.used = at + to.len;
-        let encoder = self.encoder.get_or_insert_with(|| {
-            device.create_command_encoder(&wgpu::CommandEncoderDescriptor {
-                label: Some("host writes"),
-            })
-        });
-        encoder.copy_buffer_to_buffer(&arena.buffer, at, to.buffer, to.offset, to.len);
+        encoder_in(&mut self.encoder, device).copy_buffer_to_buffer(
+            &arena.buffer,
+            at,
+            to.buffer,
+            to.offset,
+            to.len,
+        );
         self.writes.push((to.stream, to.memory));
         Ok(())
     }
@@ -287,4 +292,17 @@ impl HostCopies {
             writes: std::mem::take(&mut self.writes),
         })
     }
+}
+
+/// The encoder the host copies go into, made by the first (a function of
+/// the field, so the arena can be borrowed beside it).
+fn encoder_in<'a>(
+    slot: &'a mut Option<wgpu::CommandEncoder>,
+    device: &wgpu::Device,
+) -> &'a mut wgpu::CommandEncoder {
+    slot.get_or_insert_with(|| {
+        device.create_command_encoder(&wgpu::CommandEncoderDescriptor {
+            label: Some("host writes"),
+        })
+    })
 }

@@ -75,15 +75,9 @@ impl BatchAudit {
         }
     }
 
-    /// A bounds report slot for a launch of `kernel` (see `reports.rs`).
-    pub fn report_slot(
-        &mut self,
-        device: &wgpu::Device,
-        kernel: &str,
-        writes: &[MemoryId],
-        late: &LateFaults,
-    ) -> (wgpu::BindGroup, u32) {
-        self.bounds.slot(device, kernel, writes, late)
+    /// The batch's bounds report slots (see `reports.rs`).
+    pub fn bounds(&mut self) -> &mut BoundsReports {
+        &mut self.bounds
     }
 
     /// Encodes what must follow the batch's commands: the copies of its

@@ -119,8 +119,7 @@ impl ScheduledWgpuBackend {
     /// submitted before the next submit of anything, like `write_buffer`.
     pub(crate) fn host_copy(&mut self, upload: wgpu::Buffer, to: CopyTarget<'_>) {
         let len = to.len;
-        let device = self.submitter.device().clone();
-        self.host_copies.record(&device, upload, to);
+        self.host_copies.record(self.submitter.device(), upload, to);
         self.host_write(len);
     }
 
@@ -132,9 +131,8 @@ impl ScheduledWgpuBackend {
         to: CopyTarget<'_>,
     ) -> Result<(), compute_runtime::ServerError> {
         let len = to.len;
-        let device = self.submitter.device().clone();
         self.host_copies
-            .record_small(&device, &self.upload, data, to)?;
+            .record_small(self.submitter.device(), &self.upload, data, to)?;
         self.host_write(len);
         Ok(())
     }

@@ -167,7 +167,7 @@ impl Batch {
         writes: &[MemoryId],
         late: &LateFaults,
     ) -> (wgpu::BindGroup, u32) {
-        self.audit.report_slot(device, kernel, writes, late)
+        self.audit.bounds().slot(device, kernel, writes, late)
     }
 
     /// Records that the batch writes `memory`.

@@ -175,15 +175,6 @@ impl Gen<'_> {
                             UnOp::ReverseBits,
                         ]);
                     }
-                    // Bit counts and reversal: 32-bit integers only.
-                    if matches!(s, Scalar::I32 | Scalar::U32) {
-                        ops.extend([
-                            UnOp::CountOneBits,
-                            UnOp::CountLeadingZeros,
-                            UnOp::CountTrailingZeros,
-                            UnOp::ReverseBits,
-                        ]);
-                    }
                     let op = self.rng.pick(&ops);
                     let x = self.value(ty, depth);
                     return self.b.emit(Op::Unary(op, x.id));
