@@ -13,6 +13,7 @@ mod common;
 
 mod bad_input;
 mod bounds;
+mod chunks;
 mod client;
 mod comm;
 mod end_to_end;

@@ -25,6 +25,7 @@ mod shaders;
 mod steps;
 mod stream;
 mod transfer;
+mod workers;
 
 use compute_runtime::{DeviceId, Server, ServerError};
 use wgpu_server::{WgpuServer, WgslPassthrough};

@@ -36,6 +36,9 @@ mod report;
 #[path = "shaders.rs"]
 #[allow(dead_code)]
 mod shaders;
+#[path = "workers.rs"]
+#[allow(dead_code)]
+mod workers;
 
 use std::cell::RefCell;
 use std::time::{Duration, Instant};

@@ -158,18 +158,86 @@ impl Readback {
     }
 }
 
+/// The raw chunked read: one reused `MAP_READ` buffer per chunk, every
+/// chunk's copy submitted on its own up front, then each chunk waited for,
+/// used and unmapped in order, so the use of one overlaps the copies of the
+/// next (what `read_chunks` does, with nothing of a server around it).
+pub struct ChunkedReadback {
+    chunk: u64,
+    staging: Vec<wgpu::Buffer>,
+}
+
+impl ChunkedReadback {
+    pub fn new(device: &wgpu::Device, size: u64, chunk: u64) -> Self {
+        let staging = (0..size.div_ceil(chunk))
+            .map(|i| {
+                let len = chunk.min(size - i * chunk);
+                buffer(
+                    device,
+                    len,
+                    wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+                )
+            })
+            .collect();
+        ChunkedReadback { chunk, staging }
+    }
+
+    /// Copies `src` chunk by chunk and, as each chunk's copy has run, hands
+    /// the mapped chunk to `workers` running `use_chunk`; returns the
+    /// wrapping sum of what they return.
+    pub fn read(
+        &self,
+        device: &wgpu::Device,
+        queue: &wgpu::Queue,
+        src: &wgpu::Buffer,
+        workers: &mut crate::workers::Workers,
+        use_chunk: fn(&[u8]) -> u64,
+    ) -> u64 {
+        let mut submitted = Vec::with_capacity(self.staging.len());
+        for (i, staging) in self.staging.iter().enumerate() {
+            let mut enc = device.create_command_encoder(&Default::default());
+            enc.copy_buffer_to_buffer(src, i as u64 * self.chunk, staging, 0, staging.size());
+            submitted.push(queue.submit(Some(enc.finish())));
+            staging.slice(..).map_async(wgpu::MapMode::Read, |_| {});
+        }
+        let mut given = 0;
+        for (staging, index) in self.staging.iter().zip(submitted) {
+            let _ = device.poll(wgpu::PollType::Wait {
+                submission_index: Some(index),
+                timeout: None,
+            });
+            if let Ok(view) = staging.slice(..).get_mapped_range() {
+                workers.run(move || use_chunk(&view));
+                given += 1;
+            }
+        }
+        // Every view is dropped by its job before the job reports.
+        let total = workers.gather(given);
+        for staging in &self.staging {
+            staging.unmap();
+        }
+        total
+    }
+}
+
 /// Sums bytes as little-endian u64 words: touches every byte, as a caller
 /// using the data in place would, on as many threads as a large copy uses
 /// (`hostcopy::max_threads`), so one core's load bandwidth does not hide the
 /// transfer's.
 pub fn sum_words(bytes: &[u8]) -> u64 {
+    sum_words_in(bytes, compute_runtime::hostcopy::MIN_CHUNK)
+}
+
+/// [`sum_words`] with pieces of at least `piece` bytes per thread: a chunk
+/// of a chunked read is summed on as many threads as the whole read would
+/// be.
+pub fn sum_words_in(bytes: &[u8], piece: usize) -> u64 {
     let serial = |b: &[u8]| {
         b.chunks_exact(8)
             .map(|w| u64::from_le_bytes([w[0], w[1], w[2], w[3], w[4], w[5], w[6], w[7]]))
             .fold(0u64, u64::wrapping_add)
     };
-    let threads = (bytes.len() / compute_runtime::hostcopy::MIN_CHUNK)
-        .clamp(1, compute_runtime::hostcopy::max_threads());
+    let threads = (bytes.len() / piece.max(8)).clamp(1, compute_runtime::hostcopy::max_threads());
     if threads == 1 {
         return serial(bytes);
     }

@@ -165,6 +165,25 @@ pub fn figures(s: &mut S, o: &Options, out: &mut Vec<Figure>) -> Result<(), Serv
         "raw read",
     );
 
+    // The chunk size of a chunked read: each chunk summed on a thread of
+    // its own as it lands, against the raw chunked loop of the same chunk.
+    for (chunk, name) in [
+        (1u64 << 20, "steps.read_chunks_1mib_gbps"),
+        (2 << 20, "steps.read_chunks_2mib_gbps"),
+        (4 << 20, "steps.read_chunks_4mib_gbps"),
+        (8 << 20, "steps.read_chunks_8mib_gbps"),
+        (16 << 20, "steps.read_chunks_16mib_gbps"),
+    ] {
+        let (v, b) = crate::transfer::chunked_read_gbps(s, &h, &raw_src, chunk, rounds);
+        out.push(Figure::new(
+            name,
+            v,
+            "GB/s (higher is better)",
+            "raw chunked read, same chunk",
+            b,
+        ));
+    }
+
     // sync with nothing pending, and the raw poll.
     let n = 200;
     let (mut ours, mut theirs) = (Vec::new(), Vec::new());

@@ -8,9 +8,12 @@ use compute_runtime::{Bytes, Server, ServerError, hostcopy};
 
 use crate::harness::{Options, STREAM, alloc, gbps, interleaved, sync, us};
 use crate::report::Figure;
+use crate::workers::Workers;
 use crate::{S, raw};
 
 const SIZE: u64 = 64 << 20;
+/// The chunk of `transfer.read_64mib_gbps`'s chunked read.
+const READ_CHUNK: u64 = 4 << 20;
 
 pub fn figures(s: &mut S, o: &Options, out: &mut Vec<Figure>) -> Result<(), ServerError> {
     let rounds = o.rounds(3, 7);
@@ -66,10 +69,24 @@ pub fn figures(s: &mut S, o: &Options, out: &mut Vec<Figure>) -> Result<(), Serv
         },
     );
     out.push(Figure::new(
+        "transfer.read_whole_64mib_gbps",
+        v,
+        "GB/s, one read, its bytes used in place once all have landed (higher is better)",
+        "raw.read_64mib_gbps",
+        b,
+    ));
+
+    // The same bytes used as they land: `read_chunks` against the raw
+    // chunked loop, each chunk used by a worker thread.
+    let (v, b) = {
+        let mut s = cell.borrow_mut();
+        chunked_read_gbps(&mut s, &h, &raw_dst, READ_CHUNK, rounds)
+    };
+    out.push(Figure::new(
         "transfer.read_64mib_gbps",
         v,
-        "GB/s, bytes used in place (higher is better)",
-        "raw.read_64mib_gbps",
+        "GB/s, read_chunks of 4 MiB, each used in place by a worker thread as it lands (higher is better)",
+        "raw.read_chunked_64mib_gbps",
         b,
     ));
     let mut ours_vec = vec![1u8; SIZE as usize];
@@ -207,4 +224,47 @@ fn roundtrip_4kib(s: &mut S, o: &Options) -> Result<(f64, f64), ServerError> {
         },
     );
     Ok((v, b))
+}
+
+/// 64 MiB read with `read_chunks` of `chunk` bytes, each chunk summed by a
+/// pool of worker threads (started before the timing) as soon as it lands,
+/// against the raw chunked loop doing the same (`raw::ChunkedReadback`);
+/// GB/s, ours and raw.
+pub fn chunked_read_gbps(
+    s: &mut S,
+    h: &compute_runtime::Handle,
+    raw_src: &wgpu::Buffer,
+    chunk: u64,
+    rounds: usize,
+) -> (f64, f64) {
+    let device = s.device().clone();
+    let queue = s.queue().clone();
+    let chunked = raw::ChunkedReadback::new(&device, SIZE, chunk);
+    let sum: fn(&[u8]) -> u64 = |b| raw::sum_words_in(b, usize::MAX);
+    let workers = RefCell::new(Workers::per_core());
+    let cell = RefCell::new(s);
+    interleaved(
+        rounds,
+        || {
+            let mut s = cell.borrow_mut();
+            let mut workers = workers.borrow_mut();
+            let t = Instant::now();
+            let Ok(chunks) = s.read_chunks(h.copy_descriptor(), chunk, STREAM) else {
+                return f64::NAN;
+            };
+            let mut given = 0;
+            for c in futures::executor::block_on_stream(chunks).flatten() {
+                workers.run(move || sum(&c.bytes));
+                given += 1;
+            }
+            std::hint::black_box(workers.gather(given));
+            gbps(SIZE, t.elapsed())
+        },
+        || {
+            let mut workers = workers.borrow_mut();
+            let t = Instant::now();
+            std::hint::black_box(chunked.read(&device, &queue, raw_src, &mut workers, sum));
+            gbps(SIZE, t.elapsed())
+        },
+    )
 }

@@ -54,6 +54,7 @@ pub use device::adapter;
 pub use graph::{DeviceCaptures, WgpuGraph};
 pub use launch::resolve::ResolvedLaunch;
 pub use memory::storage::{WgpuResource, WgpuStorage};
+pub use server::chunks::{MAX_READ_CHUNKS, ReadChunk, ReadChunks};
 pub use server::options::{DefaultClient, DefaultServer, TASKS_MAX_ENV, WgpuServerOptions};
 pub use server::{DEFAULT_TASKS_MAX, WgpuServer};
 pub use stream::{ScheduledWgpuBackend, WgpuStream};

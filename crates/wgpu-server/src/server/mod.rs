@@ -15,6 +15,7 @@
 
 mod api;
 mod assemble;
+pub(crate) mod chunks;
 mod collective;
 mod communication;
 mod dispatch;

@@ -249,7 +249,7 @@ fn write_on_stream<C: WgpuCompiler>(
 
 /// One descriptor's copy into read staging: the enclosing aligned range
 /// of its page, and where its bytes lie in the staging buffer.
-struct ReadCopy {
+pub(super) struct ReadCopy {
     page: wgpu::Buffer,
     /// Start of the aligned range on the page, and its length (0 for a
     /// 0-byte read).
@@ -259,6 +259,19 @@ struct ReadCopy {
     /// The descriptor's bytes in the staging buffer.
     offset: usize,
     len: usize,
+}
+
+impl ReadCopy {
+    /// Asks for the staging buffer to be mapped once the copy has run;
+    /// with where the bytes lie in it.
+    pub(super) fn map(self) -> (MapRead, usize, usize) {
+        let mapped = self.copy_len.max(ALIGN);
+        (
+            MapRead::start(self.staging, 0..mapped),
+            self.offset,
+            self.len,
+        )
+    }
 }
 
 /// Encodes the copies of a read, submits the stream and returns the future
@@ -281,7 +294,7 @@ pub(crate) fn read<C: WgpuCompiler>(
 /// Every descriptor checked (shape, range, trust) before anything is
 /// encoded, and its range ordered after the work that writes it: a bad
 /// descriptor fails the whole read and leaves the stream untouched.
-fn checked_ranges<C: WgpuCompiler>(
+pub(super) fn checked_ranges<C: WgpuCompiler>(
     server: &mut WgpuServer<C>,
     descriptors: &[CopyDescriptor],
     stream: StreamId,
@@ -305,7 +318,7 @@ fn checked_ranges<C: WgpuCompiler>(
 
 /// The staging of one read: wgpu copies whole words, so the enclosing
 /// aligned range is copied (never past the page) and sliced.
-fn plan_copy<C: WgpuCompiler>(
+pub(super) fn plan_copy<C: WgpuCompiler>(
     server: &mut WgpuServer<C>,
     target: StorageHandle,
     size: u64,
@@ -335,7 +348,7 @@ fn plan_copy<C: WgpuCompiler>(
 /// refused (what it wrote is poisoned now, so trust is checked again) is
 /// followed by the copies alone, once, rather than mapping what the
 /// staging buffers held.
-fn submit_copies<C: WgpuCompiler>(
+pub(super) fn submit_copies<C: WgpuCompiler>(
     server: &mut WgpuServer<C>,
     stream: StreamId,
     memories: &[compute_runtime::MemoryId],
@@ -375,13 +388,7 @@ fn mapped_bytes<C: WgpuCompiler>(
     memories: Vec<compute_runtime::MemoryId>,
     copies: Vec<ReadCopy>,
 ) -> DynFut<Result<Vec<Bytes>, ServerError>> {
-    let reads: Vec<(MapRead, usize, usize)> = copies
-        .into_iter()
-        .map(|c| {
-            let mapped = c.copy_len.max(ALIGN);
-            (MapRead::start(c.staging, 0..mapped), c.offset, c.len)
-        })
-        .collect();
+    let reads: Vec<(MapRead, usize, usize)> = copies.into_iter().map(ReadCopy::map).collect();
     let (_, s) = server.streams.encoder(stream);
     let (index, no) = s.last_submission();
     let waiter = server.gpu.waiter().clone();

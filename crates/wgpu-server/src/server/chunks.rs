@@ -1,0 +1,180 @@
+//! `read_chunks`: a read handed out in chunks as their copies land, so the
+//! caller's use of the first bytes overlaps the copy of the rest.
+//!
+//! `read` hands out one `Bytes` once the whole copy has run: a caller that
+//! sums or parses 64 MiB waits for the copy, then works, one after the
+//! other. Here each chunk is copied into its own pooled `MAP_READ` buffer
+//! and submitted on its own, every copy queued before the call returns, so
+//! the GPU finishes them one by one while the caller works on the chunks
+//! already out. Each chunk is the mapped range itself, as `read`'s bytes
+//! are: no host copy, and the staging buffer goes back to the pool when the
+//! chunk is dropped.
+//!
+//! Checks and ordering are `read`'s: the descriptor is checked whole before
+//! anything is encoded, the copies come after the work that writes the
+//! bytes, and each chunk is checked against late verdicts once its copy
+//! has run.
+
+use std::pin::Pin;
+use std::sync::Arc;
+
+use compute_runtime::{Bytes, CopyDescriptor, ServerError, StorageHandle, StreamId};
+use compute_wgsl::WgpuCompiler;
+use futures::{Stream, StreamExt};
+
+use crate::memory::readback::MappedRange;
+use crate::server::WgpuServer;
+use crate::server::transfer::{ReadCopy, checked_ranges, plan_copy, submit_copies};
+
+/// Chunks one `read_chunks` may cut a read into: each is a submission of
+/// its own, so a tiny chunk size on a large read is refused rather than
+/// flooding the queue.
+pub const MAX_READ_CHUNKS: u64 = 4096;
+
+/// One chunk of a [`WgpuServer::read_chunks`]: `bytes` are the read's bytes
+/// from `offset` on.
+#[derive(Clone, Debug)]
+pub struct ReadChunk {
+    /// Where the chunk starts, in bytes from the start of the read.
+    pub offset: u64,
+    /// The chunk's bytes (the mapped staging range itself).
+    pub bytes: Bytes,
+}
+
+/// The chunks of a read, in order, each as soon as its copy has run.
+pub type ReadChunks = Pin<Box<dyn Stream<Item = Result<ReadChunk, ServerError>> + Send>>;
+
+impl<C: WgpuCompiler> WgpuServer<C> {
+    /// Reads `descriptor`'s bytes in chunks of `chunk` bytes (the last one
+    /// shorter), each handed out as soon as its copy has run: the caller's
+    /// use of a chunk overlaps the copies of the next ones.
+    ///
+    /// Refused as `read` refuses (bad descriptor, untrusted bytes, inside a
+    /// capture), and with [`ServerError::InvalidArgument`] for a `chunk` of
+    /// 0 or one that would cut the read into more than [`MAX_READ_CHUNKS`].
+    /// A 0-byte read yields no chunk. A chunk whose bytes turn out untrusted
+    /// once its copy has run (a late verdict) is an `Err`, and the stream
+    /// ends there.
+    pub fn read_chunks(
+        &mut self,
+        descriptor: CopyDescriptor,
+        chunk: u64,
+        stream: StreamId,
+    ) -> Result<ReadChunks, ServerError> {
+        self.enter()?;
+        self.capture_state(stream)
+            .allow_host_wait(stream, "read_chunks")?;
+        let memory = descriptor.binding.memory_id();
+        let (target, size) = checked_ranges(self, std::slice::from_ref(&descriptor), stream)?
+            .pop()
+            .ok_or(ServerError::InvalidArgument {
+                reason: "read_chunks: no range to read".into(),
+            })?;
+        let count = chunk_count(size, chunk)?;
+        // Every staging buffer first: a failure to get one encodes nothing.
+        let copies = (0..count)
+            .map(|i| {
+                let offset = i * chunk;
+                let len = chunk.min(size - offset);
+                let part = StorageHandle {
+                    offset: target.offset + offset,
+                    size: len,
+                    ..target
+                };
+                plan_copy(self, part, len).map(|c| (offset, c))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let mut pending = Vec::with_capacity(copies.len());
+        for (offset, copy) in copies {
+            submit_copies(self, stream, &[memory], std::slice::from_ref(&copy))?;
+            let (_, s) = self.streams.encoder(stream);
+            let (index, no) = s.last_submission();
+            pending.push((offset, copy, index, no));
+        }
+        let waiter = self.gpu.waiter().clone();
+        let faults = Arc::clone(self.gpu.faults());
+        let late = Arc::clone(self.streams.trust().late());
+        let pool = self.memory.readback().clone();
+        let chunks = pending.into_iter().map(move |(offset, copy, index, no)| {
+            let (waiter, faults, late, pool) = (
+                waiter.clone(),
+                Arc::clone(&faults),
+                Arc::clone(&late),
+                pool.clone(),
+            );
+            let (map, at, len) = ReadCopy::map(copy);
+            async move {
+                waiter.wait(index, no).await?;
+                late.check(memory)?;
+                let (view, staging) = map.view(&faults, "a read chunk's staging").await?;
+                let range = MappedRange::new(view, staging, pool, at, len);
+                Ok(ReadChunk {
+                    offset,
+                    bytes: Bytes::from_owner(range),
+                })
+            }
+        });
+        Ok(Box::pin(ended_by_error(
+            futures::stream::iter(chunks).then(|f| f),
+        )))
+    }
+}
+
+/// How many chunks of `chunk` bytes a `size`-byte read takes.
+fn chunk_count(size: u64, chunk: u64) -> Result<u64, ServerError> {
+    if chunk == 0 {
+        return Err(ServerError::InvalidArgument {
+            reason: "read_chunks: the chunk size is 0".into(),
+        });
+    }
+    let count = size.div_ceil(chunk);
+    if count > MAX_READ_CHUNKS {
+        return Err(ServerError::InvalidArgument {
+            reason: format!(
+                "read_chunks: {size} bytes in chunks of {chunk} is {count} chunks, over {MAX_READ_CHUNKS}"
+            ),
+        });
+    }
+    Ok(count)
+}
+
+/// The stream up to and including its first error.
+fn ended_by_error<T: Send, E: Send>(
+    s: impl Stream<Item = Result<T, E>> + Send,
+) -> impl Stream<Item = Result<T, E>> + Send {
+    s.scan(false, |failed, item| {
+        let out = (!*failed).then(|| {
+            *failed = item.is_err();
+            item
+        });
+        futures::future::ready(out)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn chunk_counts_round_up_and_refuse_zero_and_floods() {
+        assert_eq!(chunk_count(0, 8).ok(), Some(0));
+        assert_eq!(chunk_count(8, 8).ok(), Some(1));
+        assert_eq!(chunk_count(9, 8).ok(), Some(2));
+        assert!(matches!(
+            chunk_count(8, 0),
+            Err(ServerError::InvalidArgument { .. })
+        ));
+        assert_eq!(chunk_count(MAX_READ_CHUNKS, 1).ok(), Some(MAX_READ_CHUNKS));
+        assert!(chunk_count(MAX_READ_CHUNKS + 1, 1).is_err());
+    }
+
+    #[test]
+    fn a_stream_ends_after_its_first_error() {
+        let items = vec![Ok(1), Err("bad"), Ok(3)];
+        let got: Vec<_> = futures::executor::block_on_stream(Box::pin(ended_by_error(
+            futures::stream::iter(items),
+        )))
+        .collect();
+        assert_eq!(got, vec![Ok(1), Err("bad")]);
+    }
+}
