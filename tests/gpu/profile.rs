@@ -251,3 +251,114 @@ fn timeline_is_a_chrome_trace_with_one_slice_per_launch() {
         vec![6; 4096]
     );
 }
+
+/// A device-timed server, or `None` (with a message) on an adapter without
+/// timestamp queries.
+fn device_timed() -> Option<TestServer> {
+    let s = server();
+    if s.timing_method() != TimingMethod::Device {
+        eprintln!("adapter has no timestamp queries: device windows not tested here");
+        return None;
+    }
+    Some(s)
+}
+
+#[test]
+fn end_profile_submits_nothing_and_the_window_resolves_when_awaited() {
+    let Some(mut s) = device_timed() else { return };
+    let x = alloc(&mut s, 4096 * 4, S0);
+    sync(&mut s, S0).expect("sync");
+    let t = s.start_profile(S0).expect("start");
+    spin(&mut s, &x, 64, S0);
+    let before = s.queue_submit_count();
+    let d = s.end_profile(S0, t).expect("end");
+    assert_eq!(s.queue_submit_count(), before, "end_profile submitted");
+    // Nothing else submits the stream: the future does.
+    let d = futures::executor::block_on(d.resolve()).expect("resolve");
+    assert!(d > Duration::ZERO);
+    assert_eq!(
+        s.queue_submit_count(),
+        before + 1,
+        "the window's batch went once"
+    );
+    sync(&mut s, S0).expect("sync after");
+}
+
+#[test]
+fn a_window_resolves_with_the_streams_next_submit() {
+    let Some(mut s) = device_timed() else { return };
+    let x = alloc(&mut s, 4096 * 4, S0);
+    let t = s.start_profile(S0).expect("start");
+    spin(&mut s, &x, 64, S0);
+    let d = s.end_profile(S0, t).expect("end");
+    spin(&mut s, &x, 64, S0);
+    sync(&mut s, S0).expect("sync");
+    let count = s.queue_submit_count();
+    let d = futures::executor::block_on(d.resolve()).expect("resolve");
+    assert!(d > Duration::ZERO);
+    assert_eq!(
+        s.queue_submit_count(),
+        count,
+        "the sync took the window's batch"
+    );
+}
+
+#[test]
+fn a_parked_window_keeps_its_place_before_later_writes_and_launches() {
+    let Some(mut s) = device_timed() else { return };
+    for resolve_first in [false, true] {
+        let x = upload(&mut s, u32_bytes(&[0; 256]), S0);
+        let t = s.start_profile(S0).expect("start");
+        launch(&mut s, inc_kernel(), CubeCount::x(4), &[&x], S0);
+        let d = s.end_profile(S0, t).expect("end");
+        // The window's future submits its batch on another thread, before
+        // or while the host write and the next launch go in behind it.
+        let waiter = std::thread::spawn(move || futures::executor::block_on(d.resolve()));
+        if resolve_first {
+            waiter.join().expect("thread").expect("resolve");
+            s.write(vec![(x.copy_descriptor(), u32_bytes(&[10; 256]).into())], S0);
+            launch(&mut s, inc_kernel(), CubeCount::x(4), &[&x], S0);
+        } else {
+            s.write(vec![(x.copy_descriptor(), u32_bytes(&[10; 256]).into())], S0);
+            launch(&mut s, inc_kernel(), CubeCount::x(4), &[&x], S0);
+            waiter.join().expect("thread").expect("resolve");
+        }
+        let got = bytes_u32(&read(&mut s, &x, S0).expect("read"));
+        assert_eq!(got, vec![11; 256], "resolved first: {resolve_first}");
+    }
+}
+
+#[test]
+fn windows_dropped_unresolved_leave_the_stream_intact() {
+    let Some(mut s) = device_timed() else { return };
+    let x = upload(&mut s, u32_bytes(&[0; 256]), S0);
+    for _ in 0..300 {
+        let t = s.start_profile(S0).expect("start");
+        launch(&mut s, inc_kernel(), CubeCount::x(4), &[&x], S0);
+        drop(s.end_profile(S0, t).expect("end"));
+    }
+    assert_eq!(bytes_u32(&read(&mut s, &x, S0).expect("read")), vec![300; 256]);
+    assert_eq!(s.open_profile_windows(), 0);
+}
+
+#[test]
+fn server_calls_inside_a_callers_executor_do_not_panic() {
+    // Error scopes and waits inside a call used to run a nested executor.
+    futures::executor::block_on(async {
+        let mut s = server();
+        let x = upload(&mut s, u32_bytes(&[1; 64]), S0);
+        launch(&mut s, inc_kernel(), CubeCount::x(1), &[&x], S0);
+        let got = s.read(vec![x.copy_descriptor()], S0).await.expect("read");
+        assert_eq!(bytes_u32(&got[0]), vec![2; 64]);
+        let mut sys = with_timing(TimingMethod::System);
+        let t = sys.start_profile(S0).expect("start");
+        let d = sys.end_profile(S0, t).expect("end");
+        d.resolve().await.expect("system window");
+        if s.timing_method() == TimingMethod::Device {
+            let t = s.start_profile(S0).expect("start");
+            launch(&mut s, inc_kernel(), CubeCount::x(1), &[&x], S0);
+            let d = s.end_profile(S0, t).expect("end");
+            d.resolve().await.expect("device window");
+        }
+    });
+}

@@ -201,6 +201,9 @@ pub fn figures(s: &mut S, o: &Options, out: &mut Vec<Figure>) -> Result<(), Serv
     }
     push(out, "steps.sync_idle_us", ours, theirs, "raw poll");
 
+    // What a window's end is made of, on raw wgpu: each piece alone.
+    raw_window_pieces(&device, &queue, out);
+
     // A profile window around nothing: start, end.
     let (mut start, mut end) = (Vec::new(), Vec::new());
     let mut whole = Vec::new();
@@ -260,4 +263,86 @@ pub fn figures(s: &mut S, o: &Options, out: &mut Vec<Figure>) -> Result<(), Serv
     );
     push(out, "steps.free_ns", free, whole, "reserve + free");
     Ok(())
+}
+
+/// The raw wgpu pieces a device-timed window's end is made of, each timed
+/// alone over many repetitions (us per piece): a 16-byte `MAP_READ`
+/// readback created and dropped, an empty pass writing a timestamp, a
+/// query resolve with its copy, a command encoder created and finished, and
+/// an empty `queue.submit`.
+fn raw_window_pieces(device: &wgpu::Device, queue: &wgpu::Queue, out: &mut Vec<Figure>) {
+    const N: u32 = 500;
+    let per = |t: Instant| us(t.elapsed()) / f64::from(N);
+    let query_set = device.create_query_set(&wgpu::QuerySetDescriptor {
+        label: None,
+        ty: wgpu::QueryType::Timestamp,
+        count: 2,
+    });
+    let resolve = raw::buffer(
+        device,
+        16,
+        wgpu::BufferUsages::QUERY_RESOLVE | wgpu::BufferUsages::COPY_SRC,
+    );
+    let readback = raw::buffer(
+        device,
+        16,
+        wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+    );
+    let mut pieces = Vec::new();
+    let t = Instant::now();
+    for _ in 0..N {
+        drop(raw::buffer(
+            device,
+            16,
+            wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+        ));
+    }
+    pieces.push(("steps.raw_window.readback_create_us", per(t)));
+    let timestamps = device.features().contains(wgpu::Features::TIMESTAMP_QUERY);
+    if timestamps {
+        let mut enc = device.create_command_encoder(&Default::default());
+        let t = Instant::now();
+        for _ in 0..N {
+            let _pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor {
+                label: None,
+                timestamp_writes: Some(wgpu::ComputePassTimestampWrites {
+                    query_set: &query_set,
+                    beginning_of_pass_write_index: Some(1),
+                    end_of_pass_write_index: None,
+                }),
+            });
+        }
+        pieces.push(("steps.raw_window.stamp_pass_us", per(t)));
+        let t = Instant::now();
+        for _ in 0..N {
+            enc.resolve_query_set(&query_set, 0..2, &resolve, 0);
+            enc.copy_buffer_to_buffer(&resolve, 0, &readback, 0, 16);
+        }
+        pieces.push(("steps.raw_window.resolve_copy_us", per(t)));
+        queue.submit(Some(enc.finish()));
+        raw::wait(device);
+    }
+    let t = Instant::now();
+    let mut finished = Vec::with_capacity(N as usize);
+    for _ in 0..N {
+        finished.push(device.create_command_encoder(&Default::default()).finish());
+    }
+    pieces.push(("steps.raw_window.encoder_us", per(t)));
+    queue.submit(finished);
+    raw::wait(device);
+    let t = Instant::now();
+    for _ in 0..N {
+        queue.submit(std::iter::empty());
+    }
+    pieces.push(("steps.raw_window.empty_submit_us", per(t)));
+    raw::wait(device);
+    for (name, value) in pieces {
+        out.push(Figure::new(
+            name,
+            value,
+            "us per piece",
+            "one piece alone, raw wgpu",
+            value,
+        ));
+    }
 }

@@ -15,4 +15,11 @@ pub enum InternalFault {
         /// The page.
         page: StorageId,
     },
+    /// A batch parked to be submitted later (a profile window's end) has
+    /// no record of its submission.
+    #[error("parked batch {number} has no submission")]
+    ParkedBatchLost {
+        /// The batch's number on its stream.
+        number: u64,
+    },
 }

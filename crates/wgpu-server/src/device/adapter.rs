@@ -63,8 +63,13 @@ pub fn summary(info: &wgpu::AdapterInfo) -> AdapterSummary {
 /// Every adapter of `instance`, most capable first, filtered by
 /// `WGPU_SERVER_ADAPTER`.
 pub fn ranked_adapters(instance: &wgpu::Instance) -> Vec<wgpu::Adapter> {
-    let mut adapters =
-        futures::executor::block_on(instance.enumerate_adapters(wgpu::Backends::all()));
+    // Unresolved at once only on backends the server does not run on:
+    // then no adapter is found, and the caller says so.
+    let mut adapters = super::faults::ready(
+        instance.enumerate_adapters(wgpu::Backends::all()),
+        "enumerating adapters",
+    )
+    .unwrap_or_default();
     if let Ok(wanted) = std::env::var(ADAPTER_ENV)
         && !wanted.trim().is_empty()
     {
@@ -158,16 +163,18 @@ pub fn open(id: DeviceId) -> Result<(wgpu::Adapter, wgpu::Device, wgpu::Queue), 
             },
         })?;
     let features = adapter.features() & OPTIONAL_FEATURES;
-    let (device, queue) =
-        futures::executor::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
+    let (device, queue) = super::faults::ready(
+        adapter.request_device(&wgpu::DeviceDescriptor {
             label: Some("wgpu-server"),
             required_features: features,
             required_limits: adapter.limits(),
             experimental_features: wgpu::ExperimentalFeatures::disabled(),
             memory_hints: wgpu::MemoryHints::Performance,
             trace: wgpu::Trace::Off,
-        }))
-        .map_err(|e| ServerError::DeviceLost {
+        }),
+        "requesting a device",
+    )?
+    .map_err(|e| ServerError::DeviceLost {
             reason: format!("request_device failed: {e}"),
         })?;
     Ok((adapter, device, queue))

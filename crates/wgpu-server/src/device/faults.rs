@@ -123,13 +123,15 @@ impl DeviceFaults {
 
 /// Runs `f` inside validation and out-of-memory error scopes, turning what
 /// they catch into a [`ServerError`]. On native wgpu the scope's future is
-/// ready when popped, so this does not wait on the GPU.
+/// ready when popped, so it is polled once, not run on an executor: this
+/// runs inside futures too (a profile window's submits its parked batch),
+/// and inside a caller's `block_on`, where a nested executor would panic.
 pub fn scoped<R>(device: &wgpu::Device, f: impl FnOnce() -> R) -> Result<R, ServerError> {
     let oom = device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
     let validation = device.push_error_scope(wgpu::ErrorFilter::Validation);
     let out = f();
-    let validation = futures::executor::block_on(validation.pop());
-    let oom = futures::executor::block_on(oom.pop());
+    let validation = ready(validation.pop(), "popping an error scope")?;
+    let oom = ready(oom.pop(), "popping an error scope")?;
     if let Some(e) = oom {
         return Err(ServerError::OutOfMemory {
             size: 0,
@@ -142,4 +144,17 @@ pub fn scoped<R>(device: &wgpu::Device, f: impl FnOnce() -> R) -> Result<R, Serv
         });
     }
     Ok(out)
+}
+
+/// The output of a wgpu future that native backends resolve at once
+/// (error scopes, adapter and device requests), polled once rather than
+/// run on an executor: a server call may run inside a caller's executor,
+/// where a nested `block_on` panics. A backend that would resolve it later
+/// is unsupported.
+pub fn ready<F: std::future::Future>(f: F, what: &'static str) -> Result<F::Output, ServerError> {
+    use futures::FutureExt;
+    f.now_or_never().ok_or(ServerError::Unsupported {
+        what,
+        reason: "this wgpu backend resolves it later; the server needs it at once",
+    })
 }

@@ -74,6 +74,55 @@ impl Waiter {
         if self.is_done(no) {
             return Ok(());
         }
+        self.poll_until(index, no).await
+    }
+
+    /// Waits as [`Waiter::wait`], but polls even when the submission is
+    /// known to have run: for a buffer mapped after its submission, whose
+    /// map callback runs only in a poll that follows the request.
+    pub async fn wait_polled(
+        self,
+        index: wgpu::SubmissionIndex,
+        no: u64,
+    ) -> Result<(), ServerError> {
+        self.poll_until(index, no).await
+    }
+
+    /// Waits as [`Waiter::wait`] on the calling thread, with no executor:
+    /// for a server call's own wait (a call may run inside the caller's
+    /// executor, where a nested `block_on` panics).
+    pub fn wait_blocking(
+        &self,
+        index: Option<wgpu::SubmissionIndex>,
+        no: u64,
+    ) -> Result<(), ServerError> {
+        let Some(index) = index else {
+            return Ok(());
+        };
+        if self.is_done(no) {
+            return Ok(());
+        }
+        let _polling = self.poll_lock.lock();
+        let poll = |index: Option<wgpu::SubmissionIndex>| {
+            self.device.poll(wgpu::PollType::Wait {
+                submission_index: index,
+                timeout: None,
+            })
+        };
+        match poll(Some(index)) {
+            Err(wgpu::PollError::WrongSubmissionIndex(..)) => poll(None),
+            other => other,
+        }
+        .map_err(|e| {
+            let reason = format!("poll failed: {e}");
+            self.faults.mark_lost(reason.clone());
+            ServerError::DeviceLost { reason }
+        })?;
+        self.completed.fetch_max(no, Ordering::AcqRel);
+        Ok(())
+    }
+
+    async fn poll_until(self, index: wgpu::SubmissionIndex, no: u64) -> Result<(), ServerError> {
         let index = Some(index);
         let poll = |index: Option<wgpu::SubmissionIndex>, timeout| {
             self.device.poll(wgpu::PollType::Wait {

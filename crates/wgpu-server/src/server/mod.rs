@@ -119,9 +119,16 @@ impl<C: WgpuCompiler> WgpuServer<C> {
         self.gpu.queue()
     }
 
-    /// Queue submissions made so far.
+    /// Stream batches the scheduler submitted so far (a flush, a sync, a
+    /// full batch, ordering across streams).
     pub fn submit_count(&self) -> u64 {
         self.streams.submit_count()
+    }
+
+    /// `queue.submit` calls made so far, by anyone: stream batches, host
+    /// copies, a profile window's parked batch submitted by its future.
+    pub fn queue_submit_count(&self) -> u64 {
+        self.streams.backend().last_submission().1
     }
 
     /// Starts recording a timeline of every launch (per-launch GPU

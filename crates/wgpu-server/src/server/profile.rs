@@ -12,6 +12,7 @@ use compute_wgsl::WgpuCompiler;
 use crate::device::map::MapRead;
 use crate::device::stamps::{self, PAIR_BYTES};
 use crate::server::WgpuServer;
+use crate::stream::parked::ParkTicket;
 use crate::timing::windows::{Measure, Slot};
 
 /// Submits `stream` (and pending host writes) and waits for the queue.
@@ -19,7 +20,7 @@ fn drain<C: WgpuCompiler>(s: &mut WgpuServer<C>, stream: StreamId) -> Result<(),
     s.streams.submit(stream);
     let index = s.streams.backend_mut().flush_host_writes();
     let no = s.streams.backend().last_submission().1;
-    futures::executor::block_on(s.gpu.waiter().clone().wait(index, no))
+    s.gpu.waiter().wait_blocking(index, no)
 }
 
 pub(crate) fn start<C: WgpuCompiler>(
@@ -142,9 +143,14 @@ pub(crate) fn end<C: WgpuCompiler>(
     }
 }
 
-/// Resolves a window's two timestamps, submits, and returns the future of
-/// their difference. The slot goes back to the pool at once: any later
-/// window writes it in a later position of the queue.
+/// Resolves a window's two timestamps and returns the future of their
+/// difference, without a submit of its own: the batch that holds the
+/// resolve is parked (`stream/parked.rs`) and goes to the queue with the
+/// stream's next submit, or from the future, awaited before that. A batch
+/// the task count submitted already needs nothing more; one held back
+/// behind a collective is submitted now, as any wait for it would. The
+/// slot goes back to the pool at once: any later window writes it in a
+/// later position of the queue.
 fn resolve<C: WgpuCompiler>(
     s: &mut WgpuServer<C>,
     stream: StreamId,
@@ -158,22 +164,60 @@ fn resolve<C: WgpuCompiler>(
     }
     s.timing.profiler_mut().give_back(slot);
     s.streams.task_done(stream);
-    s.streams.submit(stream);
-    let size = readback.size();
-    let map = MapRead::start(readback, 0..size);
-    let (_, ws) = s.streams.encoder(stream);
-    let (index, no) = ws.last_submission();
-    let done = s.gpu.waiter().clone().wait(index, no);
+    let pending = s.streams.pending_tasks(stream) > 0;
+    let parked = if pending {
+        let (backend, ws) = s.streams.encoder(stream);
+        backend.park(stream, ws)
+    } else {
+        None
+    };
+    let submitted = match parked {
+        Some(ticket) => Submitted::Parked(ticket),
+        None => {
+            if pending {
+                s.streams.submit(stream);
+            }
+            let (_, ws) = s.streams.encoder(stream);
+            Submitted::Now(ws.last_submission())
+        }
+    };
+    let waiter = s.gpu.waiter().clone();
     let faults = Arc::clone(s.gpu.faults());
     let period = s.gpu.queue().get_timestamp_period();
     Ok(ProfileDuration::new(
         TimingMethod::Device,
         Box::pin(async move {
-            done.await?;
+            let (index, no) = match submitted {
+                Submitted::Parked(ticket) => {
+                    let (index, no) = ticket
+                        .submission()
+                        .map_err(|e| ProfileError::Server((*e).clone()))?;
+                    (Some(index), no)
+                }
+                Submitted::Now(last) => last,
+            };
+            let Some(index) = index else {
+                return Err(ProfileError::Server(ServerError::Mapping {
+                    reason: "the timestamps of a profile window were never submitted".into(),
+                }));
+            };
+            // Mapped once submitted (a mapped buffer cannot be), then a
+            // poll that follows the request runs its callback.
+            let size = readback.size();
+            let map = MapRead::start(readback, 0..size);
+            waiter.wait_polled(index, no).await?;
             let (view, _) = map.view(&faults, "timestamps").await?;
             stamps::duration(&view, period).ok_or(ProfileError::Server(ServerError::Mapping {
                 reason: "timestamp readback too short".into(),
             }))
         }),
     ))
+}
+
+/// Where a window's resolve went.
+enum Submitted {
+    /// Parked with its batch: the future submits it if nothing else has.
+    Parked(ParkTicket),
+    /// Submitted (or nothing to submit): the stream's last submission.
+    Now((Option<wgpu::SubmissionIndex>, u64)),
 }

@@ -15,7 +15,8 @@ use compute_stream::{BatchFailure, SchedulerStreamBackend, Submitted, Urgency};
 
 use crate::memory::upload::{CopyTarget, HostCopies, UploadPool};
 use crate::stream::WgpuStream;
-use crate::stream::batch::Batch;
+use crate::stream::batch::{Batch, FinishedBatch};
+use crate::stream::parked::{ParkTicket, Taking};
 use crate::stream::gate::Gate;
 use crate::stream::handoff::{HandOff, HandOffs};
 use crate::stream::submit::Submitter;
@@ -200,6 +201,18 @@ impl ScheduledWgpuBackend {
         true
     }
 
+    /// Parks `stream`'s batch (see `parked.rs`) instead of submitting it:
+    /// pending host copies go to the queue first, so the batch, submitted
+    /// later from any thread, never passes them. `None` when the batch is
+    /// held back or empty.
+    pub(crate) fn park(&mut self, id: StreamId, stream: &mut WgpuStream) -> Option<ParkTicket> {
+        if stream.has_hold() {
+            return None;
+        }
+        self.flush_host_copies();
+        stream.park(id, &self.submitter)
+    }
+
     /// Submits a command buffer that belongs to no stream (the timeline's
     /// resolve); returns it with its number.
     pub(crate) fn submit_outside(
@@ -219,6 +232,33 @@ impl ScheduledWgpuBackend {
             self.submitted();
         }
         self.submitter.newest().0
+    }
+
+    /// Submits `batches` of `stream` (parked ones, then its own) in one
+    /// submission, telling the parked batches' lock how it went.
+    fn submit_batches(
+        &mut self,
+        id: StreamId,
+        stream: &mut WgpuStream,
+        taking: Taking<'_>,
+        batches: Vec<FinishedBatch>,
+    ) -> Result<(), BatchFailure> {
+        if batches.is_empty() {
+            return Ok(());
+        }
+        match self.submitter.submit_all(id, batches) {
+            Ok(submission) => {
+                taking.done(Ok(&submission));
+                self.submitted();
+                stream.submitted(submission.0, submission.1);
+                Ok(())
+            }
+            Err((error, writes)) => {
+                taking.done(Err(&error));
+                stream.set_failed(true);
+                Err(BatchFailure { error, writes })
+            }
+        }
     }
 
     /// Waits for what holds `stream`'s batch when it must go now
@@ -299,32 +339,41 @@ impl SchedulerStreamBackend for ScheduledWgpuBackend {
         self.handed = None;
         // Host writes' copies were asked for first: they go first.
         self.flush_host_copies();
+        // Parked batches come before anything encoded after them; the lock
+        // taken here keeps a waiter from submitting them meanwhile.
+        let parked = stream.parked().clone();
+        let (taking, mut batches) = parked.take();
+        if let Some(covered) = taking.covered() {
+            stream.cover(covered);
+        }
+        if !batches.is_empty() && stream.has_hold() {
+            // They were parked before the hold: they do not wait for it.
+            let earlier = std::mem::take(&mut batches);
+            self.submit_batches(id, stream, taking, earlier)?;
+            // The stream's own batch, as if nothing had been parked.
+            return SchedulerStreamBackend::submit(self, id, stream, urgency);
+        }
         let was_held = match self.release(id, stream, urgency) {
             Ok(was_held) => was_held,
             Err(later) => return Ok(later),
         };
-        let Some(batch) = stream.batch().finish(self.submitter.timing()) else {
-            if was_held {
-                // A result written with `write_buffer` reaches the GPU with
-                // the next submit, which must happen even with nothing
-                // encoded.
-                self.host_writes_pending = true;
-                self.flush_host_writes();
+        match stream.batch().finish(self.submitter.timing()) {
+            Some(own) => batches.push(own),
+            None if batches.is_empty() => {
+                if was_held {
+                    // A result written with `write_buffer` reaches the GPU
+                    // with the next submit, which must happen even with
+                    // nothing encoded.
+                    self.host_writes_pending = true;
+                    self.flush_host_writes();
+                }
+                let (newest, no) = self.submitter.newest();
+                stream.caught_up(newest, no);
+                return Ok(Submitted::Yes);
             }
-            let (newest, no) = self.submitter.newest();
-            stream.caught_up(newest, no);
-            return Ok(Submitted::Yes);
-        };
-        match self.submitter.submit(id, batch) {
-            Ok((index, no)) => {
-                self.submitted();
-                stream.submitted(index, no);
-                Ok(Submitted::Yes)
-            }
-            Err((error, writes)) => {
-                stream.set_failed(true);
-                Err(BatchFailure { error, writes })
-            }
+            None => {}
         }
+        self.submit_batches(id, stream, taking, batches)?;
+        Ok(Submitted::Yes)
     }
 }

@@ -14,6 +14,8 @@
 //!   outside the queue (a collective's result) waits;
 //! - `handoff`: a held batch handed to whoever submits it once its gate is
 //!   settled (the collective applier), so nothing waits for another rank;
+//! - `parked`: batches finished before the stream submits them (a profile
+//!   window's end), submitted with its next submit or by a waiter;
 //! - `audit`: indirect counts read back once a batch has run (late
 //!   verdicts);
 //! - `reports`: the bounds reports of kernels compiled with
@@ -28,16 +30,20 @@ mod backend;
 pub(crate) mod batch;
 pub(crate) mod gate;
 pub(crate) mod handoff;
+pub(crate) mod parked;
 pub(crate) mod reports;
 pub(crate) mod submit;
 pub(crate) mod timing;
 
 use std::sync::Arc;
 
+use compute_runtime::StreamId;
+
 pub use backend::ScheduledWgpuBackend;
 
 use crate::stream::batch::{Batch, FinishedBatch};
 use crate::stream::gate::Gate;
+use crate::stream::parked::{ParkTicket, Parked, Submission};
 
 /// One stream's pending work: its batch, what it is held behind, and what
 /// its submissions were.
@@ -58,6 +64,8 @@ pub struct WgpuStream {
     last_no: u64,
     /// The last submit of this stream failed (the queue refused its batch).
     failed: bool,
+    /// Batches finished and not submitted yet (see `parked`).
+    parked: Parked,
 }
 
 impl WgpuStream {
@@ -105,6 +113,32 @@ impl WgpuStream {
         let finished = self.batch.finish(timing)?;
         self.handed_off = true;
         Some(finished)
+    }
+
+    /// Parks the batch (see `parked`): finished now, submitted with the
+    /// stream's next submit or by whoever waits on it first. `None` when
+    /// nothing is encoded, or when the batch is held back (a held batch
+    /// goes to the queue only once what holds it is settled).
+    fn park(&mut self, id: StreamId, submitter: &submit::Submitter) -> Option<ParkTicket> {
+        if self.hold.is_some() {
+            return None;
+        }
+        let finished = self.batch.finish(submitter.timing())?;
+        Some(self.parked.park(id, finished, submitter))
+    }
+
+    /// The stream's parked batches.
+    pub(crate) fn parked(&self) -> &Parked {
+        &self.parked
+    }
+
+    /// Parked batches were submitted from another thread as `s`: the
+    /// stream's last submission covers them.
+    fn cover(&mut self, s: &Submission) {
+        if s.1 > self.last_no {
+            self.last = Some(s.0.clone());
+            self.last_no = s.1;
+        }
     }
 
     /// The last submission of this stream (the newest of any stream when

@@ -91,23 +91,41 @@ impl Submitter {
         stream: StreamId,
         batch: FinishedBatch,
     ) -> Result<(wgpu::SubmissionIndex, u64), (ServerError, FinishedWrites)> {
-        let FinishedBatch {
-            commands,
-            writes,
-            audit,
-            timing,
-        } = batch;
-        match self.commands(Some(commands)) {
+        self.submit_all(stream, vec![batch])
+    }
+
+    /// Submits `stream`'s batches, in order, in one `queue.submit` (parked
+    /// batches and the stream's own, see `parked.rs`). Refused, every
+    /// batch's audits are judged with the refusal, and what they all wrote
+    /// is the caller's to poison.
+    pub fn submit_all(
+        &self,
+        stream: StreamId,
+        batches: Vec<FinishedBatch>,
+    ) -> Result<(wgpu::SubmissionIndex, u64), (ServerError, FinishedWrites)> {
+        let mut commands = Vec::with_capacity(batches.len());
+        let mut after = Vec::with_capacity(batches.len());
+        for b in batches {
+            commands.push(b.commands);
+            after.push((b.writes, b.audit, b.timing));
+        }
+        match self.commands(commands) {
             Ok((index, no)) => {
-                if let (Some(t), Some(r)) = (&self.timing, timing) {
-                    t.after_submit(r);
+                for (_, audit, timing) in after {
+                    if let (Some(t), Some(r)) = (&self.timing, timing) {
+                        t.after_submit(r);
+                    }
+                    audit.submitted(stream, self.indirect_max, &self.late);
                 }
-                audit.submitted(stream, self.indirect_max, &self.late);
                 Ok((index, no))
             }
             Err(error) => {
-                audit.abandon(stream, &self.late, &error);
-                Err((error, writes))
+                let mut wrote = Vec::new();
+                for (writes, audit, _) in after {
+                    audit.abandon(stream, &self.late, &error);
+                    wrote.extend(writes);
+                }
+                Err((error, wrote))
             }
         }
     }
