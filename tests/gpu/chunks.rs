@@ -1,8 +1,9 @@
 //! `read_chunks`: the chunks put together are `read`'s bytes, in order, for
 //! any chunk size and any range; refusals are `read`'s, plus the chunk
-//! size's own; later work on the stream never reaches a chunk.
+//! size's own; later work on the stream never reaches a chunk. And large
+//! writes, the other bulk path, land whole and in order.
 
-use compute_runtime::{CopyDescriptor, CubeCount, Handle, ServerError};
+use compute_runtime::{CopyDescriptor, CubeCount, Handle, Server, ServerError};
 use futures::executor::block_on_stream;
 use wgpu_server::{MAX_READ_CHUNKS, ReadChunk};
 
@@ -126,4 +127,62 @@ fn work_after_the_call_never_reaches_a_chunk() {
         .expect("chunks");
     assert_eq!(bytes_u32(&joined(&got)), vec![5; n]);
     assert_eq!(bytes_u32(&read(&mut s, &h, S0).expect("read")), vec![6; n]);
+}
+
+/// A large write: 16 MiB, filled by several threads.
+const BIG: usize = 16 << 20;
+
+#[test]
+fn large_writes_land_whole_and_in_order() {
+    let mut s = server();
+    // Past the mapped upload path's threshold, several threads' pieces and
+    // a tail that ends inside a word
+    // (at the end of its slice, whose padding is its own), after four bytes
+    // that must keep their value, beside a slice that must keep its bytes.
+    let len = 2 * BIG + (1 << 20) + 6;
+    let slice = alloc(&mut s, len as u64 + 4, S0);
+    let bystander = upload(&mut s, vec![0x5Au8; 4096], S0);
+    s.write(
+        vec![(slice.copy_descriptor(), vec![0xEEu8; len + 4].into())],
+        S0,
+    );
+    let tail = Handle {
+        offset: 4,
+        size: len as u64,
+        ..slice.clone()
+    };
+    let data: Vec<u8> = (0..len).map(|i| (i * 13 % 251) as u8).collect();
+    s.write(vec![(tail.copy_descriptor(), data.clone().into())], S0);
+    let all = read(&mut s, &slice, S0).expect("read").to_vec();
+    assert_eq!(&all[..4], &[0xEE; 4], "the bytes before");
+    assert!(all[4..] == data[..], "the chunks, in place");
+    assert_eq!(
+        read(&mut s, &bystander, S0).expect("bystander").to_vec(),
+        vec![0x5A; 4096]
+    );
+
+    // Work queued after a large write sees it, on a range that crosses
+    // the pieces of two fill threads.
+    let n = (BIG + (1 << 20)) / 4;
+    let x = alloc(&mut s, (n * 4) as u64, S0);
+    s.write(
+        vec![(x.copy_descriptor(), u32_bytes(&vec![41; n]).into())],
+        S0,
+    );
+    let from = n - (3 << 18);
+    let across = Handle {
+        offset: (from * 4) as u64,
+        size: (3 << 20) as u64,
+        ..x.clone()
+    };
+    launch(
+        &mut s,
+        inc_kernel(),
+        CubeCount::x((3 << 18) / 64),
+        &[&across],
+        S0,
+    );
+    let got = bytes_u32(&read(&mut s, &x, S0).expect("read x"));
+    assert!(got[..from].iter().all(|v| *v == 41));
+    assert!(got[from..].iter().all(|v| *v == 42));
 }

@@ -316,10 +316,16 @@ fn a_parked_window_keeps_its_place_before_later_writes_and_launches() {
         let waiter = std::thread::spawn(move || futures::executor::block_on(d.resolve()));
         if resolve_first {
             waiter.join().expect("thread").expect("resolve");
-            s.write(vec![(x.copy_descriptor(), u32_bytes(&[10; 256]).into())], S0);
+            s.write(
+                vec![(x.copy_descriptor(), u32_bytes(&[10; 256]).into())],
+                S0,
+            );
             launch(&mut s, inc_kernel(), CubeCount::x(4), &[&x], S0);
         } else {
-            s.write(vec![(x.copy_descriptor(), u32_bytes(&[10; 256]).into())], S0);
+            s.write(
+                vec![(x.copy_descriptor(), u32_bytes(&[10; 256]).into())],
+                S0,
+            );
             launch(&mut s, inc_kernel(), CubeCount::x(4), &[&x], S0);
             waiter.join().expect("thread").expect("resolve");
         }
@@ -337,7 +343,10 @@ fn windows_dropped_unresolved_leave_the_stream_intact() {
         launch(&mut s, inc_kernel(), CubeCount::x(4), &[&x], S0);
         drop(s.end_profile(S0, t).expect("end"));
     }
-    assert_eq!(bytes_u32(&read(&mut s, &x, S0).expect("read")), vec![300; 256]);
+    assert_eq!(
+        bytes_u32(&read(&mut s, &x, S0).expect("read")),
+        vec![300; 256]
+    );
     assert_eq!(s.open_profile_windows(), 0);
 }
 

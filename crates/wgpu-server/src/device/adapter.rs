@@ -175,8 +175,8 @@ pub fn open(id: DeviceId) -> Result<(wgpu::Adapter, wgpu::Device, wgpu::Queue), 
         "requesting a device",
     )?
     .map_err(|e| ServerError::DeviceLost {
-            reason: format!("request_device failed: {e}"),
-        })?;
+        reason: format!("request_device failed: {e}"),
+    })?;
     Ok((adapter, device, queue))
 }
 

@@ -16,9 +16,9 @@ use compute_stream::{BatchFailure, SchedulerStreamBackend, Submitted, Urgency};
 use crate::memory::upload::{CopyTarget, HostCopies, UploadPool};
 use crate::stream::WgpuStream;
 use crate::stream::batch::{Batch, FinishedBatch};
-use crate::stream::parked::{ParkTicket, Taking};
 use crate::stream::gate::Gate;
 use crate::stream::handoff::{HandOff, HandOffs};
+use crate::stream::parked::{ParkTicket, Taking};
 use crate::stream::submit::Submitter;
 
 /// Host-write bytes queued without a submit before the backend submits an

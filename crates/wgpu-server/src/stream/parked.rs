@@ -74,7 +74,12 @@ impl Parked {
     }
 
     /// Parks `stream`'s `batch`; returns the ticket of whoever waits on it.
-    pub fn park(&self, stream: StreamId, batch: FinishedBatch, submitter: &Submitter) -> ParkTicket {
+    pub fn park(
+        &self,
+        stream: StreamId,
+        batch: FinishedBatch,
+        submitter: &Submitter,
+    ) -> ParkTicket {
         let mut state = self.lock();
         state.batches.push(batch);
         state.parked += 1;
