@@ -268,8 +268,8 @@ pub fn figures(s: &mut S, o: &Options, out: &mut Vec<Figure>) -> Result<(), Serv
 /// The raw wgpu pieces a device-timed window's end is made of, each timed
 /// alone over many repetitions (us per piece): a 16-byte `MAP_READ`
 /// readback created and dropped, an empty pass writing a timestamp, a
-/// query resolve with its copy, a command encoder created and finished, and
-/// an empty `queue.submit`.
+/// query resolve with its copy, a command encoder created and finished
+/// empty and holding all of these, and an empty `queue.submit`.
 fn raw_window_pieces(device: &wgpu::Device, queue: &wgpu::Queue, out: &mut Vec<Figure>) {
     const N: u32 = 500;
     let per = |t: Instant| us(t.elapsed()) / f64::from(N);
@@ -320,6 +320,29 @@ fn raw_window_pieces(device: &wgpu::Device, queue: &wgpu::Queue, out: &mut Vec<F
         }
         pieces.push(("steps.raw_window.resolve_copy_us", per(t)));
         queue.submit(Some(enc.finish()));
+        raw::wait(device);
+        // What a parked window's end finishes: an encoder holding the two
+        // stamp passes, the resolve and its copy.
+        let t = Instant::now();
+        let mut finished = Vec::with_capacity(N as usize);
+        for _ in 0..N {
+            let mut enc = device.create_command_encoder(&Default::default());
+            for index in [0, 1] {
+                let _pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor {
+                    label: None,
+                    timestamp_writes: Some(wgpu::ComputePassTimestampWrites {
+                        query_set: &query_set,
+                        beginning_of_pass_write_index: Some(index),
+                        end_of_pass_write_index: None,
+                    }),
+                });
+            }
+            enc.resolve_query_set(&query_set, 0..2, &resolve, 0);
+            enc.copy_buffer_to_buffer(&resolve, 0, &readback, 0, 16);
+            finished.push(enc.finish());
+        }
+        pieces.push(("steps.raw_window.stamped_encoder_us", per(t)));
+        queue.submit(finished);
         raw::wait(device);
     }
     let t = Instant::now();

@@ -404,6 +404,10 @@ impl<B: SchedulerStreamBackend> SchedulerMultiStream<B> {
     /// deferred to its stream here, unless a `sync` has reported it already
     /// ([`LateFaults::claim`](crate::LateFaults::claim)).
     pub fn take_failures(&mut self) -> Vec<(StreamId, Arc<ServerError>)> {
+        // Every server call asks: nothing to take is the common answer.
+        if self.failures.is_empty() && self.trust.late().is_empty() {
+            return Vec::new();
+        }
         let (unreported, claimed) = self.trust.late().take_reports();
         for (stream, cause) in unreported {
             self.defer_error(stream, &cause);
