@@ -15,6 +15,7 @@
 //! repeats pays one hash lookup per launch. Indirect launches are not
 //! cached (their count may need a scratch slice of their own).
 
+use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 
 use compute_runtime::{CubeCount, KernelArguments, KernelId, MemoryId, StorageId};
@@ -31,7 +32,7 @@ pub const MAX_SCALARS: usize = 32;
 pub const MAX_ENTRIES: usize = 4096;
 
 /// What makes two launches resolve the same.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct LaunchKey {
     kernel: KernelId,
     options: WgpuCompilationOptions,
@@ -71,6 +72,19 @@ impl LaunchKey {
         }
         key.scalars[..args.scalars.len()].copy_from_slice(&args.scalars);
         Some(key)
+    }
+}
+
+/// Hashes the bindings and scalar bytes in use only: the unused tail is
+/// zeros in every key (so keys equal under the derived `Eq` hash equal),
+/// and hashing all of it was a sixth of a launch's instructions.
+impl Hash for LaunchKey {
+    fn hash<H: Hasher>(&self, h: &mut H) {
+        self.kernel.hash(h);
+        self.options.hash(h);
+        self.count.hash(h);
+        self.bindings[..usize::from(self.len)].hash(h);
+        self.scalars[..usize::from(self.scalar_len)].hash(h);
     }
 }
 
