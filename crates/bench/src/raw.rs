@@ -158,6 +158,17 @@ impl Readback {
     }
 }
 
+/// Bytes of a chunk one worker uses: a chunk is spread over several
+/// workers, so the last chunk's use is short.
+pub const USE_PIECE: usize = 1 << 20;
+
+/// The ranges of `len` bytes in pieces of `piece`.
+pub fn pieces(len: usize, piece: usize) -> impl Iterator<Item = std::ops::Range<usize>> {
+    (0..len)
+        .step_by(piece.max(1))
+        .map(move |at| at..(at + piece).min(len))
+}
+
 /// The raw chunked read: one reused `MAP_READ` buffer per chunk, every
 /// chunk's copy submitted on its own up front, then each chunk waited for,
 /// used and unmapped in order, so the use of one overlaps the copies of the
@@ -183,8 +194,8 @@ impl ChunkedReadback {
     }
 
     /// Copies `src` chunk by chunk and, as each chunk's copy has run, hands
-    /// the mapped chunk to `workers` running `use_chunk`; returns the
-    /// wrapping sum of what they return.
+    /// the mapped chunk to `workers` running `use_chunk`, one job per
+    /// [`USE_PIECE`]; returns the wrapping sum of what they return.
     pub fn read(
         &self,
         device: &wgpu::Device,
@@ -207,8 +218,12 @@ impl ChunkedReadback {
                 timeout: None,
             });
             if let Ok(view) = staging.slice(..).get_mapped_range() {
-                workers.run(move || use_chunk(&view));
-                given += 1;
+                let view = std::sync::Arc::new(view);
+                for piece in pieces(view.len(), USE_PIECE) {
+                    let view = std::sync::Arc::clone(&view);
+                    workers.run(move || use_chunk(&view[piece]));
+                    given += 1;
+                }
             }
         }
         // Every view is dropped by its job before the job reports.
