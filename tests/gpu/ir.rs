@@ -74,6 +74,52 @@ fn elementwise_add_matches_the_host() {
     assert_eq!(c, expected);
 }
 
+/// `atan2(y, x)` on the device against the host's, around the circle
+/// (both axes included, the origin left out: WGSL leaves it undefined),
+/// within WGSL's bound for f32 `atan2` (4096 ULP of the result; at least
+/// 1e-6, for the result 0, whose ULP is a subnormal's).
+#[test]
+fn atan2_matches_the_host_in_every_quadrant() {
+    let k = compute_ir::KernelBuilder::new("atan2", [64, 1, 1]);
+    let ys = k.input(Scalar::F32);
+    let xs = k.input(Scalar::F32);
+    let out = k.output(Scalar::F32);
+    let gid = k.global_id();
+    let i = k.x(gid);
+    let y = k.load(ys, i);
+    let x = k.load(xs, i);
+    let a = k.atan2(y, x);
+    k.store(out, i, a);
+    let kernel = k.build().expect("kernel");
+
+    let n = 64;
+    let turn = |i: usize| std::f32::consts::TAU * i as f32 / n as f32;
+    let radius = |i: usize| 0.5 + (i % 5) as f32;
+    let y: Vec<f32> = (0..n).map(|i| radius(i) * turn(i).sin()).collect();
+    let x: Vec<f32> = (0..n).map(|i| radius(i) * turn(i).cos()).collect();
+    let mut s = server();
+    let (hy, hx) = (upload(&mut s, f32_bytes(&y)), upload(&mut s, f32_bytes(&x)));
+    let ho = upload(&mut s, vec![0; n * 4]);
+    run(
+        &mut s,
+        &kernel,
+        [1, 1, 1],
+        &[hy, hx, ho.clone()],
+        Vec::new(),
+    );
+    let got = bytes_f32(&read(&mut s, &ho));
+    for (i, g) in got.iter().enumerate() {
+        let want = y[i].atan2(x[i]);
+        let ulp = f32::from_bits(want.abs().to_bits() + 1) - want.abs();
+        assert!(
+            (g - want).abs() <= (4096.0 * ulp).max(1e-6),
+            "atan2({}, {}) = {g}, host {want}",
+            y[i],
+            x[i]
+        );
+    }
+}
+
 /// Buffers of `vec4<f32>`: the device moves 16 bytes per load and store and
 /// adds lane by lane, exactly as the host does; a binding of fewer bytes
 /// than one vector is refused before anything runs.

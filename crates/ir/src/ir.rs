@@ -150,6 +150,9 @@ pub enum BinOp {
     Max,
     /// `pow` (f32 and f16: no `f64` form on Vulkan).
     Pow,
+    /// `atan2(y, x)`, the left operand `y` (f32 and f16: no `f64` form on
+    /// Vulkan).
+    Atan2,
 }
 
 impl BinOp {
@@ -175,6 +178,7 @@ impl BinOp {
             BinOp::Min => "min",
             BinOp::Max => "max",
             BinOp::Pow => "pow",
+            BinOp::Atan2 => "atan2",
         }
     }
 

@@ -203,7 +203,7 @@ pub fn op_type(def: &KernelDef, op: &Op) -> Result<Type, IrError> {
                             s.is_numeric()
                         }
                         BinOp::Min | BinOp::Max => s.is_numeric(),
-                        BinOp::Pow => s.is_float() && s != Scalar::F64,
+                        BinOp::Pow | BinOp::Atan2 => s.is_float() && s != Scalar::F64,
                         BinOp::And | BinOp::Or | BinOp::Xor => s.is_int() || s == Scalar::Bool,
                         BinOp::Eq | BinOp::Ne => true,
                         BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge => s.is_numeric(),

@@ -244,6 +244,8 @@ impl KernelBuilder {
         max => Max,
         /// `pow(x, y)`.
         pow => Pow,
+        /// `atan2(y, x)`: the angle of the point `(x, y)`, in radians.
+        atan2 => Atan2,
     }
 
     /// `cond ? on_true : on_false` (WGSL `select(on_false, on_true, cond)`).

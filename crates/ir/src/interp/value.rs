@@ -94,7 +94,21 @@ fn compare(op: BinOp, o: Option<std::cmp::Ordering>) -> u64 {
         BinOp::Le => o != Greater,
         BinOp::Gt => o == Greater,
         BinOp::Ge => o != Less,
-        _ => false,
+        // Not comparisons: the callers only pass comparisons.
+        BinOp::Add
+        | BinOp::Sub
+        | BinOp::Mul
+        | BinOp::Div
+        | BinOp::Rem
+        | BinOp::And
+        | BinOp::Or
+        | BinOp::Xor
+        | BinOp::Shl
+        | BinOp::Shr
+        | BinOp::Min
+        | BinOp::Max
+        | BinOp::Pow
+        | BinOp::Atan2 => false,
     })
 }
 
@@ -120,7 +134,16 @@ macro_rules! int_binary {
             BinOp::Shr => x.wrapping_shr((y as u32) & $shift_mask),
             BinOp::Min => x.min(y),
             BinOp::Max => x.max(y),
-            _ => 0,
+            // Comparisons returned above; float-only operations are refused
+            // on integers by the type check.
+            BinOp::Eq
+            | BinOp::Ne
+            | BinOp::Lt
+            | BinOp::Le
+            | BinOp::Gt
+            | BinOp::Ge
+            | BinOp::Pow
+            | BinOp::Atan2 => 0,
         }
     }};
 }
@@ -134,7 +157,22 @@ pub fn binary_lane(op: BinOp, s: Scalar, a: u64, b: u64) -> u64 {
             BinOp::Or => a | b,
             BinOp::Xor | BinOp::Ne => a ^ b,
             BinOp::Eq => u64::from(a == b),
-            _ => 0,
+            // Refused on bool by the type check.
+            BinOp::Add
+            | BinOp::Sub
+            | BinOp::Mul
+            | BinOp::Div
+            | BinOp::Rem
+            | BinOp::Shl
+            | BinOp::Shr
+            | BinOp::Lt
+            | BinOp::Le
+            | BinOp::Gt
+            | BinOp::Ge
+            | BinOp::Min
+            | BinOp::Max
+            | BinOp::Pow
+            | BinOp::Atan2 => 0,
         },
         Scalar::I32 => int_binary!(op, a as i32, b as i32, i32, 31) as u32 as u64,
         Scalar::U32 => u64::from(int_binary!(op, a as u32, b as u32, u32, 31)),
@@ -154,7 +192,20 @@ pub fn binary_lane(op: BinOp, s: Scalar, a: u64, b: u64) -> u64 {
                 BinOp::Min => x.min(y),
                 BinOp::Max => x.max(y),
                 BinOp::Pow => x.powf(y),
-                _ => 0.0,
+                BinOp::Atan2 => x.atan2(y),
+                // Comparisons returned above; bit operations are refused on
+                // floats by the type check.
+                BinOp::Eq
+                | BinOp::Ne
+                | BinOp::Lt
+                | BinOp::Le
+                | BinOp::Gt
+                | BinOp::Ge
+                | BinOp::And
+                | BinOp::Or
+                | BinOp::Xor
+                | BinOp::Shl
+                | BinOp::Shr => 0.0,
             };
             r.to_bits()
         }
@@ -173,7 +224,20 @@ pub fn binary_lane(op: BinOp, s: Scalar, a: u64, b: u64) -> u64 {
                 BinOp::Min => x.min(y),
                 BinOp::Max => x.max(y),
                 BinOp::Pow => x.powf(y),
-                _ => 0.0,
+                BinOp::Atan2 => x.atan2(y),
+                // Comparisons returned above; bit operations are refused on
+                // floats by the type check.
+                BinOp::Eq
+                | BinOp::Ne
+                | BinOp::Lt
+                | BinOp::Le
+                | BinOp::Gt
+                | BinOp::Ge
+                | BinOp::And
+                | BinOp::Or
+                | BinOp::Xor
+                | BinOp::Shl
+                | BinOp::Shr => 0.0,
             };
             from_f(s, r)
         }

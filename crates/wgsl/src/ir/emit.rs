@@ -354,6 +354,7 @@ impl Emitter<'_> {
                     BinOp::Min => format!("min({x}, {y})"),
                     BinOp::Max => format!("max({x}, {y})"),
                     BinOp::Pow => format!("pow({x}, {y})"),
+                    BinOp::Atan2 => format!("atan2({x}, {y})"),
                 }
             }
             Op::Select {

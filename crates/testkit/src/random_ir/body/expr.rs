@@ -111,7 +111,7 @@ impl Gen<'_> {
                         ops.extend([BinOp::Div, BinOp::Rem]);
                     }
                     if all && s.is_float() {
-                        ops.push(BinOp::Pow);
+                        ops.extend([BinOp::Pow, BinOp::Atan2]);
                     }
                     let op = self.rng.pick(&ops);
                     let x = self.value(ty, depth);
