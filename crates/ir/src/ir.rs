@@ -292,6 +292,20 @@ pub enum Op {
     Clamp(ValueId, ValueId, ValueId),
     /// `fma(a, b, c)` = `a * b + c` (float).
     Fma(ValueId, ValueId, ValueId),
+    /// `extractBits(e, offset, count)` on i32/u32 (and their vectors):
+    /// `count` bits of `e` from bit `offset`, moved to the bottom
+    /// (sign-extended for i32); `offset` and `count` are u32 scalars,
+    /// clamped as WGSL does (`o = min(offset, 32)`, `c = min(count, 32 -
+    /// o)`; `c == 0` gives 0).
+    ExtractBits(ValueId, ValueId, ValueId),
+    /// `insertBits(e, newbits, offset, count)`: `e` with bits `o..o + c`
+    /// replaced by the low `c` bits of `newbits` (clamped as
+    /// [`Op::ExtractBits`]; `c == 0` gives `e`).
+    InsertBits(ValueId, ValueId, ValueId, ValueId),
+    /// `dot(a, b)` of two vectors of f32, f16, i32 or u32: the sum of the
+    /// lane products, a scalar (wrapping for integers; for floats the
+    /// order of the sum and any fusing are the device's).
+    Dot(ValueId, ValueId),
     /// Value conversion to another scalar type, same number of lanes.
     /// Integer to integer is Rust's `as` (truncate, or extend by the
     /// *source*'s signedness); float to integer saturates (see `interp`).

@@ -81,6 +81,9 @@ pub fn op_name(op: &Op) -> &'static str {
         Op::Select { .. } => "select",
         Op::Clamp(..) => "clamp",
         Op::Fma(..) => "fma",
+        Op::ExtractBits(..) => "extractBits",
+        Op::InsertBits(..) => "insertBits",
+        Op::Dot(..) => "dot",
         Op::Cast(..) => "cast",
         Op::Bitcast(..) => "bitcast",
         Op::Get(_) => "get",
@@ -253,6 +256,32 @@ pub fn op_type(def: &KernelDef, op: &Op) -> Result<Type, IrError> {
                 return Err(IrError::ty(name, format!("not defined on {t}")));
             }
             Ok(t)
+        }
+        Op::ExtractBits(e, offset, count) | Op::InsertBits(e, _, offset, count) => {
+            let t = val(def, name, *e)?;
+            if !matches!(t.scalar, Scalar::I32 | Scalar::U32) {
+                return Err(IrError::ty(name, format!("not defined on {t}")));
+            }
+            if let Op::InsertBits(_, newbits, ..) = op {
+                same(name, t, val(def, name, *newbits)?)?;
+            }
+            let u = Type::scalar(Scalar::U32);
+            same(name, u, val(def, name, *offset)?)?;
+            same(name, u, val(def, name, *count)?)?;
+            Ok(t)
+        }
+        Op::Dot(a, b) => {
+            let t = val(def, name, *a)?;
+            same(name, t, val(def, name, *b)?)?;
+            let ok = t.lanes > 1
+                && matches!(
+                    t.scalar,
+                    Scalar::F32 | Scalar::F16 | Scalar::I32 | Scalar::U32
+                );
+            if !ok {
+                return Err(IrError::ty(name, format!("not defined on {t}")));
+            }
+            Ok(Type::scalar(t.scalar))
         }
         Op::Cast(v, to) => Ok(val(def, name, *v)?.with_scalar(*to)),
         Op::Bitcast(v, to) => {

@@ -372,7 +372,9 @@ pub fn operands(op: &crate::ir::Op) -> Vec<ValueId> {
             on_true,
             on_false,
         } => vec![*cond, *on_true, *on_false],
-        Op::Clamp(a, b, c) | Op::Fma(a, b, c) => vec![*a, *b, *c],
+        Op::Clamp(a, b, c) | Op::Fma(a, b, c) | Op::ExtractBits(a, b, c) => vec![*a, *b, *c],
+        Op::InsertBits(a, b, c, d) => vec![*a, *b, *c, *d],
+        Op::Dot(a, b) => vec![*a, *b],
         Op::Load(_, i) | Op::AtomicLoad(_, i) => vec![*i],
         Op::Atomic(_, _, i, v) => vec![*i, *v],
     }

@@ -221,3 +221,44 @@ fn vector_buffers_take_2_or_4_lanes_and_their_own_type() {
     });
     assert_names(&e, "add");
 }
+
+#[test]
+fn bit_fields_and_dot_refuse_what_wgsl_does_not_define() {
+    // Bit fields: 32-bit integers only, u32 offset and count.
+    let e = err(|b| {
+        let x = b.f32(1.0);
+        b.extract_bits(x, 0u32, 4u32);
+    });
+    assert_names(&e, "extractBits");
+    let e = err(|b| {
+        let x = b.u32(1);
+        let o = b.i32(0);
+        b.insert_bits(x, 0u32, o, 4u32);
+    });
+    assert_names(&e, "insertBits");
+    // Dot: two vectors of one type, not scalars, not bool or 64-bit.
+    let e = err(|b| {
+        let x = b.f32(1.0);
+        b.dot(x, x);
+    });
+    assert_names(&e, "dot");
+    let e = err(|b| {
+        let one = b.u64(1);
+        let x = b.splat(one, 2);
+        b.dot(x, x);
+    });
+    assert_names(&e, "dot");
+    let e = err(|b| {
+        let x = b.f32(1.0);
+        let y = b.u32(1);
+        let (x, y) = (b.splat(x, 2), b.splat(y, 2));
+        b.dot(x, y);
+    });
+    assert_names(&e, "dot");
+    // atan2: f32 and f16 only.
+    let e = err(|b| {
+        let x = b.f64(1.0);
+        b.atan2(x, x);
+    });
+    assert_names(&e, "atan2");
+}

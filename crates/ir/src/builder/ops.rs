@@ -4,7 +4,7 @@
 
 use super::{KernelBuilder, Operand, Val};
 use crate::ir::{BinOp, Builtin, Op, SubgroupOp, UnOp};
-use crate::{Lit, Scalar};
+use crate::{Lit, Scalar, Type};
 
 impl KernelBuilder {
     // ---- constants and builtins -------------------------------------------
@@ -272,6 +272,35 @@ impl KernelBuilder {
         let (a, b) = self.operands(a, b);
         let c = self.operand(c, Some(a.ty));
         self.emit(Op::Fma(a.id, b.id, c.id))
+    }
+    /// `extractBits(e, offset, count)` on i32/u32 (see
+    /// [`Op::ExtractBits`]); `offset` and `count` are u32.
+    #[track_caller]
+    pub fn extract_bits(&self, e: Val, offset: impl Operand, count: impl Operand) -> Val {
+        let u = Some(Type::scalar(Scalar::U32));
+        let (offset, count) = (self.operand(offset, u), self.operand(count, u));
+        self.emit(Op::ExtractBits(e.id, offset.id, count.id))
+    }
+    /// `insertBits(e, newbits, offset, count)` on i32/u32 (see
+    /// [`Op::InsertBits`]); `offset` and `count` are u32.
+    #[track_caller]
+    pub fn insert_bits(
+        &self,
+        e: Val,
+        newbits: impl Operand,
+        offset: impl Operand,
+        count: impl Operand,
+    ) -> Val {
+        let newbits = self.operand(newbits, Some(e.ty));
+        let u = Some(Type::scalar(Scalar::U32));
+        let (offset, count) = (self.operand(offset, u), self.operand(count, u));
+        self.emit(Op::InsertBits(e.id, newbits.id, offset.id, count.id))
+    }
+    /// `dot(a, b)` of two vectors (see [`Op::Dot`]).
+    #[track_caller]
+    pub fn dot(&self, a: impl Operand, b: impl Operand) -> Val {
+        let (a, b) = self.operands(a, b);
+        self.emit(Op::Dot(a.id, b.id))
     }
     /// Value conversion (`f32(x)`, `u32(x)`, ...).
     #[track_caller]

@@ -233,6 +233,9 @@ impl<'k> Invocation<'k> {
             | Op::Select { .. }
             | Op::Clamp(..)
             | Op::Fma(..)
+            | Op::ExtractBits(..)
+            | Op::InsertBits(..)
+            | Op::Dot(..)
             | Op::Cast(..)
             | Op::Bitcast(..)
             | Op::Subgroup(..) => Value::zero(ty),

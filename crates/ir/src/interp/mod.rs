@@ -51,6 +51,7 @@
 //!   implementation-defined);
 //! - atomics are sequentially consistent (invocations run one at a time).
 
+mod bits;
 mod exec;
 pub mod f16;
 mod unary;

@@ -6,7 +6,7 @@
 //! for f32 and f16 (f16: rounded back to f16 after each operation), in f64
 //! for f64.
 
-use super::f16;
+use super::{bits, f16};
 use crate::ir::{BinOp, UnOp};
 use crate::{Scalar, Type};
 
@@ -244,6 +244,18 @@ pub fn binary_lane(op: BinOp, s: Scalar, a: u64, b: u64) -> u64 {
     }
 }
 
+/// `dot(a, b)`: the lane products summed in lane order, each step rounded
+/// (floats) or wrapping (integers) as the scalar's `*` and `+` are.
+pub fn dot(a: Value, b: Value) -> Value {
+    let s = a.ty.scalar;
+    let lanes = usize::from(a.ty.lanes);
+    let product = |i: usize| binary_lane(BinOp::Mul, s, a.lanes[i], b.lanes[i]);
+    let sum = (1..lanes).fold(product(0), |acc, i| {
+        binary_lane(BinOp::Add, s, acc, product(i))
+    });
+    Value::scalar(s, sum)
+}
+
 /// A lane-wise unary operation.
 pub fn unary(op: UnOp, a: Value) -> Value {
     a.map(a.ty, |x| unary_lane(op, a.ty.scalar, x))
@@ -414,6 +426,20 @@ pub fn eval_pure(
             binary(BinOp::Min, ty, m, get(*hi))
         }
         Op::Fma(a, b, c) => fma(get(*a), get(*b), get(*c)),
+        Op::ExtractBits(e, offset, count) => {
+            let (o, c) = (get(*offset).bits() as u32, get(*count).bits() as u32);
+            get(*e).map(ty, |x| bits::extract(ty.scalar, x, o, c))
+        }
+        Op::InsertBits(e, newbits, offset, count) => {
+            let (o, c) = (get(*offset).bits() as u32, get(*count).bits() as u32);
+            let (e, n) = (get(*e), get(*newbits));
+            let mut out = Value::zero(ty);
+            for i in 0..usize::from(ty.lanes) {
+                out.lanes[i] = bits::insert(e.lanes[i], n.lanes[i], o, c);
+            }
+            out
+        }
+        Op::Dot(a, b) => dot(get(*a), get(*b)),
         Op::Cast(v, to) => cast(get(*v), *to),
         Op::Bitcast(v, _) => Value {
             ty,

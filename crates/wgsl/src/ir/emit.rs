@@ -367,6 +367,13 @@ impl Emitter<'_> {
             // min(max()) rather than clamp(): the IR's definition, also for lo > hi.
             Op::Clamp(x, lo, hi) => format!("min(max({}, {}), {})", v(*x), v(*lo), v(*hi)),
             Op::Fma(a, b, c) => format!("fma({}, {}, {})", v(*a), v(*b), v(*c)),
+            Op::ExtractBits(e, o, c) => {
+                format!("extractBits({}, {}, {})", v(*e), v(*o), v(*c))
+            }
+            Op::InsertBits(e, n, o, c) => {
+                format!("insertBits({}, {}, {}, {})", v(*e), v(*n), v(*o), v(*c))
+            }
+            Op::Dot(a, b) => format!("dot({}, {})", v(*a), v(*b)),
             Op::Cast(x, to) => {
                 let from = self.ty_of(*x).scalar;
                 let signed = |s: Scalar| matches!(s, Scalar::I32 | Scalar::I64);

@@ -97,11 +97,21 @@ impl Gen<'_> {
         self.b.rem(i, n)
     }
 
+    /// A bit offset or count: mostly inside the width or just past it,
+    /// sometimes any value (WGSL clamps both).
+    fn bit_position(&mut self, depth: u32) -> Val {
+        if self.rng.chance(70) {
+            self.b.u32(self.rng.below(40))
+        } else {
+            self.value(Type::scalar(Scalar::U32), depth)
+        }
+    }
+
     fn operation(&mut self, ty: Type, depth: u32) -> Val {
         let s = ty.scalar;
         let all = self.cfg.floats == FloatOps::All;
         for _ in 0..8 {
-            match self.rng.below(12) {
+            match self.rng.below(14) {
                 0 if ty.lanes == 1 => {
                     return self.literal(s);
                 }
@@ -248,6 +258,27 @@ impl Gen<'_> {
                         .map(|_| self.value(Type::scalar(s), depth))
                         .collect();
                     return self.b.vec(&parts);
+                }
+                12 if matches!(s, Scalar::I32 | Scalar::U32) => {
+                    let e = self.value(ty, depth);
+                    let offset = self.bit_position(depth);
+                    let count = self.bit_position(depth);
+                    if self.rng.chance(50) {
+                        return self.b.extract_bits(e, offset, count);
+                    }
+                    let newbits = self.value(ty, depth);
+                    return self.b.insert_bits(e, newbits, offset, count);
+                }
+                // Float dots only where values are not compared: the order
+                // of the sum and fusing are the device's.
+                13 if ty.lanes == 1
+                    && self.cfg.vectors
+                    && (matches!(s, Scalar::I32 | Scalar::U32) || all && s == Scalar::F32) =>
+                {
+                    let lanes = 2 + self.rng.below(3) as u8;
+                    let a = self.value(Type::vec(s, lanes), depth);
+                    let b = self.value(Type::vec(s, lanes), depth);
+                    return self.b.dot(a, b);
                 }
                 _ => {}
             }
