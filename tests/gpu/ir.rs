@@ -12,10 +12,10 @@ use wgpu_server::{IrCompiler, WgpuServer};
 
 use crate::common;
 
-type IrServer = WgpuServer<IrCompiler>;
+pub(crate) type IrServer = WgpuServer<IrCompiler>;
 const S: StreamId = StreamId(0);
 
-fn server() -> IrServer {
+pub(crate) fn server() -> IrServer {
     IrServer::try_init(DeviceId(0)).expect("adapter")
 }
 
@@ -25,12 +25,18 @@ fn f32_data(r: &mut Rng) -> f32 {
 }
 
 /// Uploads `data`, padded to one word (the server refuses empty buffers).
-fn upload(s: &mut IrServer, mut data: Vec<u8>) -> Handle {
+pub(crate) fn upload(s: &mut IrServer, mut data: Vec<u8>) -> Handle {
     data.resize(data.len().max(4), 0);
     common::upload(s, data, S)
 }
 
-fn run(s: &mut IrServer, kernel: &Kernel, wg: [u32; 3], bufs: &[Handle], scalars: Vec<u8>) {
+pub(crate) fn run(
+    s: &mut IrServer,
+    kernel: &Kernel,
+    wg: [u32; 3],
+    bufs: &[Handle],
+    scalars: Vec<u8>,
+) {
     let mut args = KernelArguments::buffers(bufs.iter().map(Handle::binding).collect());
     if !scalars.is_empty() {
         args = args.with_scalars(scalars);
@@ -47,7 +53,7 @@ fn run(s: &mut IrServer, kernel: &Kernel, wg: [u32; 3], bufs: &[Handle], scalars
     };
 }
 
-fn read(s: &mut IrServer, h: &Handle) -> Vec<u8> {
+pub(crate) fn read(s: &mut IrServer, h: &Handle) -> Vec<u8> {
     common::read(s, h, S).expect("read").to_vec()
 }
 
@@ -72,52 +78,6 @@ fn elementwise_add_matches_the_host() {
     let c = bytes_f32(&read(&mut s, &hc));
     let expected: Vec<f32> = a.iter().zip(&b).map(|(x, y)| x + y).collect();
     assert_eq!(c, expected);
-}
-
-/// `atan2(y, x)` on the device against the host's, around the circle
-/// (both axes included, the origin left out: WGSL leaves it undefined),
-/// within WGSL's bound for f32 `atan2` (4096 ULP of the result; at least
-/// 1e-6, for the result 0, whose ULP is a subnormal's).
-#[test]
-fn atan2_matches_the_host_in_every_quadrant() {
-    let k = compute_ir::KernelBuilder::new("atan2", [64, 1, 1]);
-    let ys = k.input(Scalar::F32);
-    let xs = k.input(Scalar::F32);
-    let out = k.output(Scalar::F32);
-    let gid = k.global_id();
-    let i = k.x(gid);
-    let y = k.load(ys, i);
-    let x = k.load(xs, i);
-    let a = k.atan2(y, x);
-    k.store(out, i, a);
-    let kernel = k.build().expect("kernel");
-
-    let n = 64;
-    let turn = |i: usize| std::f32::consts::TAU * i as f32 / n as f32;
-    let radius = |i: usize| 0.5 + (i % 5) as f32;
-    let y: Vec<f32> = (0..n).map(|i| radius(i) * turn(i).sin()).collect();
-    let x: Vec<f32> = (0..n).map(|i| radius(i) * turn(i).cos()).collect();
-    let mut s = server();
-    let (hy, hx) = (upload(&mut s, f32_bytes(&y)), upload(&mut s, f32_bytes(&x)));
-    let ho = upload(&mut s, vec![0; n * 4]);
-    run(
-        &mut s,
-        &kernel,
-        [1, 1, 1],
-        &[hy, hx, ho.clone()],
-        Vec::new(),
-    );
-    let got = bytes_f32(&read(&mut s, &ho));
-    for (i, g) in got.iter().enumerate() {
-        let want = y[i].atan2(x[i]);
-        let ulp = f32::from_bits(want.abs().to_bits() + 1) - want.abs();
-        assert!(
-            (g - want).abs() <= (4096.0 * ulp).max(1e-6),
-            "atan2({}, {}) = {g}, host {want}",
-            y[i],
-            x[i]
-        );
-    }
 }
 
 /// Buffers of `vec4<f32>`: the device moves 16 bytes per load and store and
@@ -344,7 +304,7 @@ fn random_programs_on(mut s: IrServer, default_cases: u64) {
 
 /// Runs `kernel` on the device and in the interpreter over the same inputs
 /// and returns both sets of buffers.
-fn both(
+pub(crate) fn both(
     s: &mut IrServer,
     kernel: &Kernel,
     wg: [u32; 3],
@@ -365,59 +325,6 @@ fn both(
         })
         .collect();
     (got, expected)
-}
-
-/// `extractBits` (i32 and u32) and `insertBits` at every edge of the
-/// clamping (offsets and counts at, around and far past 32), and integer
-/// `dot` wrapping, on the device against the interpreter: invocation `i`
-/// takes offset `i % 9` of the list and count `i / 9`.
-#[test]
-fn bit_fields_and_integer_dot_match_the_interpreter_at_the_edges() {
-    const EDGES: [u32; 9] = [0, 1, 15, 31, 32, 33, 63, 1000, u32::MAX];
-    let k = compute_ir::KernelBuilder::new("bit_fields", [81, 1, 1]);
-    let offsets = k.input(Scalar::U32);
-    let counts = k.input(Scalar::U32);
-    let out = k.output(Scalar::U32);
-    let gid = k.global_id();
-    let i = k.x(gid);
-    let o = k.load(offsets, i);
-    let c = k.load(counts, i);
-    let e = k.u32(0xDEAD_BEEF);
-    let unsigned = k.extract_bits(e, o, c);
-    let signed_in = k.i32(0x8765_4321_u32 as i32);
-    let signed = k.extract_bits(signed_in, o, c);
-    let signed = k.bitcast(signed, Scalar::U32);
-    let inserted = k.insert_bits(e, 0x1234_5678u32, o, c);
-    let a = k.vec(&[e, unsigned, inserted]);
-    let b = k.vec(&[inserted, e, unsigned]);
-    let d = k.dot(a, b);
-    let at = k.mul(i, 4u32);
-    k.store(out, at, unsigned);
-    let at1 = k.add(at, 1u32);
-    k.store(out, at1, signed);
-    let at2 = k.add(at, 2u32);
-    k.store(out, at2, inserted);
-    let at3 = k.add(at, 3u32);
-    k.store(out, at3, d);
-    let kernel = k.build().expect("kernel");
-
-    let offsets: Vec<u32> = (0..81).map(|i| EDGES[i % 9]).collect();
-    let counts: Vec<u32> = (0..81).map(|i| EDGES[i / 9]).collect();
-    let buffers = vec![u32_bytes(&offsets), u32_bytes(&counts), vec![0; 81 * 16]];
-    let mut s = server();
-    let (got, expected) = both(&mut s, &kernel, [1, 1, 1], buffers, 32);
-    let (got, expected) = (bytes_u32(&got[2]), bytes_u32(&expected[2]));
-    for (n, (g, e)) in got.iter().zip(&expected).enumerate() {
-        let (inv, which) = (n / 4, n % 4);
-        assert_eq!(
-            g,
-            e,
-            "offset {} count {}: {}",
-            offsets[inv],
-            counts[inv],
-            ["extractBits u32", "extractBits i32", "insertBits", "dot"][which]
-        );
-    }
 }
 
 #[test]

@@ -1,0 +1,108 @@
+//! IR operations one at a time on the real adapter, at their edges:
+//! `atan2` around the circle against the host, `extractBits` /
+//! `insertBits` at every clamping edge and integer `dot` against the
+//! interpreter. (Random programs cover them in combination, `ir.rs`.)
+
+use compute_ir::Scalar;
+use compute_testkit::bytes::{bytes_f32, bytes_u32, f32_bytes, u32_bytes};
+
+use crate::ir::{both, read, run, server, upload};
+
+/// `atan2(y, x)` on the device against the host's, around the circle
+/// (both axes included, the origin left out: WGSL leaves it undefined),
+/// within WGSL's bound for f32 `atan2` (4096 ULP of the result; at least
+/// 1e-6, for the result 0, whose ULP is a subnormal's).
+#[test]
+fn atan2_matches_the_host_in_every_quadrant() {
+    let k = compute_ir::KernelBuilder::new("atan2", [64, 1, 1]);
+    let ys = k.input(Scalar::F32);
+    let xs = k.input(Scalar::F32);
+    let out = k.output(Scalar::F32);
+    let gid = k.global_id();
+    let i = k.x(gid);
+    let y = k.load(ys, i);
+    let x = k.load(xs, i);
+    let a = k.atan2(y, x);
+    k.store(out, i, a);
+    let kernel = k.build().expect("kernel");
+
+    let n = 64;
+    let turn = |i: usize| std::f32::consts::TAU * i as f32 / n as f32;
+    let radius = |i: usize| 0.5 + (i % 5) as f32;
+    let y: Vec<f32> = (0..n).map(|i| radius(i) * turn(i).sin()).collect();
+    let x: Vec<f32> = (0..n).map(|i| radius(i) * turn(i).cos()).collect();
+    let mut s = server();
+    let (hy, hx) = (upload(&mut s, f32_bytes(&y)), upload(&mut s, f32_bytes(&x)));
+    let ho = upload(&mut s, vec![0; n * 4]);
+    run(
+        &mut s,
+        &kernel,
+        [1, 1, 1],
+        &[hy, hx, ho.clone()],
+        Vec::new(),
+    );
+    let got = bytes_f32(&read(&mut s, &ho));
+    for (i, g) in got.iter().enumerate() {
+        let want = y[i].atan2(x[i]);
+        let ulp = f32::from_bits(want.abs().to_bits() + 1) - want.abs();
+        assert!(
+            (g - want).abs() <= (4096.0 * ulp).max(1e-6),
+            "atan2({}, {}) = {g}, host {want}",
+            y[i],
+            x[i]
+        );
+    }
+}
+
+/// `extractBits` (i32 and u32) and `insertBits` at every edge of the
+/// clamping (offsets and counts at, around and far past 32), and integer
+/// `dot` wrapping, on the device against the interpreter: invocation `i`
+/// takes offset `i % 9` of the list and count `i / 9`.
+#[test]
+fn bit_fields_and_integer_dot_match_the_interpreter_at_the_edges() {
+    const EDGES: [u32; 9] = [0, 1, 15, 31, 32, 33, 63, 1000, u32::MAX];
+    let k = compute_ir::KernelBuilder::new("bit_fields", [81, 1, 1]);
+    let offsets = k.input(Scalar::U32);
+    let counts = k.input(Scalar::U32);
+    let out = k.output(Scalar::U32);
+    let gid = k.global_id();
+    let i = k.x(gid);
+    let o = k.load(offsets, i);
+    let c = k.load(counts, i);
+    let e = k.u32(0xDEAD_BEEF);
+    let unsigned = k.extract_bits(e, o, c);
+    let signed_in = k.i32(0x8765_4321_u32 as i32);
+    let signed = k.extract_bits(signed_in, o, c);
+    let signed = k.bitcast(signed, Scalar::U32);
+    let inserted = k.insert_bits(e, 0x1234_5678u32, o, c);
+    let a = k.vec(&[e, unsigned, inserted]);
+    let b = k.vec(&[inserted, e, unsigned]);
+    let d = k.dot(a, b);
+    let at = k.mul(i, 4u32);
+    k.store(out, at, unsigned);
+    let at1 = k.add(at, 1u32);
+    k.store(out, at1, signed);
+    let at2 = k.add(at, 2u32);
+    k.store(out, at2, inserted);
+    let at3 = k.add(at, 3u32);
+    k.store(out, at3, d);
+    let kernel = k.build().expect("kernel");
+
+    let offsets: Vec<u32> = (0..81).map(|i| EDGES[i % 9]).collect();
+    let counts: Vec<u32> = (0..81).map(|i| EDGES[i / 9]).collect();
+    let buffers = vec![u32_bytes(&offsets), u32_bytes(&counts), vec![0; 81 * 16]];
+    let mut s = server();
+    let (got, expected) = both(&mut s, &kernel, [1, 1, 1], buffers, 32);
+    let (got, expected) = (bytes_u32(&got[2]), bytes_u32(&expected[2]));
+    for (n, (g, e)) in got.iter().zip(&expected).enumerate() {
+        let (inv, which) = (n / 4, n % 4);
+        assert_eq!(
+            g,
+            e,
+            "offset {} count {}: {}",
+            offsets[inv],
+            counts[inv],
+            ["extractBits u32", "extractBits i32", "insertBits", "dot"][which]
+        );
+    }
+}
