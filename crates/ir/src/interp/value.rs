@@ -148,6 +148,39 @@ macro_rules! int_binary {
     }};
 }
 
+/// A non-comparison binary operation on two floats of one type (f64, or
+/// f32 for f32 and f16), WGSL's meaning.
+macro_rules! float_binary {
+    ($op:expr, $x:expr, $y:expr) => {{
+        let (x, y) = ($x, $y);
+        match $op {
+            BinOp::Add => x + y,
+            BinOp::Sub => x - y,
+            BinOp::Mul => x * y,
+            BinOp::Div => x / y,
+            // WGSL: x - y * trunc(x / y).
+            BinOp::Rem => x - y * (x / y).trunc(),
+            BinOp::Min => x.min(y),
+            BinOp::Max => x.max(y),
+            BinOp::Pow => x.powf(y),
+            BinOp::Atan2 => x.atan2(y),
+            // Comparisons are the caller's; bit operations are refused on
+            // floats by the type check.
+            BinOp::Eq
+            | BinOp::Ne
+            | BinOp::Lt
+            | BinOp::Le
+            | BinOp::Gt
+            | BinOp::Ge
+            | BinOp::And
+            | BinOp::Or
+            | BinOp::Xor
+            | BinOp::Shl
+            | BinOp::Shr => 0.0,
+        }
+    }};
+}
+
 /// One lane of a binary operation on operands of scalar type `s` (for a
 /// shift, `b` is the `u32` amount).
 pub fn binary_lane(op: BinOp, s: Scalar, a: u64, b: u64) -> u64 {
@@ -183,63 +216,14 @@ pub fn binary_lane(op: BinOp, s: Scalar, a: u64, b: u64) -> u64 {
             if op.is_comparison() {
                 return compare(op, x.partial_cmp(&y));
             }
-            let r = match op {
-                BinOp::Add => x + y,
-                BinOp::Sub => x - y,
-                BinOp::Mul => x * y,
-                BinOp::Div => x / y,
-                BinOp::Rem => x - y * (x / y).trunc(),
-                BinOp::Min => x.min(y),
-                BinOp::Max => x.max(y),
-                BinOp::Pow => x.powf(y),
-                BinOp::Atan2 => x.atan2(y),
-                // Comparisons returned above; bit operations are refused on
-                // floats by the type check.
-                BinOp::Eq
-                | BinOp::Ne
-                | BinOp::Lt
-                | BinOp::Le
-                | BinOp::Gt
-                | BinOp::Ge
-                | BinOp::And
-                | BinOp::Or
-                | BinOp::Xor
-                | BinOp::Shl
-                | BinOp::Shr => 0.0,
-            };
-            r.to_bits()
+            float_binary!(op, x, y).to_bits()
         }
         Scalar::F32 | Scalar::F16 => {
             let (x, y) = (to_f(s, a), to_f(s, b));
             if op.is_comparison() {
                 return compare(op, x.partial_cmp(&y));
             }
-            let r = match op {
-                BinOp::Add => x + y,
-                BinOp::Sub => x - y,
-                BinOp::Mul => x * y,
-                BinOp::Div => x / y,
-                // WGSL: x - y * trunc(x / y).
-                BinOp::Rem => x - y * (x / y).trunc(),
-                BinOp::Min => x.min(y),
-                BinOp::Max => x.max(y),
-                BinOp::Pow => x.powf(y),
-                BinOp::Atan2 => x.atan2(y),
-                // Comparisons returned above; bit operations are refused on
-                // floats by the type check.
-                BinOp::Eq
-                | BinOp::Ne
-                | BinOp::Lt
-                | BinOp::Le
-                | BinOp::Gt
-                | BinOp::Ge
-                | BinOp::And
-                | BinOp::Or
-                | BinOp::Xor
-                | BinOp::Shl
-                | BinOp::Shr => 0.0,
-            };
-            from_f(s, r)
+            from_f(s, float_binary!(op, x, y))
         }
     }
 }
