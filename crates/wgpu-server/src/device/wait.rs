@@ -103,57 +103,54 @@ impl Waiter {
             return Ok(());
         }
         let _polling = self.poll_lock.lock();
+        self.poll_for(index, None).map_err(|e| self.lost(e))?;
+        self.completed.fetch_max(no, Ordering::AcqRel);
+        Ok(())
+    }
+
+    /// `poll(Wait)` for `index`, for at most `timeout`; the caller holds
+    /// the poll lock. A submission that failed validation has an index but
+    /// never runs: then it waits for what did run.
+    fn poll_for(
+        &self,
+        index: wgpu::SubmissionIndex,
+        timeout: Option<Duration>,
+    ) -> Result<wgpu::PollStatus, wgpu::PollError> {
         let poll = |index: Option<wgpu::SubmissionIndex>| {
             self.device.poll(wgpu::PollType::Wait {
                 submission_index: index,
-                timeout: None,
+                timeout,
             })
         };
         match poll(Some(index)) {
             Err(wgpu::PollError::WrongSubmissionIndex(..)) => poll(None),
             other => other,
         }
-        .map_err(|e| {
-            let reason = format!("poll failed: {e}");
-            self.faults.mark_lost(reason.clone());
-            ServerError::DeviceLost { reason }
-        })?;
-        self.completed.fetch_max(no, Ordering::AcqRel);
-        Ok(())
+    }
+
+    /// A poll that failed: the device is lost.
+    fn lost(&self, e: wgpu::PollError) -> ServerError {
+        let reason = format!("poll failed: {e}");
+        self.faults.mark_lost(reason.clone());
+        ServerError::DeviceLost { reason }
     }
 
     async fn poll_until(self, index: wgpu::SubmissionIndex, no: u64) -> Result<(), ServerError> {
-        let index = Some(index);
-        let poll = |index: Option<wgpu::SubmissionIndex>, timeout| {
-            self.device.poll(wgpu::PollType::Wait {
-                submission_index: index,
-                timeout,
-            })
-        };
         // Inline only when no other thread is polling (the poller thread, or
         // another caller's inline wait); else straight to the poller.
         let inline = match self.poll_lock.try_lock() {
-            Some(_polling) => match poll(index.clone(), Some(INLINE_WAIT)) {
-                // A submission that failed validation has an index but
-                // never runs: wait for what did run.
-                Err(wgpu::PollError::WrongSubmissionIndex(..)) => poll(None, Some(INLINE_WAIT)),
-                other => other,
-            },
+            Some(_polling) => self.poll_for(index.clone(), Some(INLINE_WAIT)),
             None => Err(wgpu::PollError::Timeout),
         };
         match inline {
             Ok(_) => {}
-            Err(wgpu::PollError::Timeout) => match self.poller.wait(index).await {
+            Err(wgpu::PollError::Timeout) => match self.poller.wait(Some(index)).await {
                 Ok(r) => r?,
                 // The poller stopped before answering (its server went
                 // away): the wait never happened.
                 Err(e) => return Err(self.faults.lost_during("waiting on the poller", e)),
             },
-            Err(e) => {
-                let reason = format!("poll failed: {e}");
-                self.faults.mark_lost(reason.clone());
-                return Err(ServerError::DeviceLost { reason });
-            }
+            Err(e) => return Err(self.lost(e)),
         }
         self.completed.fetch_max(no, Ordering::AcqRel);
         Ok(())

@@ -172,13 +172,13 @@ fn resolve<C: WgpuCompiler>(
         None
     };
     let submitted = match parked {
-        Some(ticket) => Submitted::Parked(ticket),
+        Some(ticket) => Resolved::Parked(ticket),
         None => {
             if pending {
                 s.streams.submit(stream);
             }
             let (_, ws) = s.streams.encoder(stream);
-            Submitted::Now(ws.last_submission())
+            Resolved::Submitted(ws.last_submission())
         }
     };
     let waiter = s.gpu.waiter().clone();
@@ -188,13 +188,13 @@ fn resolve<C: WgpuCompiler>(
         TimingMethod::Device,
         Box::pin(async move {
             let (index, no) = match submitted {
-                Submitted::Parked(ticket) => {
+                Resolved::Parked(ticket) => {
                     let (index, no) = ticket
                         .submission()
                         .map_err(|e| ProfileError::Server((*e).clone()))?;
                     (Some(index), no)
                 }
-                Submitted::Now(last) => last,
+                Resolved::Submitted(last) => last,
             };
             let Some(index) = index else {
                 return Err(ProfileError::Server(ServerError::Mapping {
@@ -215,9 +215,9 @@ fn resolve<C: WgpuCompiler>(
 }
 
 /// Where a window's resolve went.
-enum Submitted {
+enum Resolved {
     /// Parked with its batch: the future submits it if nothing else has.
     Parked(ParkTicket),
-    /// Submitted (or nothing to submit): the stream's last submission.
-    Now((Option<wgpu::SubmissionIndex>, u64)),
+    /// Submitted: the stream's last submission covers it.
+    Submitted((Option<wgpu::SubmissionIndex>, u64)),
 }

@@ -204,11 +204,9 @@ impl ScheduledWgpuBackend {
     /// Parks `stream`'s batch (see `parked.rs`) instead of submitting it:
     /// pending host copies go to the queue first, so the batch, submitted
     /// later from any thread, never passes them. `None` when the batch is
-    /// held back or empty.
+    /// held back or empty (the caller then submits it, which would flush
+    /// the copies as well).
     pub(crate) fn park(&mut self, id: StreamId, stream: &mut WgpuStream) -> Option<ParkTicket> {
-        if stream.has_hold() {
-            return None;
-        }
         self.flush_host_copies();
         stream.park(id, &self.submitter)
     }
