@@ -59,6 +59,17 @@ impl Waiter {
         no <= self.completed.load(Ordering::Acquire)
     }
 
+    /// The submission to wait for, unless there is none: `None` means
+    /// nothing was ever submitted (callers pass the newest submission
+    /// otherwise), or number `no` is known to have run.
+    fn pending(
+        &self,
+        index: Option<wgpu::SubmissionIndex>,
+        no: u64,
+    ) -> Option<wgpu::SubmissionIndex> {
+        index.filter(|_| !self.is_done(no))
+    }
+
     /// Waits until submission `index` (number `no`) has run, and the map
     /// callbacks of the work it covers with it. `None`: nothing submitted.
     pub async fn wait(
@@ -66,15 +77,10 @@ impl Waiter {
         index: Option<wgpu::SubmissionIndex>,
         no: u64,
     ) -> Result<(), ServerError> {
-        // `None`: nothing was ever submitted (callers pass the newest
-        // submission otherwise), so nothing to wait for.
-        let Some(index) = index else {
-            return Ok(());
-        };
-        if self.is_done(no) {
-            return Ok(());
+        match self.pending(index, no) {
+            Some(index) => self.poll_until(index, no).await,
+            None => Ok(()),
         }
-        self.poll_until(index, no).await
     }
 
     /// Waits as [`Waiter::wait`], but polls even when the submission is
@@ -96,12 +102,9 @@ impl Waiter {
         index: Option<wgpu::SubmissionIndex>,
         no: u64,
     ) -> Result<(), ServerError> {
-        let Some(index) = index else {
+        let Some(index) = self.pending(index, no) else {
             return Ok(());
         };
-        if self.is_done(no) {
-            return Ok(());
-        }
         let _polling = self.poll_lock.lock();
         self.poll_for(index, None).map_err(|e| self.lost(e))?;
         self.completed.fetch_max(no, Ordering::AcqRel);
