@@ -20,10 +20,12 @@ use compute_runtime::{CollectiveFault, RankListProblem};
 use compute_runtime::{DeviceId, ServerError};
 
 use crate::call::{CallId, CollectiveCall, Link, invalid_call};
+use crate::cell::Cell;
 use crate::engine::{self, Job};
-use crate::inprocess::InProcessTransport;
+use crate::inprocess::{InProcessTransport, JoinOptions};
+use crate::plan::{DEFAULT_CHUNK_BYTES, Plan, normalize_chunk};
 use crate::reduce::Parallelism;
-use crate::result::{Cell, Contribution, PendingResult};
+use crate::result::{Contribution, PendingResult};
 use crate::transport::Transport;
 
 /// How a communicator behaves.
@@ -36,6 +38,11 @@ pub struct CommConfig {
     pub timeout: Duration,
     /// When host reductions split across threads.
     pub parallelism: Parallelism,
+    /// Bytes of each block one step of a call moves ([`Plan`]): a call
+    /// larger than this is pipelined in steps. The same on every rank: the
+    /// rank that forms an in-process communicator sets it; across processes
+    /// rank 0's counts.
+    pub chunk_bytes: usize,
 }
 
 impl CommConfig {
@@ -46,17 +53,37 @@ impl CommConfig {
     /// The timeout when the environment does not set one: 60 s.
     pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
 
+    /// The environment variable that sets the default chunk size, in bytes.
+    pub const CHUNK_ENV: &'static str = "COMPUTE_COLLECTIVE_CHUNK_BYTES";
+
     /// The default configuration, with the timeout read from
-    /// [`Self::TIMEOUT_ENV`] when it holds a number of milliseconds.
+    /// [`Self::TIMEOUT_ENV`] when it holds a number of milliseconds, and
+    /// the chunk size from [`Self::CHUNK_ENV`] when it holds a number of
+    /// bytes (else [`DEFAULT_CHUNK_BYTES`]).
     pub fn from_env() -> Self {
-        let timeout = std::env::var(Self::TIMEOUT_ENV)
-            .ok()
-            .and_then(|ms| ms.trim().parse::<u64>().ok())
-            .map_or(Self::DEFAULT_TIMEOUT, Duration::from_millis);
+        let number = |name| {
+            std::env::var(name)
+                .ok()
+                .and_then(|v| v.trim().parse::<u64>().ok())
+        };
+        let timeout =
+            number(Self::TIMEOUT_ENV).map_or(Self::DEFAULT_TIMEOUT, Duration::from_millis);
+        let chunk_bytes = number(Self::CHUNK_ENV)
+            .and_then(|b| usize::try_from(b).ok())
+            .map_or(DEFAULT_CHUNK_BYTES, normalize_chunk);
         CommConfig {
             timeout,
             parallelism: Parallelism::default(),
+            chunk_bytes,
         }
+    }
+
+    /// This configuration with steps of `chunk_bytes` (rounded down to a
+    /// whole number of [`CHUNK_ALIGN`](crate::CHUNK_ALIGN) bytes, at least
+    /// one).
+    pub fn with_chunk_bytes(mut self, chunk_bytes: usize) -> Self {
+        self.chunk_bytes = normalize_chunk(chunk_bytes);
+        self
     }
 
     /// This configuration with `timeout`.
@@ -102,7 +129,11 @@ impl Communicator {
         me: DeviceId,
         config: CommConfig,
     ) -> Result<Self, ServerError> {
-        let transport = InProcessTransport::join(device_ids, me, config.parallelism)?;
+        let options = JoinOptions {
+            parallelism: config.parallelism,
+            chunk_bytes: config.chunk_bytes,
+        };
+        let transport = InProcessTransport::join(device_ids, me, options)?;
         Self::with_transport(Arc::new(transport), device_ids.to_vec(), config)
     }
 
@@ -234,7 +265,8 @@ impl Communicator {
         if let Some(reason) = problem {
             return Err(invalid_call(id, rank, &call, &reason));
         }
-        let contribution = Contribution::new(Arc::clone(&cell), call.input_len(ranks));
+        let plan = Plan::new(call, ranks, self.transport.chunk_bytes());
+        let contribution = Contribution::new(Arc::clone(&cell), call.input_len(ranks), plan);
         let pending = PendingResult::new(cell, Arc::clone(&self.transport), id, call);
         Ok((contribution, pending))
     }

@@ -2,12 +2,14 @@
 //! [`Hub`] of rounds; a process-global registry pairs the servers that name
 //! the same device list.
 //!
-//! Data rounds compute every rank's output once, on the engine thread of the
-//! last rank to arrive (a reduction splits across scoped threads when it is
-//! large): an all-reduce result, an all-gather concatenation and a broadcast
-//! are one shared `Bytes` handed to every rank (no copy per rank); a
-//! reduce-scatter hands out slices of one reduction; an all-to-all builds
-//! one buffer per rank.
+//! Data rounds (one per step of a call) compute every rank's output once,
+//! on the engine thread of the last rank to arrive (a reduction splits
+//! across the host pool's threads when it is large): an all-reduce result,
+//! an all-gather concatenation and a broadcast are one shared `Bytes`
+//! handed to every rank (no copy per rank); a reduce-scatter hands out
+//! slices of one reduction; an all-to-all builds one buffer per rank. The
+//! chunk size steps are cut by is the hub's: the one the rank that formed
+//! it asked for (it decides only how the work is cut, never a result).
 //!
 //! **Buys:** joining never blocks (one thread may join rank 0, then rank 1,
 //! ...); host bytes move by reference count, not copy, where the result is
@@ -27,7 +29,7 @@ use crate::call::{CallId, Descriptor, Link, describe};
 use crate::outbuf::OutputPool;
 use crate::reduce::{Parallelism, reduce};
 use crate::rendezvous::{self, Hub, Join, Phase};
-use crate::transport::Transport;
+use crate::transport::{Round, Transport};
 
 type Registry = Mutex<HashMap<Vec<DeviceId>, Weak<Hub>>>;
 
@@ -42,6 +44,24 @@ pub struct InProcessTransport {
     parallelism: Parallelism,
 }
 
+/// How a rank joining a hub asks it to work.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct JoinOptions {
+    /// When this rank's reductions split across threads.
+    pub parallelism: Parallelism,
+    /// Bytes of each block one step moves, if this rank forms the hub.
+    pub chunk_bytes: usize,
+}
+
+impl Default for JoinOptions {
+    fn default() -> Self {
+        JoinOptions {
+            parallelism: Parallelism::default(),
+            chunk_bytes: crate::plan::DEFAULT_CHUNK_BYTES,
+        }
+    }
+}
+
 impl InProcessTransport {
     /// Joins the communicator over `device_ids` as the rank of `me` (its
     /// position in the list). Never blocks. Fails with
@@ -53,8 +73,9 @@ impl InProcessTransport {
     pub fn join(
         device_ids: &[DeviceId],
         me: DeviceId,
-        parallelism: Parallelism,
+        options: JoinOptions,
     ) -> Result<Self, ServerError> {
+        let parallelism = options.parallelism;
         let state = |problem: RankListProblem| ServerError::CollectiveState {
             fault: CollectiveFault::RankList {
                 devices: device_ids.to_vec(),
@@ -84,7 +105,10 @@ impl InProcessTransport {
                 Join::Over => {}
             }
         }
-        let hub = Arc::new(Hub::new(device_ids.len()));
+        let hub = Arc::new(Hub::new(
+            device_ids.len(),
+            crate::plan::normalize_chunk(options.chunk_bytes),
+        ));
         // A fresh hub: the join cannot be refused.
         let _ = hub.join(rank);
         registry.insert(device_ids.to_vec(), Arc::downgrade(&hub));
@@ -111,14 +135,19 @@ impl InProcessTransport {
     fn descriptors(
         &self,
         id: CallId,
+        round: Round,
         mine: Descriptor,
         deadline: Instant,
     ) -> Result<(usize, Arc<Vec<Descriptor>>), ServerError> {
         let what = describe(mine.call.name(), id);
+        let phase = match round {
+            Round::Open => Phase::Exchange,
+            Round::Close => Phase::Close,
+        };
         self.hub.meet(
             rendezvous::descs,
             id,
-            Phase::Exchange,
+            phase,
             self.rank,
             mine,
             deadline,
@@ -129,9 +158,11 @@ impl InProcessTransport {
 
     /// The data round of `id` (`name` is the call's): deposit `input`, get
     /// this rank's output of `finish`.
+    #[allow(clippy::too_many_arguments)] // The round's key, its input and its work.
     fn data(
         &self,
         id: CallId,
+        step: usize,
         name: &str,
         input: Bytes,
         deadline: Instant,
@@ -141,7 +172,7 @@ impl InProcessTransport {
         let (slot, outputs) = self.hub.meet(
             rendezvous::data,
             id,
-            Phase::Data,
+            Phase::Data(step),
             self.rank,
             input,
             deadline,
@@ -156,14 +187,22 @@ impl InProcessTransport {
     fn message(
         &self,
         link: Link,
+        step: usize,
         name: &str,
         input: Bytes,
         deadline: Instant,
     ) -> Result<Bytes, ServerError> {
-        self.data(CallId::P2p(link), name, input, deadline, |mut parts| {
-            parts.reverse();
-            Ok(parts)
-        })
+        self.data(
+            CallId::P2p(link),
+            step,
+            name,
+            input,
+            deadline,
+            |mut parts| {
+                parts.reverse();
+                Ok(parts)
+            },
+        )
     }
 
     fn reduced(
@@ -223,23 +262,29 @@ impl Transport for InProcessTransport {
         self.hub.ranks()
     }
 
+    fn chunk_bytes(&self) -> usize {
+        self.hub.chunk_bytes()
+    }
+
     fn exchange(
         &self,
         seq: u64,
+        round: Round,
         mine: Descriptor,
         deadline: Instant,
     ) -> Result<Vec<Descriptor>, ServerError> {
-        let (_, all) = self.descriptors(CallId::Group { seq }, mine, deadline)?;
+        let (_, all) = self.descriptors(CallId::Group { seq }, round, mine, deadline)?;
         Ok(all.as_ref().clone())
     }
 
     fn exchange_pair(
         &self,
         link: Link,
+        round: Round,
         mine: Descriptor,
         deadline: Instant,
     ) -> Result<Descriptor, ServerError> {
-        let (slot, both) = self.descriptors(CallId::P2p(link), mine, deadline)?;
+        let (slot, both) = self.descriptors(CallId::P2p(link), round, mine, deadline)?;
         both.get(1 - slot)
             .cloned()
             .ok_or_else(|| ServerError::CollectiveState {
@@ -253,6 +298,7 @@ impl Transport for InProcessTransport {
     fn all_reduce(
         &self,
         seq: u64,
+        step: usize,
         reduction: Reduction,
         input: Bytes,
         deadline: Instant,
@@ -260,6 +306,7 @@ impl Transport for InProcessTransport {
         let what = describe("all_reduce", CallId::Group { seq });
         self.data(
             CallId::Group { seq },
+            step,
             "all_reduce",
             input,
             deadline,
@@ -270,9 +317,16 @@ impl Transport for InProcessTransport {
         )
     }
 
-    fn all_gather(&self, seq: u64, input: Bytes, deadline: Instant) -> Result<Bytes, ServerError> {
+    fn all_gather(
+        &self,
+        seq: u64,
+        step: usize,
+        input: Bytes,
+        deadline: Instant,
+    ) -> Result<Bytes, ServerError> {
         self.data(
             CallId::Group { seq },
+            step,
             "all_gather",
             input,
             deadline,
@@ -288,6 +342,7 @@ impl Transport for InProcessTransport {
     fn reduce_scatter(
         &self,
         seq: u64,
+        step: usize,
         reduction: Reduction,
         input: Bytes,
         deadline: Instant,
@@ -295,6 +350,7 @@ impl Transport for InProcessTransport {
         let what = describe("reduce_scatter", CallId::Group { seq });
         self.data(
             CallId::Group { seq },
+            step,
             "reduce_scatter",
             input,
             deadline,
@@ -317,6 +373,7 @@ impl Transport for InProcessTransport {
     fn broadcast(
         &self,
         seq: u64,
+        step: usize,
         root: usize,
         input: Bytes,
         len: usize,
@@ -324,6 +381,7 @@ impl Transport for InProcessTransport {
     ) -> Result<Bytes, ServerError> {
         self.data(
             CallId::Group { seq },
+            step,
             "broadcast",
             input,
             deadline,
@@ -337,10 +395,17 @@ impl Transport for InProcessTransport {
         )
     }
 
-    fn all_to_all(&self, seq: u64, input: Bytes, deadline: Instant) -> Result<Bytes, ServerError> {
+    fn all_to_all(
+        &self,
+        seq: u64,
+        step: usize,
+        input: Bytes,
+        deadline: Instant,
+    ) -> Result<Bytes, ServerError> {
         let what = describe("all_to_all", CallId::Group { seq });
         self.data(
             CallId::Group { seq },
+            step,
             "all_to_all",
             input,
             deadline,
@@ -366,12 +431,25 @@ impl Transport for InProcessTransport {
         )
     }
 
-    fn send(&self, link: Link, input: Bytes, deadline: Instant) -> Result<(), ServerError> {
-        self.message(link, "send", input, deadline).map(|_| ())
+    fn send(
+        &self,
+        link: Link,
+        step: usize,
+        input: Bytes,
+        deadline: Instant,
+    ) -> Result<(), ServerError> {
+        self.message(link, step, "send", input, deadline)
+            .map(|_| ())
     }
 
-    fn recv(&self, link: Link, len: usize, deadline: Instant) -> Result<Bytes, ServerError> {
-        let bytes = self.message(link, "recv", Bytes::new(), deadline)?;
+    fn recv(
+        &self,
+        link: Link,
+        step: usize,
+        len: usize,
+        deadline: Instant,
+    ) -> Result<Bytes, ServerError> {
+        let bytes = self.message(link, step, "recv", Bytes::new(), deadline)?;
         if bytes.len() != len {
             return Err(ServerError::SizeMismatch {
                 expected: len as u64,

@@ -28,11 +28,18 @@
 //!
 //! ```text
 //! server thread      post(call) ─────────────► (Contribution, PendingResult)
-//! GPU map callback   contribution.provide(Ok(src bytes) | Err(cause))
-//! engine thread      wait input → exchange descriptors → verdict
-//!                    → transport data op (last arrival reduces) → complete
-//! server             pending.on_ready(wake) / try_take / wait / .await
+//! GPU map callbacks  contribution.provide(whole) | feed.provide(step, bytes)
+//! engine thread      wait step 0 → exchange descriptors → verdict
+//!                    → per step: transport data op (last arrival reduces)
+//!                      → the step's output pieces to the result end
+//!                    → (several steps) closing exchange → complete
+//! server             pending.next() piece by piece, or wait / .await whole
 //! ```
+//!
+//! A call moves in steps ([`Plan`]) of at most the communicator's
+//! [`CommConfig::chunk_bytes`] per block, so a server can copy step `k + 1`
+//! down and step `k - 1` up while step `k` is combined, with a few steps
+//! of memory whatever the call's size.
 //!
 //! Each rank has one engine thread, owned by its [`Communicator`]; it runs
 //! the rank's calls in post order and is the only thread that calls the
@@ -62,6 +69,7 @@
 //! `docs/mpi.md` has the design and the commands.
 
 mod call;
+mod cell;
 mod communicator;
 mod engine;
 pub mod half;
@@ -70,6 +78,7 @@ mod layout;
 #[cfg(feature = "mpi")]
 pub mod mpi;
 mod outbuf;
+mod plan;
 pub mod reduce;
 mod rendezvous;
 mod result;
@@ -81,11 +90,12 @@ mod wire;
 
 pub use call::{CallId, CollectiveCall, Descriptor, Link, Verdict, agree, agree_pair, describe};
 pub use communicator::{CommConfig, Communicator};
-pub use inprocess::InProcessTransport;
+pub use inprocess::{InProcessTransport, JoinOptions};
 pub use layout::MpiLayout;
+pub use plan::{CHUNK_ALIGN, DEFAULT_CHUNK_BYTES, Piece, Plan, normalize_chunk};
 pub use reduce::Parallelism;
-pub use result::{Contribution, Outcome, PendingResult};
-pub use transport::Transport;
+pub use result::{Contribution, Delivery, Feed, Outcome, PendingResult};
+pub use transport::{Round, Transport};
 
 /// Re-exported so users name one error type.
 pub use compute_runtime::ServerError;

@@ -38,8 +38,16 @@ use crate::call::{CallId, Descriptor};
 pub(crate) enum Phase {
     /// The descriptor exchange.
     Exchange,
-    /// The data movement.
-    Data,
+    /// The data movement of one step.
+    Data(usize),
+    /// The closing exchange of a call of several steps.
+    Close,
+}
+
+/// A call aborted as a whole: every later round of it fails at once.
+struct Tomb {
+    error: ServerError,
+    returned: Vec<bool>,
 }
 
 type Key = (CallId, Phase);
@@ -120,6 +128,7 @@ impl Progress {
 pub(crate) struct State {
     descs: HashMap<Key, Round<Descriptor>>,
     data: HashMap<Key, Round<Bytes>>,
+    aborted: HashMap<CallId, Tomb>,
     joined: Vec<bool>,
     departed: Vec<bool>,
     progress: Progress,
@@ -151,6 +160,7 @@ pub(crate) enum Join {
 /// The rounds of one in-process communicator.
 pub(crate) struct Hub {
     ranks: usize,
+    chunk_bytes: usize,
     state: Mutex<State>,
     changed: Condvar,
 }
@@ -160,18 +170,21 @@ impl fmt::Debug for Hub {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Hub")
             .field("ranks", &self.ranks)
+            .field("chunk_bytes", &self.chunk_bytes)
             .field("rounds_held", &self.rounds_held())
             .finish()
     }
 }
 
 impl Hub {
-    pub(crate) fn new(ranks: usize) -> Self {
+    pub(crate) fn new(ranks: usize, chunk_bytes: usize) -> Self {
         Hub {
             ranks,
+            chunk_bytes,
             state: Mutex::new(State {
                 descs: HashMap::new(),
                 data: HashMap::new(),
+                aborted: HashMap::new(),
                 joined: vec![false; ranks],
                 departed: vec![false; ranks],
                 progress: Progress::default(),
@@ -188,10 +201,15 @@ impl Hub {
         self.ranks
     }
 
+    /// Bytes of each block one step of a call moves.
+    pub(crate) fn chunk_bytes(&self) -> usize {
+        self.chunk_bytes
+    }
+
     /// Rounds held now (in flight, or tombstones not collected yet).
     pub(crate) fn rounds_held(&self) -> usize {
         let state = self.lock();
-        state.descs.len() + state.data.len()
+        state.descs.len() + state.data.len() + state.aborted.len()
     }
 
     pub(crate) fn join(&self, rank: usize) -> Join {
@@ -216,28 +234,47 @@ impl Hub {
         self.changed.notify_all();
     }
 
-    /// Aborts both phases of `call` (see [`Round::abort`]).
+    /// Aborts `call`: its rounds in flight that are still missing a part
+    /// (see [`Round::abort`]), and every round of it still to come.
     pub(crate) fn abort(&self, call: CallId, error: ServerError) {
         let slots = call.participants(self.ranks).len();
         let mut state = self.lock();
-        let exchange = (call, Phase::Exchange);
-        let round = state
-            .descs
-            .entry(exchange)
-            .or_insert_with(|| Round::new(slots));
-        round.abort(error.clone());
-        let data = (call, Phase::Data);
-        let round = state.data.entry(data).or_insert_with(|| Round::new(slots));
-        round.abort(error);
+        for (key, round) in state.descs.iter_mut() {
+            if key.0 == call {
+                round.abort(error.clone());
+            }
+        }
+        for (key, round) in state.data.iter_mut() {
+            if key.0 == call {
+                round.abort(error.clone());
+            }
+        }
+        state.aborted.entry(call).or_insert(Tomb {
+            error,
+            returned: vec![false; slots],
+        });
         drop(state);
         self.changed.notify_all();
     }
 
-    /// The ranks whose part of `call`'s current phase has not arrived.
+    /// The ranks whose part of `call`'s current round has not arrived (the
+    /// latest round of it that exists).
     pub(crate) fn missing(&self, call: CallId) -> Vec<usize> {
         let participants = call.participants(self.ranks);
         let state = self.lock();
-        if let Some(round) = state.data.get(&(call, Phase::Data)) {
+        let close = state.descs.get(&(call, Phase::Close));
+        if let Some(round) = close {
+            return round.missing(&participants);
+        }
+        let latest = state
+            .data
+            .iter()
+            .filter(|(k, _)| k.0 == call)
+            .max_by_key(|(k, _)| match k.1 {
+                Phase::Data(step) => step,
+                Phase::Exchange | Phase::Close => 0,
+            });
+        if let Some((_, round)) = latest {
             return round.missing(&participants);
         }
         match state.descs.get(&(call, Phase::Exchange)) {
@@ -271,6 +308,12 @@ impl Hub {
         let mut state = self.lock();
         state.progress.enter(call, rank);
         collect(&mut state);
+        if let Some(tomb) = state.aborted.get_mut(&call) {
+            if let Some(r) = tomb.returned.get_mut(slot) {
+                *r = true;
+            }
+            return Err(tomb.error.clone());
+        }
         let round = pick(&mut state)
             .entry(key)
             .or_insert_with(|| Round::new(participants.len()));
@@ -369,6 +412,7 @@ impl Hub {
             round.abort(error);
             round.returned[slot] = true;
         }
+        returned_from_tomb(state, key.0, slot);
         self.changed.notify_all();
     }
 
@@ -392,16 +436,32 @@ impl Hub {
         if round.result.is_some() && round.returned.iter().all(|r| *r) {
             rounds.remove(&key);
         }
+        if out.is_err() {
+            returned_from_tomb(&mut state, key.0, slot);
+        }
         Some(out)
     }
 }
 
-/// Drops the tombstones of aborted rounds every participant has returned
-/// from, moved past, or left.
+/// Slot `slot` has returned from `call`'s abort, if the call was aborted as
+/// a whole.
+fn returned_from_tomb(state: &mut State, call: CallId, slot: usize) {
+    if let Some(r) = state
+        .aborted
+        .get_mut(&call)
+        .and_then(|t| t.returned.get_mut(slot))
+    {
+        *r = true;
+    }
+}
+
+/// Drops the tombstones of aborted rounds and calls every participant has
+/// returned from, moved past, or left.
 fn collect(state: &mut State) {
     let State {
         descs,
         data,
+        aborted,
         departed,
         progress,
         ..
@@ -419,6 +479,7 @@ fn collect(state: &mut State) {
     };
     descs.retain(|(call, _), r| r.aborted.is_none() || !done(*call, &r.returned));
     data.retain(|(call, _), r| r.aborted.is_none() || !done(*call, &r.returned));
+    aborted.retain(|call, t| !done(*call, &t.returned));
 }
 
 /// The state error of a round of call `what`.

@@ -6,12 +6,16 @@
 //! from that rank's engine thread only, one call at a time, in the order the
 //! rank posted its calls; every method but `exchange*` is only called after
 //! an exchange whose verdict was [`Verdict::Run`](crate::Verdict::Run) on
-//! every rank. The methods map one to one onto MPI, so an MPI transport (one
-//! rank per process, the `mpi` crate, behind a feature) is a thin layer:
+//! every rank. A call moves its data in steps ([`Plan`](crate::Plan), cut
+//! by [`Transport::chunk_bytes`]): the data methods are called once per
+//! step, in step order, each with that step's input; a call of several
+//! steps ends with a [`Round::Close`] exchange. The methods map one to one
+//! onto MPI, so an MPI transport (one rank per process, the `mpi` crate,
+//! behind a feature) is a thin layer:
 //!
 //! | method            | MPI                                                   |
 //! |-------------------|-------------------------------------------------------|
-//! | `exchange`        | `MPI_Allgather` of the encoded descriptors            |
+//! | `exchange`        | `MPI_Allgather` of the encoded descriptors (both rounds) |
 //! | `exchange_pair`   | `MPI_Sendrecv` of the descriptors with the peer        |
 //! | `all_reduce`      | `MPI_Allreduce`, user op over [`crate::reduce::combine`] |
 //! | `all_gather`      | `MPI_Allgather`                                       |
@@ -46,6 +50,17 @@ use compute_runtime::{Reduction, ServerError};
 
 use crate::call::{CallId, Descriptor, Link};
 
+/// Which exchange of a call.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Round {
+    /// Before any data moves: the calls, and whether each rank's input
+    /// arrived for the first step.
+    Open,
+    /// After the last step of a call of several: whether every rank's input
+    /// arrived for every step.
+    Close,
+}
+
 /// One rank's endpoint of a communicator: see the module doc.
 pub trait Transport: Send + Sync + fmt::Debug + 'static {
     /// This endpoint's rank.
@@ -54,68 +69,105 @@ pub trait Transport: Send + Sync + fmt::Debug + 'static {
     /// How many ranks the communicator has.
     fn size(&self) -> usize;
 
-    /// Every rank's descriptor of group call `seq`, in rank order, once
-    /// every rank has given its own.
+    /// Bytes of each block one step of a call moves, the same on every
+    /// rank of the communicator (agreed when it formed).
+    fn chunk_bytes(&self) -> usize;
+
+    /// Every rank's descriptor of group call `seq` at `round`, in rank
+    /// order, once every rank has given its own.
     fn exchange(
         &self,
         seq: u64,
+        round: Round,
         mine: Descriptor,
         deadline: Instant,
     ) -> Result<Vec<Descriptor>, ServerError>;
 
-    /// The peer's descriptor of message `link` (this rank is its sender or
-    /// its receiver), once both have given theirs.
+    /// The peer's descriptor of message `link` at `round` (this rank is its
+    /// sender or its receiver), once both have given theirs.
     fn exchange_pair(
         &self,
         link: Link,
+        round: Round,
         mine: Descriptor,
         deadline: Instant,
     ) -> Result<Descriptor, ServerError>;
 
-    /// The element-wise reduction of every rank's `input`.
+    /// Step `step`: the element-wise reduction of every rank's `input`.
     fn all_reduce(
         &self,
         seq: u64,
+        step: usize,
         reduction: Reduction,
         input: Bytes,
         deadline: Instant,
     ) -> Result<Bytes, ServerError>;
 
-    /// Every rank's `input`, concatenated in rank order.
-    fn all_gather(&self, seq: u64, input: Bytes, deadline: Instant) -> Result<Bytes, ServerError>;
+    /// Step `step`: every rank's `input`, concatenated in rank order.
+    fn all_gather(
+        &self,
+        seq: u64,
+        step: usize,
+        input: Bytes,
+        deadline: Instant,
+    ) -> Result<Bytes, ServerError>;
 
-    /// This rank's chunk of the element-wise reduction of every rank's
-    /// `input` (which holds one chunk per rank).
+    /// Step `step`: this rank's chunk of the element-wise reduction of
+    /// every rank's `input` (which holds one chunk per rank).
     fn reduce_scatter(
         &self,
         seq: u64,
+        step: usize,
         reduction: Reduction,
         input: Bytes,
         deadline: Instant,
     ) -> Result<Bytes, ServerError>;
 
-    /// Rank `root`'s `input` (`len` bytes); other ranks' `input` is empty.
+    /// Step `step`: rank `root`'s `input` (`len` bytes); other ranks'
+    /// `input` is empty.
+    #[allow(clippy::too_many_arguments)] // MPI_Bcast's own, and the step.
     fn broadcast(
         &self,
         seq: u64,
+        step: usize,
         root: usize,
         input: Bytes,
         len: usize,
         deadline: Instant,
     ) -> Result<Bytes, ServerError>;
 
-    /// Chunk `rank` of every rank's `input`, concatenated in rank order.
-    fn all_to_all(&self, seq: u64, input: Bytes, deadline: Instant) -> Result<Bytes, ServerError>;
+    /// Step `step`: chunk `rank` of every rank's `input`, concatenated in
+    /// rank order.
+    fn all_to_all(
+        &self,
+        seq: u64,
+        step: usize,
+        input: Bytes,
+        deadline: Instant,
+    ) -> Result<Bytes, ServerError>;
 
-    /// Sends `input` on `link` (this rank is its sender).
-    fn send(&self, link: Link, input: Bytes, deadline: Instant) -> Result<(), ServerError>;
+    /// Step `step`: sends `input` on `link` (this rank is its sender).
+    fn send(
+        &self,
+        link: Link,
+        step: usize,
+        input: Bytes,
+        deadline: Instant,
+    ) -> Result<(), ServerError>;
 
-    /// Receives the `len` bytes of `link` (this rank is its receiver).
-    fn recv(&self, link: Link, len: usize, deadline: Instant) -> Result<Bytes, ServerError>;
+    /// Step `step`: receives the `len` bytes of `link` (this rank is its
+    /// receiver).
+    fn recv(
+        &self,
+        link: Link,
+        step: usize,
+        len: usize,
+        deadline: Instant,
+    ) -> Result<Bytes, ServerError>;
 
     /// Aborts `call`, from any thread: ranks blocked in it, and ranks that
-    /// reach it later, fail with `error`. A no-op once every rank's part has
-    /// arrived (the work then completes).
+    /// reach it later, fail with `error`. A no-op once every rank's part of
+    /// the round in flight has arrived (that round then completes).
     fn abort(&self, call: CallId, error: ServerError);
 
     /// The ranks whose part of `call` has not arrived, as far as this

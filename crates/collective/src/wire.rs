@@ -20,10 +20,10 @@ use crate::call::{CallId, CollectiveCall, Descriptor, Link};
 /// Bytes of one header.
 pub(crate) const HEADER_LEN: usize = 80;
 /// Bytes of one join header.
-pub(crate) const JOIN_LEN: usize = 48;
+pub(crate) const JOIN_LEN: usize = 56;
 
 const MAGIC: u32 = u32::from_le_bytes(*b"COL1");
-const JOIN_MAGIC: u32 = u32::from_le_bytes(*b"JON1");
+const JOIN_MAGIC: u32 = u32::from_le_bytes(*b"JON2");
 const NO_CALL: u8 = 0xff;
 
 const HAS_SRC: u8 = 1;
@@ -321,6 +321,8 @@ pub(crate) struct Join {
     pub device: u64,
     pub list_len: u64,
     pub list_hash: u64,
+    /// The chunk size this rank asks for (rank 0's counts).
+    pub chunk_bytes: u64,
 }
 
 impl Join {
@@ -333,6 +335,7 @@ impl Join {
             (24, self.device),
             (32, self.list_len),
             (40, self.list_hash),
+            (48, self.chunk_bytes),
         ] {
             b[at..at + 8].copy_from_slice(&v.to_le_bytes());
         }
@@ -346,6 +349,7 @@ impl Join {
             device: u64_at(b, 24),
             list_len: u64_at(b, 32),
             list_hash: u64_at(b, 40),
+            chunk_bytes: u64_at(b, 48),
         })
     }
 }

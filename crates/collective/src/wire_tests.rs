@@ -103,6 +103,7 @@ fn joins_agree_or_fail_the_same_way() {
         device: rank,
         list_len: 2,
         list_hash: hash,
+        chunk_bytes: 4096 * (rank + 1),
     };
     let h = list_hash(&ids);
     assert!(check_joins(&ids, &[0, 1], &[Some(join(0, h)), Some(join(1, h))]).is_ok());

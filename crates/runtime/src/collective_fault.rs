@@ -69,6 +69,13 @@ pub enum CollectiveFault {
         /// The rank.
         rank: usize,
     },
+    /// Nobody took this rank's result pieces within the call's timeout (the
+    /// consumer stalled), so the call was aborted.
+    #[error("rank {rank}'s result was not taken within the collective timeout")]
+    ResultNotTaken {
+        /// The rank.
+        rank: usize,
+    },
     /// A call's result or input was used out of order (a bug of the
     /// caller of `compute-collective`'s API, or of this server).
     #[error("{0}")]

@@ -15,11 +15,11 @@ use super::ops;
 use super::worker::Fail;
 use super::world::{byte, check, count};
 use crate::call::{CallId, Descriptor, Link, describe};
-use crate::transport::Transport;
+use crate::transport::{Round, Transport};
 use crate::wire::Entry;
 
 use super::exchange::TAG_DATA;
-use super::transport::{MpiTransport, Step};
+use super::transport::{MpiTransport, Stage};
 
 impl Transport for MpiTransport {
     fn rank(&self) -> usize {
@@ -30,9 +30,14 @@ impl Transport for MpiTransport {
         self.size
     }
 
+    fn chunk_bytes(&self) -> usize {
+        self.chunk_bytes
+    }
+
     fn exchange(
         &self,
         seq: u64,
+        round: Round,
         mine: Descriptor,
         deadline: Instant,
     ) -> Result<Vec<Descriptor>, ServerError> {
@@ -42,16 +47,26 @@ impl Transport for MpiTransport {
         let slot = {
             let mut st = self.lock();
             self.refuse_if_broken(&st, id, name)?;
-            self.catch_up_group(&mut st, seq);
-            st.abandoned_groups.retain(|s, _| *s >= seq);
-            let slot = match st.abandoned_groups.remove(&seq) {
-                Some(slot) => slot,
-                None => {
-                    st.next_group = seq + 1;
-                    self.submit_exchange(Entry::of(id, &mine))
+            let slot = match round {
+                // The call's place in the sequence is taken by its opening.
+                Round::Close => self.submit_exchange(Entry::of(id, &mine)),
+                Round::Open => {
+                    self.catch_up_group(&mut st, seq);
+                    st.abandoned_groups.retain(|s, _| *s >= seq);
+                    match st.abandoned_groups.remove(&seq) {
+                        Some(slot) => slot,
+                        None => {
+                            st.next_group = seq + 1;
+                            self.submit_exchange(Entry::of(id, &mine))
+                        }
+                    }
                 }
             };
-            st.inflight = Some((id, Step::Exchange, Arc::clone(&slot) as Arc<dyn Fail>));
+            let stage = match round {
+                Round::Open => Stage::Exchange,
+                Round::Close => Stage::Data,
+            };
+            st.inflight = Some((id, stage, Arc::clone(&slot) as Arc<dyn Fail>));
             slot
         };
         let entries = self.wait(id, name, &slot, started, deadline)?;
@@ -79,6 +94,7 @@ impl Transport for MpiTransport {
     fn exchange_pair(
         &self,
         link: Link,
+        round: Round,
         mine: Descriptor,
         deadline: Instant,
     ) -> Result<Descriptor, ServerError> {
@@ -88,20 +104,26 @@ impl Transport for MpiTransport {
         let (slot, own) = {
             let mut st = self.lock();
             self.refuse_if_broken(&st, id, name)?;
-            self.catch_up_link(&mut st, link);
-            st.abandoned_links
-                .retain(|l, _| (l.from, l.to) != (link.from, link.to) || l.seq >= link.seq);
-            let (slot, own) = match st.abandoned_links.remove(&link) {
-                // This rank abandoned it already: its exchange carries the
-                // abort.
-                Some(pair) => pair,
-                None => {
-                    st.next_link.insert((link.from, link.to), link.seq + 1);
-                    let own = Entry::of(id, &mine);
-                    (self.submit_pair(link, own.clone()), own)
-                }
+            let (slot, own, stage) = if round == Round::Close {
+                let own = Entry::of(id, &mine);
+                (self.submit_pair(link, own.clone()), own, Stage::Data)
+            } else {
+                self.catch_up_link(&mut st, link);
+                st.abandoned_links
+                    .retain(|l, _| (l.from, l.to) != (link.from, link.to) || l.seq >= link.seq);
+                let (slot, own) = match st.abandoned_links.remove(&link) {
+                    // This rank abandoned it already: its exchange carries the
+                    // abort.
+                    Some(pair) => pair,
+                    None => {
+                        st.next_link.insert((link.from, link.to), link.seq + 1);
+                        let own = Entry::of(id, &mine);
+                        (self.submit_pair(link, own.clone()), own)
+                    }
+                };
+                (slot, own, Stage::Exchange)
             };
-            st.inflight = Some((id, Step::Exchange, Arc::clone(&slot) as Arc<dyn Fail>));
+            st.inflight = Some((id, stage, Arc::clone(&slot) as Arc<dyn Fail>));
             (slot, own)
         };
         let theirs = self.wait(id, name, &slot, started, deadline)?;
@@ -125,6 +147,7 @@ impl Transport for MpiTransport {
     fn all_reduce(
         &self,
         seq: u64,
+        _step: usize,
         reduction: Reduction,
         input: Bytes,
         deadline: Instant,
@@ -136,7 +159,13 @@ impl Transport for MpiTransport {
         })
     }
 
-    fn all_gather(&self, seq: u64, input: Bytes, deadline: Instant) -> Result<Bytes, ServerError> {
+    fn all_gather(
+        &self,
+        seq: u64,
+        _step: usize,
+        input: Bytes,
+        deadline: Instant,
+    ) -> Result<Bytes, ServerError> {
         let (comm, size) = (self.comm, self.size);
         let pool = Arc::clone(&self.pool);
         self.data(CallId::Group { seq }, "all_gather", deadline, move || {
@@ -162,6 +191,7 @@ impl Transport for MpiTransport {
     fn reduce_scatter(
         &self,
         seq: u64,
+        _step: usize,
         reduction: Reduction,
         input: Bytes,
         deadline: Instant,
@@ -179,6 +209,7 @@ impl Transport for MpiTransport {
     fn broadcast(
         &self,
         seq: u64,
+        _step: usize,
         root: usize,
         input: Bytes,
         len: usize,
@@ -214,7 +245,13 @@ impl Transport for MpiTransport {
         })
     }
 
-    fn all_to_all(&self, seq: u64, input: Bytes, deadline: Instant) -> Result<Bytes, ServerError> {
+    fn all_to_all(
+        &self,
+        seq: u64,
+        _step: usize,
+        input: Bytes,
+        deadline: Instant,
+    ) -> Result<Bytes, ServerError> {
         let (comm, size) = (self.comm, self.size);
         let pool = Arc::clone(&self.pool);
         self.data(CallId::Group { seq }, "all_to_all", deadline, move || {
@@ -238,7 +275,13 @@ impl Transport for MpiTransport {
         })
     }
 
-    fn send(&self, link: Link, input: Bytes, deadline: Instant) -> Result<(), ServerError> {
+    fn send(
+        &self,
+        link: Link,
+        _step: usize,
+        input: Bytes,
+        deadline: Instant,
+    ) -> Result<(), ServerError> {
         let comm = self.comm;
         self.data(CallId::P2p(link), "send", deadline, move || {
             let (n, to) = (count(input.len())?, count(link.to)?);
@@ -250,7 +293,13 @@ impl Transport for MpiTransport {
         })
     }
 
-    fn recv(&self, link: Link, len: usize, deadline: Instant) -> Result<Bytes, ServerError> {
+    fn recv(
+        &self,
+        link: Link,
+        _step: usize,
+        len: usize,
+        deadline: Instant,
+    ) -> Result<Bytes, ServerError> {
         let comm = self.comm;
         let pool = Arc::clone(&self.pool);
         self.data(CallId::P2p(link), "recv", deadline, move || {
@@ -297,7 +346,7 @@ impl Transport for MpiTransport {
         {
             // Once every rank's descriptor arrived, the call completes
             // (or times out by the engine's deadline): nothing to do.
-            if *step == Step::Exchange && slot.fail(error.clone()) {
+            if *step == Stage::Exchange && slot.fail(error.clone()) {
                 let reason = format!(
                     "{} was abandoned mid-exchange: {error}",
                     describe("call", call)

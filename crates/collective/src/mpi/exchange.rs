@@ -21,8 +21,13 @@ pub(super) const TAG_TEXT_FROM_RECEIVER: c_int = 4;
 pub(super) const TAG_DATA: c_int = 5;
 
 /// On the worker: the communicator of `owners` (in rank order), checked
-/// with every rank's join header.
-pub(super) fn create(list: &[DeviceId], owners: &[usize], join: Join) -> Result<Comm, ServerError> {
+/// with every rank's join header, and the chunk size rank 0 asked for
+/// (every rank's steps are cut by it).
+pub(super) fn create(
+    list: &[DeviceId],
+    owners: &[usize],
+    join: Join,
+) -> Result<(Comm, usize), ServerError> {
     let world = comm_world();
     let ranks: Vec<c_int> = owners.iter().map(|p| *p as c_int).collect();
     // SAFETY: out-parameters and arrays of `ranks.len()` world ranks.
@@ -67,15 +72,24 @@ pub(super) fn create(list: &[DeviceId], owners: &[usize], join: Join) -> Result<
     };
     let checked = check(rc, "MPI_Allgather of the join headers").and_then(|()| {
         let joins: Vec<Option<Join>> = all.chunks(JOIN_LEN).map(Join::decode).collect();
-        wire::check_joins(list, owners, &joins)
+        wire::check_joins(list, owners, &joins)?;
+        let chunk = joins
+            .first()
+            .and_then(|j| j.as_ref())
+            .map_or(join.chunk_bytes, |j| j.chunk_bytes);
+        Ok(crate::plan::normalize_chunk(
+            usize::try_from(chunk).unwrap_or(usize::MAX),
+        ))
     });
-    if let Err(e) = checked {
-        let mut c = comm;
-        // SAFETY: the communicator was created above and is not used again.
-        unsafe { ffi::MPI_Comm_free(&mut c.0) };
-        return Err(e);
+    match checked {
+        Ok(chunk) => Ok((comm, chunk)),
+        Err(e) => {
+            let mut c = comm;
+            // SAFETY: the communicator was created above and is not used again.
+            unsafe { ffi::MPI_Comm_free(&mut c.0) };
+            Err(e)
+        }
     }
-    Ok(comm)
 }
 
 /// On the worker: every rank's entry of a group call (`MPI_Allgather` of

@@ -38,9 +38,10 @@ use crate::call::{CallId, Link, describe};
 use crate::communicator::CommConfig;
 use crate::wire::{self, Entry, Join};
 
-/// Which step of a call is in flight.
+/// Which stage of a call is in flight: its opening exchange (which an
+/// abort can still cut short), or anything after it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum Step {
+pub(super) enum Stage {
     Exchange,
     Data,
 }
@@ -52,7 +53,7 @@ pub(super) struct State {
     /// The next message of each link (from, to) to hand to the worker.
     pub(super) next_link: HashMap<(usize, usize), u64>,
     /// The call whose step the engine waits on.
-    pub(super) inflight: Option<(CallId, Step, Arc<dyn Fail>)>,
+    pub(super) inflight: Option<(CallId, Stage, Arc<dyn Fail>)>,
     /// Exchanges of abandoned calls, handed to the worker by `abort`.
     pub(super) abandoned_groups: HashMap<u64, Arc<Slot<Vec<Entry>>>>,
     pub(super) abandoned_links: HashMap<Link, (Arc<Slot<Entry>>, Entry)>,
@@ -68,6 +69,8 @@ pub struct MpiTransport {
     pub(super) size: usize,
     pub(super) device_ids: Vec<DeviceId>,
     pub(super) comm: Comm,
+    /// Bytes of each block a step moves (rank 0's choice).
+    pub(super) chunk_bytes: usize,
     pub(super) world: &'static World,
     pub(super) worker: Worker,
     pub(super) state: Mutex<State>,
@@ -128,17 +131,19 @@ impl MpiTransport {
             device: me.0,
             list_len: list.len() as u64,
             list_hash: wire::list_hash(&list),
+            chunk_bytes: config.chunk_bytes as u64,
         };
         let what = format!("comm_init over {device_ids:?}");
         let made = run_until(&worker, &what, deadline, move || {
             create(&list, &owners, join)
         });
         match made {
-            Ok(comm) => Ok(MpiTransport {
+            Ok((comm, chunk_bytes)) => Ok(MpiTransport {
                 rank,
                 size,
                 device_ids: device_ids.to_vec(),
                 comm,
+                chunk_bytes,
                 world,
                 worker,
                 state: Mutex::new(State::default()),
@@ -309,7 +314,7 @@ impl MpiTransport {
             let mut st = self.lock();
             self.refuse_if_broken(&st, id, name)?;
             let slot = self.worker.submit(name, f);
-            st.inflight = Some((id, Step::Data, Arc::clone(&slot) as Arc<dyn Fail>));
+            st.inflight = Some((id, Stage::Data, Arc::clone(&slot) as Arc<dyn Fail>));
             slot
         };
         self.wait(id, name, &slot, started, deadline)

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use compute_collective::{
-    CollectiveCall, CommConfig, Communicator, InProcessTransport, Outcome, Parallelism,
+    CollectiveCall, CommConfig, Communicator, InProcessTransport, JoinOptions, Outcome,
     PendingResult, ServerError,
 };
 use compute_runtime::{DType, DeviceId, ReduceOp, Reduction};
@@ -365,13 +365,20 @@ pub fn group_inspectable(
     n: usize,
     timeout: Duration,
 ) -> (Vec<Communicator>, Vec<Arc<InProcessTransport>>) {
+    group_inspectable_with(n, timeout, JoinOptions::default())
+}
+
+/// As [`group_inspectable`], the hub formed with `options`.
+pub fn group_inspectable_with(
+    n: usize,
+    timeout: Duration,
+    options: JoinOptions,
+) -> (Vec<Communicator>, Vec<Arc<InProcessTransport>>) {
     let devices = fresh_devices(n);
     let config = CommConfig::default().with_timeout(timeout);
     let transports: Vec<Arc<InProcessTransport>> = devices
         .iter()
-        .map(|me| {
-            Arc::new(InProcessTransport::join(&devices, *me, Parallelism::default()).expect("join"))
-        })
+        .map(|me| Arc::new(InProcessTransport::join(&devices, *me, options).expect("join")))
         .collect();
     let comms = transports
         .iter()
