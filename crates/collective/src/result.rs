@@ -229,7 +229,7 @@ pub struct PendingResult {
     id: CallId,
     call: CollectiveCall,
     /// Pieces taken by the whole-result ends (`wait`, `try_take`, poll).
-    assembly: Assembly,
+    assembly: Box<Assembly>,
 }
 
 /// The whole output, from pieces.
@@ -292,10 +292,10 @@ impl PendingResult {
             transport,
             id,
             call,
-            assembly: Assembly {
+            assembly: Box::new(Assembly {
                 len,
                 ..Assembly::default()
-            },
+            }),
         }
     }
 

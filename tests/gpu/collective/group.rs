@@ -37,18 +37,28 @@ pub struct Group {
 impl Group {
     /// `n` servers on fresh device ids, without a communicator.
     pub fn open(n: usize) -> Self {
+        Self::open_with(n, |o| o)
+    }
+
+    /// As [`open`](Self::open), each server's options passed through `f`.
+    pub fn open_with(n: usize, f: impl Fn(WgpuServerOptions) -> WgpuServerOptions) -> Self {
         let ids = device_ids(n);
         let s = ids
             .iter()
             .map(|id| {
-                WgpuServerOptions::new()
-                    .device_id(*id)
-                    .adapter(0)
+                f(WgpuServerOptions::new().device_id(*id).adapter(0))
                     .open::<WgslPassthrough>()
                     .expect("server")
             })
             .collect();
         Group { s, ids }
+    }
+
+    /// `n` ranks whose calls move in steps of `chunk` bytes per block.
+    pub fn stepped(n: usize, chunk: usize) -> Self {
+        let mut g = Self::open_with(n, |o| o.collective_chunk_bytes(chunk));
+        g.init();
+        g
     }
 
     /// `n` ranks with `comm_init(ids)` called on every one, rank 0 first.

@@ -6,6 +6,9 @@
 //!   and 4 ranks at 0, 1, 7 and 1000 elements; integer edge cases; NaN.
 //! - `movement`: `all_gather`, `broadcast` (every root), `all_to_all`.
 //! - `large`: MiB-sized cases (f32 and u32).
+//! - `steps`: calls cut into many steps (a small chunk size): past the
+//!   staging window (the rest refilled from a device copy of `src`), a
+//!   `src` that starts mid-word, `src` as of the call.
 //! - `p2p`: `send` / `recv` pairing, rings in both call orders.
 //! - `ordering`: `Wait` / `Overlap`, streams, sub-ranges, `src` as of the
 //!   call; nothing but a read or a sync waits for another rank.
@@ -34,4 +37,5 @@ mod poison;
 mod promises;
 mod reduce;
 mod state;
+mod steps;
 mod threads;

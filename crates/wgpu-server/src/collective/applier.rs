@@ -3,9 +3,10 @@
 //!
 //! It owns the steps that must happen after another rank has done its part,
 //! when no call on this server may be running: writing a `Wait`
-//! collective's result into `dst` (`queue.write_buffer`, which lands before
-//! the next submit, under the gate's lock so the stream's held batch goes
-//! after it) and giving the verdict on `dst` ([`LateFaults::verdict`]: a
+//! collective's result into `dst`, piece by piece as the call's steps
+//! finish (`write.rs`: each piece's copy submitted at once, under the
+//! gate's lock, so the stream's held batch goes after every piece) and
+//! giving the verdict on `dst` ([`LateFaults::verdict`]: a
 //! failure poisons `dst` and whatever read it since); and submitting a batch
 //! that was handed over because it is held behind an earlier collective (so
 //! the next collective's input gets staged, and other streams' work that
@@ -24,11 +25,13 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use compute_collective::PendingResult;
+use compute_collective::{Delivery, PendingResult};
 use compute_runtime::{CollectiveFault, ComputeWait, ServerError, StreamId};
 use compute_stream::{LateAudit, LateFaults};
 
-use crate::memory::upload::{self, MIN_UPLOAD, UploadPool};
+use crate::collective::write::Writer;
+use crate::device::poller::PollerHandle;
+use crate::memory::upload::UploadPool;
 use crate::stream::gate::{Gate, GateState};
 use crate::stream::handoff::{HandOff, HandOffs};
 use crate::stream::submit::Submitter;
@@ -73,8 +76,11 @@ pub(crate) struct Context {
     /// How long an outcome may take (past the communicator's own timeout,
     /// which always completes a call first).
     pub outcome_wait: Duration,
-    /// Mapped upload buffers, for large results.
+    /// Mapped upload buffers, for results.
     pub upload: UploadPool,
+    /// Drives the results' copies (their upload buffers come back when
+    /// they ran).
+    pub poller: PollerHandle,
 }
 
 impl Context {
@@ -199,12 +205,6 @@ fn outcome(
     target: Option<Target>,
     stream: StreamId,
 ) {
-    let outcome = pending
-        .wait(cx.outcome_wait)
-        .and_then(|o| match o.poisoned {
-            Some(e) => Err(e),
-            None => Ok(o.bytes),
-        });
     let mut target = target;
     // The ticket for the verdict on `dst`, given once.
     let verdict = std::cell::Cell::new(target.as_mut().and_then(|t| t.verdict.take()));
@@ -222,15 +222,10 @@ fn outcome(
             }
         }
     };
-    let ran = gate.settle(|| match outcome {
-        Err(e) => {
-            judge(Err(e.clone()));
-            GateState::Failed(e)
-        }
-        Ok(bytes) => match (&target, mode) {
-            (None, _) => GateState::Written,
-            (Some(_), ComputeWait::Overlap) => GateState::Ready(bytes),
-            (Some(t), ComputeWait::Wait) => match write(cx, t, &bytes) {
+    let settled = match (&target, mode) {
+        (Some(t), ComputeWait::Wait) => {
+            let written = write_pieces(cx, pending, gate, t);
+            gate.settle(|| match written {
                 Ok(()) => {
                     judge(Ok(()));
                     GateState::Written
@@ -239,15 +234,72 @@ fn outcome(
                     judge(Err(e.clone()));
                     GateState::Failed(e)
                 }
-            },
-        },
-    });
-    if !ran {
+            })
+        }
+        _ => {
+            let outcome = pending
+                .wait(cx.outcome_wait)
+                .and_then(|o| match o.poisoned {
+                    Some(e) => Err(e),
+                    None => Ok(o.bytes),
+                });
+            gate.settle(|| match outcome {
+                Err(e) => {
+                    judge(Err(e.clone()));
+                    GateState::Failed(e)
+                }
+                Ok(_) if target.is_none() => GateState::Written,
+                Ok(bytes) => GateState::Ready(bytes),
+            })
+        }
+    };
+    if !settled {
         // The stream gave up waiting and went on: the result was not
         // written, so `dst` keeps bytes that are not the result.
         judge(Err(ServerError::CollectiveState {
             fault: CollectiveFault::StoppedWaiting,
         }));
+    }
+}
+
+/// Writes a `Wait` result's pieces into `dst` as they come; the call's
+/// outcome once every piece is in (a poisoned outcome as its error).
+fn write_pieces(
+    cx: &Context,
+    mut pending: PendingResult,
+    gate: &Gate,
+    target: &Target,
+) -> Result<(), ServerError> {
+    let mut writer = Writer::new(cx, target);
+    let mut failed = None;
+    loop {
+        match pending.next(cx.outcome_wait) {
+            Delivery::Piece { offset, bytes } => {
+                if failed.is_some() {
+                    continue;
+                }
+                match gate.if_pending(|| writer.piece(offset, &bytes)) {
+                    Some(Ok(())) => {}
+                    Some(Err(e)) => failed = Some(e),
+                    // Abandoned: nothing more may land in `dst`.
+                    None => {
+                        failed = Some(ServerError::CollectiveState {
+                            fault: CollectiveFault::StoppedWaiting,
+                        })
+                    }
+                }
+            }
+            Delivery::Done(result) => {
+                let outcome = result?;
+                if let Some(e) = failed {
+                    return Err(e);
+                }
+                return match outcome.poisoned {
+                    Some(e) => Err(e),
+                    None => Ok(()),
+                };
+            }
+        }
     }
 }
 
@@ -268,31 +320,4 @@ fn submit_parked(cx: &Context, h: HandOff) {
         then(submitted);
     }
     h.submitted.settle(|| GateState::Written);
-}
-
-/// Writes a result into `dst` (a whole number of words: the padding past an
-/// odd length belongs to the slice). A large result goes through a mapped
-/// upload buffer filled on several threads and a copy submitted at once
-/// (`memory/upload.rs`); it runs before the stream's held batch, which is
-/// submitted only after the gate settles.
-fn write(cx: &Context, t: &Target, bytes: &[u8]) -> Result<(), ServerError> {
-    if bytes.len() as u64 >= MIN_UPLOAD {
-        let device = cx.submitter.device();
-        let staging = cx.upload.take(device, bytes.len() as u64)?;
-        upload::fill(&staging, bytes)?;
-        let mut encoder = device.create_command_encoder(&wgpu::CommandEncoderDescriptor {
-            label: Some("collective result"),
-        });
-        encoder.copy_buffer_to_buffer(&staging, 0, &t.buffer, t.offset, t.padded_len);
-        cx.submitter.commands(Some(encoder.finish()))?;
-        cx.upload.recycle(staging);
-        return Ok(());
-    }
-    if bytes.len() as u64 == t.padded_len {
-        cx.submitter.write_buffer(&t.buffer, t.offset, bytes)
-    } else {
-        let mut padded = bytes.to_vec();
-        padded.resize(t.padded_len as usize, 0);
-        cx.submitter.write_buffer(&t.buffer, t.offset, &padded)
-    }
 }

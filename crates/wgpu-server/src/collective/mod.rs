@@ -44,8 +44,10 @@
 //! replays recorded dispatches, and a collective is a host exchange.
 
 pub(crate) mod applier;
+pub(crate) mod pipeline;
 pub(crate) mod stage;
 pub(crate) mod transport;
+pub(crate) mod write;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -57,6 +59,7 @@ use compute_runtime::{
 use hashbrown::HashMap;
 
 use crate::collective::applier::{Applier, Context, Jobs};
+use crate::collective::pipeline::{ScratchPool, Stager};
 use crate::collective::transport::CollectiveTransport;
 use crate::stream::gate::Gate;
 use crate::stream::handoff::HandOffs;
@@ -81,8 +84,14 @@ pub(crate) struct Collectives {
     transport: Option<CollectiveTransport>,
     /// The timeout its options named (else the environment's).
     timeout: Option<Duration>,
+    /// The chunk size its options named (else the environment's).
+    chunk_bytes: Option<usize>,
     comms: Vec<Communicator>,
     applier: Option<Applier>,
+    /// Stages the steps of large calls after the window (`pipeline.rs`).
+    stager: Option<Stager>,
+    /// Device copies of large calls' inputs.
+    scratch: ScratchPool,
     posted: HashMap<StreamId, Vec<Posted>>,
 }
 
@@ -99,13 +108,17 @@ impl Collectives {
         device_id: DeviceId,
         transport: Option<CollectiveTransport>,
         timeout: Option<Duration>,
+        chunk_bytes: Option<usize>,
     ) -> Self {
         Collectives {
             device_id,
             transport,
             timeout,
+            chunk_bytes,
             comms: Vec::new(),
             applier: None,
+            stager: None,
+            scratch: ScratchPool::default(),
             posted: HashMap::new(),
         }
     }
@@ -124,6 +137,9 @@ impl Collectives {
         if let Some(t) = self.timeout {
             config = config.with_timeout(t);
         }
+        if let Some(c) = self.chunk_bytes {
+            config = config.with_chunk_bytes(c);
+        }
         // Past the communicator's own timeout, which completes every call.
         let wait = config.timeout.saturating_mul(3) / 2 + Duration::from_secs(30);
         let transport = match self.transport {
@@ -136,6 +152,9 @@ impl Collectives {
         };
         if self.applier.is_none() {
             self.applier = Some(Applier::start(context(wait))?);
+        }
+        if self.stager.is_none() {
+            self.stager = Some(Stager::start()?);
         }
         self.comms.push(comm);
         let handoffs = self.jobs()?.handoffs();
@@ -175,6 +194,17 @@ impl Collectives {
                     devices: Vec::new(),
                 },
             })
+    }
+
+    /// The stager thread and the scratch pool, for a call with more steps
+    /// than the staging window.
+    pub fn refills(&self) -> Result<(Stager, ScratchPool), ServerError> {
+        let stager = self.stager.clone().ok_or(ServerError::CollectiveState {
+            fault: CollectiveFault::NoCommunicator {
+                devices: Vec::new(),
+            },
+        })?;
+        Ok((stager, self.scratch.clone()))
     }
 
     /// Records a collective posted on `stream`, for `sync_collective`.

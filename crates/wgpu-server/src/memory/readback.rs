@@ -96,12 +96,39 @@ impl ReadbackPool {
     }
 }
 
-/// Mapped bytes of a staging buffer: unmapped and returned to the pool when
-/// dropped.
+/// Where a staging buffer goes once its mapped bytes are dropped.
+pub(crate) enum Back {
+    /// To the pool.
+    Pool(ReadbackPool),
+    /// To whoever reuses it at once (a collective's next step).
+    Hook(Box<dyn FnOnce(wgpu::Buffer) + Send + Sync>),
+}
+
+impl Back {
+    /// Hands the (unmapped) buffer where it goes.
+    pub fn give(self, buffer: wgpu::Buffer) {
+        match self {
+            Back::Pool(pool) => pool.put(buffer),
+            Back::Hook(hook) => hook(buffer),
+        }
+    }
+}
+
+impl std::fmt::Debug for Back {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Back::Pool(_) => f.write_str("Back::Pool"),
+            Back::Hook(_) => f.write_str("Back::Hook"),
+        }
+    }
+}
+
+/// Mapped bytes of a staging buffer: unmapped and returned to the pool (or
+/// its hook) when dropped.
 pub(crate) struct MappedRange {
     view: Option<wgpu::BufferView>,
     buffer: wgpu::Buffer,
-    pool: ReadbackPool,
+    back: Option<Back>,
     start: usize,
     len: usize,
 }
@@ -114,10 +141,22 @@ impl MappedRange {
         start: usize,
         len: usize,
     ) -> Self {
+        Self::returning(view, buffer, Back::Pool(pool), start, len)
+    }
+
+    /// Bytes `start..start + len` of the mapped `view`; the buffer goes to
+    /// `back` once they drop.
+    pub fn returning(
+        view: wgpu::BufferView,
+        buffer: wgpu::Buffer,
+        back: Back,
+        start: usize,
+        len: usize,
+    ) -> Self {
         Self {
             view: Some(view),
             buffer,
-            pool,
+            back: Some(back),
             start,
             len,
         }
@@ -138,7 +177,9 @@ impl Drop for MappedRange {
         // The view must go before the buffer can be unmapped.
         self.view = None;
         self.buffer.unmap();
-        self.pool.put(self.buffer.clone());
+        if let Some(back) = self.back.take() {
+            back.give(self.buffer.clone());
+        }
     }
 }
 

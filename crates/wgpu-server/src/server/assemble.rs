@@ -90,6 +90,7 @@ impl WgpuServerOptions {
                 device_id: self.device_id,
                 transport: self.transport,
                 collective_timeout: self.collective_timeout,
+                collective_chunk_bytes: self.collective_chunk_bytes,
             },
             device,
             queue,
@@ -145,6 +146,7 @@ impl<C: WgpuCompiler + Default> WgpuServer<C> {
             device_id: DeviceId(0),
             transport: None,
             collective_timeout: None,
+            collective_chunk_bytes: None,
         };
         match assemble(wiring, device, queue, utilities) {
             Ok(server) => server,
@@ -165,6 +167,7 @@ struct Wiring {
     device_id: DeviceId,
     transport: Option<crate::CollectiveTransport>,
     collective_timeout: Option<std::time::Duration>,
+    collective_chunk_bytes: Option<usize>,
 }
 
 /// Makes every part of a server on `device`.
@@ -229,7 +232,12 @@ fn assemble<C: WgpuCompiler + Default>(
         kernels: Kernels::new(C::default(), w.compilation),
         timing: Timing::new(Profiler::new(timing)),
         graphs: Graphs::new(w.captures),
-        collectives: Collectives::new(w.device_id, w.transport, w.collective_timeout),
+        collectives: Collectives::new(
+            w.device_id,
+            w.transport,
+            w.collective_timeout,
+            w.collective_chunk_bytes,
+        ),
         utilities: Arc::new(utilities),
         logger,
         failures: 0,

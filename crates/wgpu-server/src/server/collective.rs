@@ -14,7 +14,9 @@ use compute_wgsl::WgpuCompiler;
 
 use crate::collective::Posted;
 use crate::collective::applier::{Job, Target};
-use crate::collective::stage::Staged;
+use crate::collective::pipeline::{Refill, window_steps};
+use crate::collective::stage::{Provide, Source, Staged, StepCopies};
+use crate::memory::readback::Back;
 use crate::server::WgpuServer;
 use crate::stream::gate::Gate;
 use crate::stream::handoff::HandOff;
@@ -28,6 +30,15 @@ pub(crate) enum Peers<'a> {
     Ranks(&'a [DeviceId]),
     /// The most recent one with this peer (point to point).
     Peer(DeviceId),
+}
+
+/// A call's input copies, staged and waiting for their submissions.
+#[derive(Debug, Default)]
+pub(crate) struct Staging {
+    /// Recorded in the stream's batch: mapped after its submission.
+    in_batch: Vec<Staged>,
+    /// Steps with a submission of their own, right after the batch's.
+    own: Vec<(wgpu::CommandBuffer, Staged)>,
 }
 
 /// A call's buffers.
@@ -55,22 +66,29 @@ impl<C: WgpuCompiler> WgpuServer<C> {
     ) -> Result<(), ServerError> {
         let (call, (contribution, pending), (src_range, dst_range)) =
             self.post(call, peers, &operands, stream)?;
+        // A `Wait` result is written piece by piece as it comes (a few
+        // steps queued at most); an `Overlap` one is kept whole for
+        // `sync_collective`.
+        let pending = match mode {
+            ComputeWait::Wait => pending.take_as_they_come(),
+            ComputeWait::Overlap => pending,
+        };
         // A large host write asked for before the call lands before its
         // result (which may be written with a submit of its own).
         self.streams.backend_mut().flush_host_copies();
 
         // The input: staged on the stream, after everything before it.
-        let staged = match (&operands.src, src_range) {
+        let staging = match (&operands.src, src_range) {
             (Some(src), Some(range)) => self.stage(stream, src, range, contribution)?,
             _ => {
                 drop(contribution);
-                None
+                Staging::default()
             }
         };
         // Everything issued before the call goes to the queue (or to the
         // applier, behind an earlier collective) before the result can
         // land, whether or not this rank staged anything.
-        self.hand_off_before_result(stream, staged)?;
+        self.hand_off_before_result(stream, staging)?;
 
         // The output: ordered now, written by the applier.
         let gate = Arc::new(Gate::new());
@@ -252,79 +270,181 @@ impl<C: WgpuCompiler> WgpuServer<C> {
         Ok((src, dst))
     }
 
-    /// Copies `src` (at `range`) into mapped staging on `stream`; the map
-    /// callback provides it once the copy has run. An untrusted `src` is
-    /// provided as its error at once (the peers still get this rank's
-    /// part); an empty one as no bytes (it depends on no earlier work).
+    /// Copies `src` (at `range`) into mapped staging on `stream`: whole for
+    /// a call of one step, else step by step (the first steps now, the
+    /// rest from a device copy as the host uses the first, `pipeline.rs`);
+    /// each map callback provides its bytes once the copy has run. An
+    /// untrusted `src` is provided as its error at once (the peers still
+    /// get this rank's part); an empty one as no bytes (it depends on no
+    /// earlier work).
     fn stage(
         &mut self,
         stream: StreamId,
         src: &BufferBinding,
         range: StorageHandle,
-        contribution: compute_collective::Contribution,
-    ) -> Result<Option<Staged>, ServerError> {
+        contribution: Contribution,
+    ) -> Result<Staging, ServerError> {
         let len = src.size as usize;
         if len == 0 {
             contribution.provide(Ok(compute_runtime::Bytes::new()));
-            return Ok(None);
+            return Ok(Staging::default());
         }
         self.streams.prepare(stream, &[(range, Access::Read)]);
         match self.streams.check(src.memory_id()) {
             Ok(()) => {}
             Err(ServerError::Untrusted { cause, .. }) => {
                 contribution.provide(Err(cause));
-                return Ok(None);
+                return Ok(Staging::default());
             }
             Err(other) => {
                 contribution.provide(Err(Arc::new(other)));
-                return Ok(None);
+                return Ok(Staging::default());
             }
         }
-        let start = range.offset - range.offset % ALIGN;
-        let buffer = self.memory.page_buffer(range.id)?;
-        let end = (range.offset + range.size)
-            .next_multiple_of(ALIGN)
-            .min(buffer.size());
-        let copy_len = (end - start).max(ALIGN);
-        let device = self.gpu.device().clone();
-        let max = self.gpu.caps().limits.max_buffer_size;
-        let staging =
-            self.memory
-                .readback()
-                .take_or_create(&device, copy_len, max, "collective staging")?;
-        let (_, ws) = self.streams.encoder(stream);
-        ws.batch().encoder_for_copy(&device).copy_buffer_to_buffer(
-            &buffer,
-            start,
-            &staging,
-            0,
-            end - start,
-        );
-        self.streams.task_done(stream);
+        let page = Source {
+            buffer: self.memory.page_buffer(range.id)?,
+            base: range.offset,
+        };
+        let plan = *contribution.plan();
         let late = Arc::clone(self.streams.trust().late());
-        let risk = late
-            .depend_token(stream, &[src.memory_id()])
-            .map(|t| (t, late));
-        Ok(Some(Staged {
-            buffer: staging,
-            mapped_len: copy_len,
-            start: (range.offset - start) as usize,
-            len,
-            contribution,
-            pool: self.memory.readback().clone(),
-            risk,
-        }))
+        let risk = |s: &mut Self| {
+            late.depend_token(stream, &[src.memory_id()])
+                .map(|t| (t, Arc::clone(&late)))
+                .filter(|_| s.streams.check(src.memory_id()).is_ok())
+        };
+        if plan.steps() == 1 {
+            let copies = StepCopies::plan(&page, std::slice::from_ref(&(0..len)));
+            let staging = self.staging_buffer(copies.size())?;
+            let (_, ws) = self.streams.encoder(stream);
+            copies.encode(
+                ws.batch().encoder_for_copy(self.gpu.device()),
+                &page,
+                &staging,
+            );
+            self.streams.task_done(stream);
+            let staged = Staged {
+                buffer: staging,
+                copies,
+                to: Provide::Whole(contribution),
+                back: Back::Pool(self.memory.readback().clone()),
+                risk: risk(self),
+            };
+            return Ok(Staging {
+                in_batch: vec![staged],
+                own: Vec::new(),
+            });
+        }
+        let risk = risk(self);
+        self.stage_steps(stream, page, len as u64, plan, contribution.feed(), risk)
+    }
+
+    /// A staging buffer of at least `size` bytes from the read path's pool.
+    fn staging_buffer(&self, size: u64) -> Result<wgpu::Buffer, ServerError> {
+        let max = self.gpu.caps().limits.max_buffer_size;
+        self.memory
+            .readback()
+            .take_or_create(self.gpu.device(), size, max, "collective staging")
+    }
+
+    /// [`stage`](Self::stage) for a call of several steps: the window's
+    /// steps staged now (the first in the stream's batch, each other in a
+    /// submission of its own right after it, or all in the batch when it is
+    /// held behind an earlier collective), the rest refilled later from a
+    /// device copy of `src` made in the batch.
+    #[allow(clippy::too_many_arguments)] // `src`, its plan, its feed, its risk.
+    fn stage_steps(
+        &mut self,
+        stream: StreamId,
+        page: Source,
+        len: u64,
+        plan: compute_collective::Plan,
+        feed: compute_collective::Feed,
+        risk: Option<(u64, Arc<compute_stream::LateFaults>)>,
+    ) -> Result<Staging, ServerError> {
+        let device = self.gpu.device().clone();
+        let window = window_steps(&plan);
+        let (source, refill) = if window < plan.steps() {
+            let (stager, scratch_pool) = self.collectives.refills()?;
+            let from = page.base - page.base % ALIGN;
+            let end = (page.base + len)
+                .next_multiple_of(ALIGN)
+                .min(page.buffer.size());
+            let scratch = scratch_pool.take(&device, end - from)?;
+            let (_, ws) = self.streams.encoder(stream);
+            ws.batch().encoder_for_copy(&device).copy_buffer_to_buffer(
+                &page.buffer,
+                from,
+                &scratch,
+                0,
+                end - from,
+            );
+            let source = Source {
+                buffer: scratch,
+                base: page.base - from,
+            };
+            let refill = Arc::new(Refill {
+                source: source.clone(),
+                plan,
+                feed: feed.clone(),
+                next: std::sync::Mutex::new(window),
+                device: device.clone(),
+                submitter: self.streams.backend().submitter().clone(),
+                poller: self.gpu.poller().handle(),
+                pool: self.memory.readback().clone(),
+                stager,
+                scratch: scratch_pool,
+            });
+            (source, Some(refill))
+        } else {
+            (page, None)
+        };
+        let held = {
+            let (_, ws) = self.streams.encoder(stream);
+            ws.hold().is_some_and(|g| !g.is_settled())
+        };
+        let mut staging = Staging::default();
+        let mut risk = risk;
+        for step in 0..window {
+            let copies = StepCopies::plan(&source, &plan.input_pieces(step));
+            let buffer = self.staging_buffer(copies.size())?;
+            let back = match &refill {
+                Some(r) => r.back(),
+                None => Back::Pool(self.memory.readback().clone()),
+            };
+            let staged = Staged {
+                buffer,
+                copies,
+                to: Provide::Step(feed.clone(), step),
+                back,
+                risk: risk.take(),
+            };
+            if step == 0 || held {
+                let (_, ws) = self.streams.encoder(stream);
+                let encoder = ws.batch().encoder_for_copy(&device);
+                staged.copies.encode(encoder, &source, &staged.buffer);
+                staging.in_batch.push(staged);
+            } else {
+                let mut encoder = device.create_command_encoder(&wgpu::CommandEncoderDescriptor {
+                    label: Some("collective step"),
+                });
+                staged.copies.encode(&mut encoder, &source, &staged.buffer);
+                staging.own.push((encoder.finish(), staged));
+            }
+        }
+        self.streams.task_done(stream);
+        Ok(staging)
     }
 
     /// Sends the stream's pending work on before a collective's result can
     /// land: submitted now, or handed to the applier when it is held behind
-    /// an earlier collective (never waiting for the other ranks); `staged`
-    /// is provided once its copy has run.
+    /// an earlier collective (never waiting for the other ranks); each
+    /// staged copy is provided once it has run.
     fn hand_off_before_result(
         &mut self,
         stream: StreamId,
-        staged: Option<Staged>,
+        staging: Staging,
     ) -> Result<(), ServerError> {
+        let Staging { in_batch, own } = staging;
         let timing = self.streams.backend().submitter().timing_arc();
         let (_, ws) = self.streams.encoder(stream);
         if let Some(after) = ws.hold().filter(|g| !g.is_settled()).cloned() {
@@ -335,31 +455,56 @@ impl<C: WgpuCompiler> WgpuServer<C> {
             let submitted = Arc::new(Gate::new());
             ws.hold_behind(Arc::clone(&submitted));
             let poller = self.gpu.poller().handle();
+            let then = (!in_batch.is_empty()).then(|| -> crate::stream::handoff::AfterSubmit {
+                Box::new(move |submitted| {
+                    for s in in_batch {
+                        match &submitted {
+                            Ok(index) => s.map_and_provide(&poller, index.clone()),
+                            Err(e) => s.fail(Arc::clone(e)),
+                        }
+                    }
+                })
+            });
             let h = HandOff {
                 after,
                 batch,
                 stream,
                 submitted,
-                then: staged.map(|s| -> crate::stream::handoff::AfterSubmit {
-                    Box::new(move |submitted| match submitted {
-                        Ok(index) => s.map_and_provide(&poller, index),
-                        Err(e) => s.fail(e),
-                    })
-                }),
+                then,
             };
             return self.collectives.jobs()?.push(Job::Parked(Box::new(h)));
         }
         self.streams.submit(stream);
-        let Some(staged) = staged else {
+        if in_batch.is_empty() {
             return Ok(());
-        };
+        }
         let (_, ws) = self.streams.encoder(stream);
         let failed = ws.take_failed();
-        match (failed, self.streams.backend().last_submission().0) {
-            (false, Some(index)) => staged.map_and_provide(&self.gpu.poller().handle(), index),
-            _ => staged.fail(Arc::new(ServerError::CollectiveState {
-                fault: CollectiveFault::StagingDidNotRun,
-            })),
+        let poller = self.gpu.poller().handle();
+        let index = match (failed, self.streams.backend().last_submission().0) {
+            (false, Some(index)) => index,
+            _ => {
+                let cause = Arc::new(ServerError::CollectiveState {
+                    fault: CollectiveFault::StagingDidNotRun,
+                });
+                for s in in_batch {
+                    s.fail(Arc::clone(&cause));
+                }
+                for (_, s) in own {
+                    s.fail(Arc::clone(&cause));
+                }
+                return Ok(());
+            }
+        };
+        for s in in_batch {
+            s.map_and_provide(&poller, index.clone());
+        }
+        let submitter = self.streams.backend().submitter().clone();
+        for (commands, s) in own {
+            match submitter.commands(Some(commands)) {
+                Ok((index, _)) => s.map_and_provide(&poller, index),
+                Err(e) => s.fail(Arc::new(e)),
+            }
         }
         Ok(())
     }

@@ -28,6 +28,7 @@ impl<C: WgpuCompiler> ServerCommunication for WgpuServer<C> {
             submitter: self.streams.backend().submitter().clone(),
             outcome_wait,
             upload: self.memory.upload().clone(),
+            poller: self.gpu.poller().handle(),
         })?;
         if let Some(Joined { wait, handoffs }) = joined {
             self.streams

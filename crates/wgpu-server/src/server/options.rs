@@ -44,6 +44,7 @@ pub struct WgpuServerOptions {
     pub(crate) captures: Option<DeviceCaptures>,
     pub(crate) transport: Option<CollectiveTransport>,
     pub(crate) collective_timeout: Option<std::time::Duration>,
+    pub(crate) collective_chunk_bytes: Option<usize>,
 }
 
 impl WgpuServerOptions {
@@ -104,6 +105,17 @@ impl WgpuServerOptions {
     /// ```
     pub fn collective_timeout(mut self, timeout: std::time::Duration) -> Self {
         self.collective_timeout = Some(timeout);
+        self
+    }
+
+    /// Bytes of each block one step of a collective moves: a call larger
+    /// than this is pipelined in steps (copied down, combined and copied up
+    /// step by step, a few steps of host memory at a time). Default: the
+    /// environment's `COMPUTE_COLLECTIVE_CHUNK_BYTES`, else 4 MiB. The
+    /// server that forms a communicator decides for every rank of it
+    /// (across processes, rank 0's); rounded down to a multiple of 8.
+    pub fn collective_chunk_bytes(mut self, bytes: usize) -> Self {
+        self.collective_chunk_bytes = Some(bytes);
         self
     }
 

@@ -71,6 +71,14 @@ impl Gate {
         true
     }
 
+    /// Runs `f` under the gate's lock if the gate is still pending (nobody
+    /// gave up on it): what the applier writes into `dst` piece by piece,
+    /// so that no piece lands after a wait abandoned the gate.
+    pub fn if_pending<R>(&self, f: impl FnOnce() -> R) -> Option<R> {
+        let state = self.lock();
+        matches!(*state, GateState::Pending).then(f)
+    }
+
     /// Waits up to `timeout` for the outcome; `None` when it did not come,
     /// and the gate is then abandoned. Otherwise the failure, if any.
     pub fn wait(&self, timeout: Duration) -> Option<Result<(), ServerError>> {

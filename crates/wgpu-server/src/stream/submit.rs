@@ -150,19 +150,6 @@ impl Submitter {
         Ok((index, newest.1))
     }
 
-    /// `queue.write_buffer` in an error scope: lands before the next
-    /// submit of anything.
-    pub fn write_buffer(
-        &self,
-        buffer: &wgpu::Buffer,
-        offset: u64,
-        bytes: &[u8],
-    ) -> Result<(), ServerError> {
-        scoped(&self.device, || {
-            self.queue.write_buffer(buffer, offset, bytes)
-        })
-    }
-
     /// Runs the map callbacks already due without waiting, if no other
     /// thread is polling: recycles what finished work gave back.
     pub fn poll_ready(&self) {
