@@ -19,14 +19,13 @@
 //!
 //! **Buys:** typed loops over `as_chunks` arrays and `from_le_bytes`, which
 //! the compiler vectorises (no alignment assumptions, no `unsafe`); cache
-//! blocking (every rank's block is folded while it is hot); scoped threads
-//! for buffers of [`Parallelism::min_bytes`] and more. **Doesn't buy:** a
+//! blocking (every rank's block is folded while it is hot); the host-copy
+//! pool's threads (`compute_runtime::hostcopy::pool`, started once) for
+//! buffers of [`Parallelism::min_bytes`] and more. **Doesn't buy:** a
 //! pairwise tree (the fold is sequential over ranks, which is what makes it
 //! reproducible), or exact integer means through the pairwise
 //! [`combine`]/[`finish`] pair, which wraps like `Sum` (it is the shape an
 //! MPI user-defined operation takes; [`reduce`] is exact).
-
-use std::sync::Mutex;
 
 use compute_runtime::{DType, ReduceOp, Reduction, ServerError};
 
@@ -45,11 +44,12 @@ pub struct Parallelism {
 }
 
 impl Default for Parallelism {
-    /// 4 MiB and up, on up to `available_parallelism` threads.
+    /// 1 MiB and up, on up to the host-copy pool's threads
+    /// (`compute_runtime::hostcopy::max_threads`).
     fn default() -> Self {
         Parallelism {
-            min_bytes: 4 << 20,
-            max_threads: std::thread::available_parallelism().map_or(1, usize::from),
+            min_bytes: 1 << 20,
+            max_threads: compute_runtime::hostcopy::max_threads(),
         }
     }
 }
@@ -114,37 +114,19 @@ pub fn reduce(
         reduce_range(reduction, inputs, out, 0);
         return Ok(());
     }
-    // A few chunks per thread, taken from a shared queue: a thread that
-    // could not be spawned leaves its share to the others (the caller's
-    // thread works too), and uneven chunks even out.
+    // A few chunks per thread on the process's host-copy threads (started
+    // once: a thread start per call cost more than a pipelined step's
+    // work); the split is by element, so the bits never depend on it.
     let per_chunk = out.len().div_ceil(size).div_ceil(threads * 4) * size;
-    let queue: Mutex<Vec<(usize, &mut [u8])>> = Mutex::new(
-        out.chunks_mut(per_chunk)
-            .enumerate()
-            .map(|(i, chunk)| (i * per_chunk, chunk))
-            .collect(),
-    );
-    let work = || {
-        loop {
-            let next = queue.lock().unwrap_or_else(|e| e.into_inner()).pop();
-            match next {
-                Some((offset, chunk)) => reduce_range(reduction, inputs, chunk, offset),
-                None => break,
-            }
-        }
-    };
-    std::thread::scope(|scope| {
-        for _ in 1..threads {
-            let spawned = std::thread::Builder::new()
-                .name("collective-reduce".into())
-                .spawn_scoped(scope, work);
-            if let Err(error) = spawned {
-                tracing::warn!(%error, "reduction thread not spawned; fewer threads reduce");
-                break;
-            }
-        }
-        work();
-    });
+    match compute_runtime::hostcopy::pool() {
+        Some(pool) => pool.install(|| {
+            use rayon::prelude::*;
+            out.par_chunks_mut(per_chunk)
+                .enumerate()
+                .for_each(|(i, chunk)| reduce_range(reduction, inputs, chunk, i * per_chunk));
+        }),
+        None => reduce_range(reduction, inputs, out, 0),
+    }
     Ok(())
 }
 

@@ -209,9 +209,19 @@ pub fn both_ways<T: Send + 'static>(
     issue: fn(usize, &mut TestServer, &[DeviceId]) -> T,
     check: fn(usize, &mut TestServer, T),
 ) {
+    both_ways_on(|| Group::new(n), issue, check);
+}
+
+/// [`both_ways`] on groups `group` makes.
+pub fn both_ways_on<T: Send + 'static>(
+    group: impl Fn() -> Group,
+    issue: fn(usize, &mut TestServer, &[DeviceId]) -> T,
+    check: fn(usize, &mut TestServer, T),
+) {
     // One thread driving every rank: nothing in `issue` may wait for
     // another rank.
-    let mut g = Group::new(n);
+    let mut g = group();
+    let n = g.n();
     let ids = g.ids.clone();
     let (mut g, state) = within(NO_WAIT, "one thread for every rank", move || {
         let state: Vec<T> = (0..n).map(|r| issue(r, &mut g.s[r], &ids)).collect();
@@ -221,7 +231,7 @@ pub fn both_ways<T: Send + 'static>(
         check(r, &mut g.s[r], t);
     }
     // One thread per rank.
-    let g = Group::new(n);
+    let g = group();
     let ids = g.ids.clone();
     let threads: Vec<_> =
         g.s.into_iter()

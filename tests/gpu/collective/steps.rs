@@ -5,7 +5,8 @@
 //! each step's result is written into `dst` as it comes.
 
 use compute_runtime::{
-    ComputeWait, DType, Handle, ReduceOp, Reduction, Server, ServerCommunication,
+    ComputeWait, CubeCount, DType, DeviceId, Handle, ReduceOp, Reduction, Server,
+    ServerCommunication, StreamId,
 };
 
 use super::group::*;
@@ -217,4 +218,49 @@ fn steps_staged_after_the_call_still_read_src_as_of_the_call() {
             "rank {r}"
         );
     }
+}
+
+/// A `Wait` call in more steps than the window copies its later steps from
+/// `src` itself: a write of `src` on another stream right after the call
+/// (host write and launch) waits for the result without blocking the
+/// caller, and the result is `src` as of the call.
+#[test]
+fn a_wait_call_in_many_steps_holds_writes_of_src_until_its_result() {
+    fn issue(r: usize, s: &mut TestServer, ids: &[DeviceId]) -> [Handle; 2] {
+        let red = Reduction::sum(DType::U32);
+        let x = upload(s, u32_bytes(&vec![r as u32 + 1; LEN]), S0);
+        let y = alloc(s, (4 * LEN) as u64, S0);
+        s.all_reduce(
+            x.binding(),
+            y.binding(),
+            red,
+            S0,
+            ids.to_vec(),
+            ComputeWait::Wait,
+        )
+        .expect("all_reduce");
+        let s1 = StreamId(1);
+        s.write(
+            vec![(x.copy_descriptor(), u32_bytes(&vec![10; LEN]).into())],
+            s1,
+        );
+        launch(
+            s,
+            inc_kernel(),
+            CubeCount::x(LEN.div_ceil(64) as u32),
+            &[&x],
+            s1,
+        );
+        // Submitted now, were it not held behind the result.
+        s.flush(s1).expect("flush");
+        [x, y]
+    }
+    fn check(r: usize, s: &mut TestServer, [x, y]: [Handle; 2]) {
+        let got = read(s, &y, S0).expect("dst");
+        assert_same(&got, &u32_bytes(&vec![3; LEN]), 4, &format!("rank {r}"));
+        let src = read(s, &x, StreamId(1)).expect("src");
+        let what = format!("rank {r}: the writes of src landed after");
+        assert_same(&src, &u32_bytes(&vec![11; LEN]), 4, &what);
+    }
+    both_ways_on(|| Group::stepped(2, CHUNK), issue, check);
 }

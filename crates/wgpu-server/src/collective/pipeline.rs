@@ -2,16 +2,20 @@
 //! a ring of staging buffers refilled as the host uses them.
 //!
 //! At the call, at most [`STAGING_WINDOW`] bytes ([`WINDOW_STEPS`] steps)
-//! of a call are copied into staging buffers (`server/collective.rs`). A call with more steps than
-//! that first copies all of `src` on the device into a scratch buffer of
-//! its own ([`ScratchPool`]), on the stream, in order, so that what the
-//! later steps read is `src` as of the call, whatever the stream (or any
-//! other) does next. Each step's buffer comes back here when the host has
-//! used its bytes ([`Refill::back`]), and is refilled with the next step
-//! from the scratch copy by the server's stager thread ([`Stager`]), which
-//! submits the copy and has the poller drive it. So a call of any size
-//! holds [`STAGING_WINDOW`] of host staging, and a device copy of `src`.
-//!
+//! of a call are copied into staging buffers (`server/collective.rs`). The
+//! later steps must still read `src` as of the call. A `Wait` call with a
+//! `dst` holds its stream's later work until the result is in, and its held
+//! batch reads `src` too, so any stream's write of `src` waits for the
+//! result: its later steps are copied from `src` itself. Any other call
+//! with more steps than the window (`Overlap`, `send`) first copies all of
+//! `src` on the device into a scratch buffer of its own ([`ScratchPool`]),
+//! on the stream, in order, and its later steps are copied from there.
+//! Each step's buffer comes back here when the host has used its bytes
+//! ([`Refill::back`]), and is refilled with the next step by the server's
+//! stager thread ([`Stager`]), which submits the copy and has the poller
+//! drive it. So a call of any size holds [`STAGING_WINDOW`] of host
+//! staging (and, unless it holds its stream, a device copy of `src`).
+
 //! **Buys:** no staging proportional to the call (a 1 GiB `all_reduce`
 //! used to stage 1 GiB per rank, and allocated it each call: the
 //! `h200-collective.txt` cliff past 64 MiB); the copies down overlap the
@@ -105,7 +109,9 @@ pub(crate) struct Refill {
     pub poller: PollerHandle,
     pub pool: ReadbackPool,
     pub stager: Stager,
-    pub scratch: ScratchPool,
+    /// Where `source` goes back once every step is staged: `None` when it
+    /// is `src`'s own page.
+    pub scratch: Option<ScratchPool>,
 }
 
 impl std::fmt::Debug for Refill {
@@ -143,7 +149,7 @@ impl Refill {
         });
     }
 
-    /// On the stager thread: copies step `step` from the scratch copy into
+    /// On the stager thread: copies step `step` from the source into
     /// `buffer` (another if it is too small), submits, and maps.
     fn stage(self: Arc<Self>, buffer: wgpu::Buffer, step: usize) {
         let copies = StepCopies::plan(&self.source, &self.plan.input_pieces(step));
@@ -182,7 +188,9 @@ impl Refill {
 
 impl Drop for Refill {
     fn drop(&mut self) {
-        self.scratch.put(self.source.buffer.clone());
+        if let Some(scratch) = &self.scratch {
+            scratch.put(self.source.buffer.clone());
+        }
     }
 }
 

@@ -93,6 +93,9 @@ struct Dst(std::ptr::NonNull<u8>);
 // SAFETY: each thread writes its own disjoint chunk of the mapped range
 // behind the pointer, which outlives the threads (`fill`'s scope).
 unsafe impl Send for Dst {}
+// SAFETY: as above; the pool's scope shares the wrapper, each task writes
+// only its own chunk.
+unsafe impl Sync for Dst {}
 
 impl Dst {
     /// The address `offset` bytes in (a method, so a closure captures the
@@ -103,8 +106,8 @@ impl Dst {
 }
 
 /// Copies `data` into the mapped `buffer` (whose first `data.len()` bytes,
-/// rounded up to a word, are written; the round-up is zeros) on several
-/// threads, and unmaps it.
+/// rounded up to a word, are written; the round-up is zeros) on the
+/// host-copy threads (`hostcopy::pool`), and unmaps it.
 pub fn fill(buffer: &wgpu::Buffer, data: &[u8]) -> Result<(), ServerError> {
     let len = (data.len() as u64).next_multiple_of(wgpu::COPY_BUFFER_ALIGNMENT);
     {
@@ -115,33 +118,34 @@ pub fn fill(buffer: &wgpu::Buffer, data: &[u8]) -> Result<(), ServerError> {
                 .map_err(|e| ServerError::Mapping {
                     reason: format!("upload buffer: {e}"),
                 })?;
-        let threads = (data.len() / hostcopy::MIN_CHUNK).clamp(1, hostcopy::max_threads());
-        if threads == 1 {
-            write_padded(&mut view, data);
-        } else {
-            let out = view.slice(..);
-            let (mut head, mut tail) = out.split_at(data.len());
-            let chunk = data.len().div_ceil(threads);
-            let base = Dst(head.as_raw_ptr().cast::<u8>());
-            std::thread::scope(|scope| {
-                for (i, src) in data.chunks(chunk).enumerate() {
-                    let dst = base;
-                    scope.spawn(move || {
-                        // SAFETY: `head` is a mapped range of `data.len()`
-                        // writable bytes, alive until the scope ends; the
-                        // chunks `[i * chunk, i * chunk + src.len())` are
-                        // disjoint and inside it, and nothing reads them.
-                        unsafe {
-                            std::ptr::copy_nonoverlapping(
-                                src.as_ptr(),
-                                dst.at(i * chunk),
-                                src.len(),
-                            );
-                        }
-                    });
-                }
-            });
-            pad(&mut tail);
+        let pieces = hostcopy::pieces_for(data.len());
+        match hostcopy::pool() {
+            Some(pool) if pieces > 1 => {
+                let out = view.slice(..);
+                let (mut head, mut tail) = out.split_at(data.len());
+                let chunk = data.len().div_ceil(pieces);
+                let base = Dst(head.as_raw_ptr().cast::<u8>());
+                pool.scope(|scope| {
+                    for (i, src) in data.chunks(chunk).enumerate() {
+                        let dst = base;
+                        scope.spawn(move |_| {
+                            // SAFETY: `head` is a mapped range of `data.len()`
+                            // writable bytes, alive until the scope ends; the
+                            // chunks `[i * chunk, i * chunk + src.len())` are
+                            // disjoint and inside it, and nothing reads them.
+                            unsafe {
+                                std::ptr::copy_nonoverlapping(
+                                    src.as_ptr(),
+                                    dst.at(i * chunk),
+                                    src.len(),
+                                );
+                            }
+                        });
+                    }
+                });
+                pad(&mut tail);
+            }
+            _ => write_padded(&mut view, data),
         }
     }
     buffer.unmap();

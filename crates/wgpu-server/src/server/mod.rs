@@ -26,6 +26,7 @@ mod launch;
 pub(crate) mod options;
 mod profile;
 mod resolve;
+mod staging;
 mod sync;
 mod timeline;
 mod transfer;

@@ -1,0 +1,298 @@
+//! A collective's input on the server thread: staged into mapped memory on
+//! its stream (whole, or step by step, `collective/stage.rs` and
+//! `collective/pipeline.rs`), and the stream's earlier work sent on before
+//! the result can land.
+
+use std::sync::Arc;
+
+use compute_collective::Contribution;
+use compute_runtime::{BufferBinding, CollectiveFault, ServerError, StorageHandle, StreamId};
+use compute_stream::Access;
+use compute_wgsl::WgpuCompiler;
+
+use crate::collective::applier::Job;
+use crate::collective::pipeline::{Refill, window_steps};
+use crate::collective::stage::{Provide, Source, Staged, StepCopies};
+use crate::memory::readback::Back;
+use crate::server::WgpuServer;
+use crate::stream::gate::Gate;
+use crate::stream::handoff::HandOff;
+
+const ALIGN: u64 = wgpu::COPY_BUFFER_ALIGNMENT;
+
+/// A call's input copies, staged and waiting for their submissions.
+#[derive(Debug, Default)]
+pub(crate) struct Staging {
+    /// Recorded in the stream's batch: mapped after its submission.
+    pub(super) in_batch: Vec<Staged>,
+    /// Steps with a submission of their own, right after the batch's.
+    pub(super) own: Vec<(wgpu::CommandBuffer, Staged)>,
+    /// Steps are staged from `src` itself after the call: its range.
+    pub(super) read_later: Option<StorageHandle>,
+}
+
+impl<C: WgpuCompiler> WgpuServer<C> {
+    /// Copies `src` (at `range`) into mapped staging on `stream`: whole for
+    /// a call of one step, else step by step (the first steps now, the
+    /// rest from a device copy as the host uses the first, `pipeline.rs`);
+    /// each map callback provides its bytes once the copy has run. An
+    /// untrusted `src` is provided as its error at once (the peers still
+    /// get this rank's part); an empty one as no bytes (it depends on no
+    /// earlier work).
+    pub(super) fn stage(
+        &mut self,
+        stream: StreamId,
+        src: &BufferBinding,
+        range: StorageHandle,
+        contribution: Contribution,
+        holds: bool,
+    ) -> Result<Staging, ServerError> {
+        let len = src.size as usize;
+        if len == 0 {
+            contribution.provide(Ok(compute_runtime::Bytes::new()));
+            return Ok(Staging::default());
+        }
+        self.streams.prepare(stream, &[(range, Access::Read)]);
+        match self.streams.check(src.memory_id()) {
+            Ok(()) => {}
+            Err(ServerError::Untrusted { cause, .. }) => {
+                contribution.provide(Err(cause));
+                return Ok(Staging::default());
+            }
+            Err(other) => {
+                contribution.provide(Err(Arc::new(other)));
+                return Ok(Staging::default());
+            }
+        }
+        let page = Source {
+            buffer: self.memory.page_buffer(range.id)?,
+            base: range.offset,
+        };
+        let plan = *contribution.plan();
+        let late = Arc::clone(self.streams.trust().late());
+        let risk = |s: &mut Self| {
+            late.depend_token(stream, &[src.memory_id()])
+                .map(|t| (t, Arc::clone(&late)))
+                .filter(|_| s.streams.check(src.memory_id()).is_ok())
+        };
+        if plan.steps() == 1 {
+            let copies = StepCopies::plan(&page, std::slice::from_ref(&(0..len)));
+            let staging = self.staging_buffer(copies.size())?;
+            let (_, ws) = self.streams.encoder(stream);
+            copies.encode(
+                ws.batch().encoder_for_copy(self.gpu.device()),
+                &page,
+                &staging,
+            );
+            self.streams.task_done(stream);
+            let staged = Staged {
+                buffer: staging,
+                copies,
+                to: Provide::Whole(contribution),
+                back: Back::Pool(self.memory.readback().clone()),
+                risk: risk(self),
+            };
+            return Ok(Staging {
+                in_batch: vec![staged],
+                ..Staging::default()
+            });
+        }
+        let risk = risk(self);
+        let feed = contribution.feed();
+        let mut staging = self.stage_steps(stream, page, len as u64, plan, feed, risk, holds)?;
+        if holds && window_steps(&plan) < plan.steps() {
+            staging.read_later = Some(range);
+        }
+        Ok(staging)
+    }
+
+    /// A staging buffer of at least `size` bytes from the read path's pool.
+    fn staging_buffer(&self, size: u64) -> Result<wgpu::Buffer, ServerError> {
+        let max = self.gpu.caps().limits.max_buffer_size;
+        self.memory
+            .readback()
+            .take_or_create(self.gpu.device(), size, max, "collective staging")
+    }
+
+    /// [`stage`](Self::stage) for a call of several steps: the window's
+    /// steps staged now (the first in the stream's batch, each other in a
+    /// submission of its own right after it, or all in the batch when it is
+    /// held behind an earlier collective), the rest refilled later: from
+    /// `src` itself when the stream `holds` its later work behind the
+    /// result (its held batch then reads `src` too, so no stream writes it
+    /// before the result is in), else from a device copy of `src` made in
+    /// the batch.
+    #[allow(clippy::too_many_arguments)] // `src`, its plan, its feed, its risk.
+    fn stage_steps(
+        &mut self,
+        stream: StreamId,
+        page: Source,
+        len: u64,
+        plan: compute_collective::Plan,
+        feed: compute_collective::Feed,
+        risk: Option<(u64, Arc<compute_stream::LateFaults>)>,
+        holds: bool,
+    ) -> Result<Staging, ServerError> {
+        let device = self.gpu.device().clone();
+        let window = window_steps(&plan);
+        let (source, refill) = if window < plan.steps() && holds {
+            let (stager, _) = self.collectives.refills()?;
+            let refill = Arc::new(Refill {
+                source: page.clone(),
+                plan,
+                feed: feed.clone(),
+                next: std::sync::Mutex::new(window),
+                device: device.clone(),
+                submitter: self.streams.backend().submitter().clone(),
+                poller: self.gpu.poller().handle(),
+                pool: self.memory.readback().clone(),
+                stager,
+                scratch: None,
+            });
+            (page, Some(refill))
+        } else if window < plan.steps() {
+            let (stager, scratch_pool) = self.collectives.refills()?;
+            let from = page.base - page.base % ALIGN;
+            let end = (page.base + len)
+                .next_multiple_of(ALIGN)
+                .min(page.buffer.size());
+            let scratch = scratch_pool.take(&device, end - from)?;
+            let (_, ws) = self.streams.encoder(stream);
+            ws.batch().encoder_for_copy(&device).copy_buffer_to_buffer(
+                &page.buffer,
+                from,
+                &scratch,
+                0,
+                end - from,
+            );
+            let source = Source {
+                buffer: scratch,
+                base: page.base - from,
+            };
+            let refill = Arc::new(Refill {
+                source: source.clone(),
+                plan,
+                feed: feed.clone(),
+                next: std::sync::Mutex::new(window),
+                device: device.clone(),
+                submitter: self.streams.backend().submitter().clone(),
+                poller: self.gpu.poller().handle(),
+                pool: self.memory.readback().clone(),
+                stager,
+                scratch: Some(scratch_pool),
+            });
+            (source, Some(refill))
+        } else {
+            (page, None)
+        };
+        let held = {
+            let (_, ws) = self.streams.encoder(stream);
+            ws.hold().is_some_and(|g| !g.is_settled())
+        };
+        let mut staging = Staging::default();
+        let mut risk = risk;
+        for step in 0..window {
+            let copies = StepCopies::plan(&source, &plan.input_pieces(step));
+            let buffer = self.staging_buffer(copies.size())?;
+            let back = match &refill {
+                Some(r) => r.back(),
+                None => Back::Pool(self.memory.readback().clone()),
+            };
+            let staged = Staged {
+                buffer,
+                copies,
+                to: Provide::Step(feed.clone(), step),
+                back,
+                risk: risk.take(),
+            };
+            if step == 0 || held {
+                let (_, ws) = self.streams.encoder(stream);
+                let encoder = ws.batch().encoder_for_copy(&device);
+                staged.copies.encode(encoder, &source, &staged.buffer);
+                staging.in_batch.push(staged);
+            } else {
+                let mut encoder = device.create_command_encoder(&wgpu::CommandEncoderDescriptor {
+                    label: Some("collective step"),
+                });
+                staged.copies.encode(&mut encoder, &source, &staged.buffer);
+                staging.own.push((encoder.finish(), staged));
+            }
+        }
+        self.streams.task_done(stream);
+        Ok(staging)
+    }
+
+    /// Sends the stream's pending work on before a collective's result can
+    /// land: submitted now, or handed to the applier when it is held behind
+    /// an earlier collective (never waiting for the other ranks); each
+    /// staged copy is provided once it has run.
+    pub(super) fn hand_off_before_result(
+        &mut self,
+        stream: StreamId,
+        staging: Staging,
+    ) -> Result<(), ServerError> {
+        let Staging { in_batch, own, .. } = staging;
+        let timing = self.streams.backend().submitter().timing_arc();
+        let (_, ws) = self.streams.encoder(stream);
+        if let Some(after) = ws.hold().filter(|g| !g.is_settled()).cloned() {
+            let Some(batch) = ws.hand_off(timing.as_deref()) else {
+                // Nothing encoded: nothing to send on, and no copy staged.
+                return Ok(());
+            };
+            let submitted = Arc::new(Gate::new());
+            ws.hold_behind(Arc::clone(&submitted));
+            let poller = self.gpu.poller().handle();
+            let then = (!in_batch.is_empty()).then(|| -> crate::stream::handoff::AfterSubmit {
+                Box::new(move |submitted| {
+                    for s in in_batch {
+                        match &submitted {
+                            Ok(index) => s.map_and_provide(&poller, index.clone()),
+                            Err(e) => s.fail(Arc::clone(e)),
+                        }
+                    }
+                })
+            });
+            let h = HandOff {
+                after,
+                batch,
+                stream,
+                submitted,
+                then,
+            };
+            return self.collectives.jobs()?.push(Job::Parked(Box::new(h)));
+        }
+        self.streams.submit(stream);
+        if in_batch.is_empty() {
+            return Ok(());
+        }
+        let (_, ws) = self.streams.encoder(stream);
+        let failed = ws.take_failed();
+        let poller = self.gpu.poller().handle();
+        let index = match (failed, self.streams.backend().last_submission().0) {
+            (false, Some(index)) => index,
+            _ => {
+                let cause = Arc::new(ServerError::CollectiveState {
+                    fault: CollectiveFault::StagingDidNotRun,
+                });
+                for s in in_batch {
+                    s.fail(Arc::clone(&cause));
+                }
+                for (_, s) in own {
+                    s.fail(Arc::clone(&cause));
+                }
+                return Ok(());
+            }
+        };
+        for s in in_batch {
+            s.map_and_provide(&poller, index.clone());
+        }
+        let submitter = self.streams.backend().submitter().clone();
+        for (commands, s) in own {
+            match submitter.commands(Some(commands)) {
+                Ok((index, _)) => s.map_and_provide(&poller, index),
+                Err(e) => s.fail(Arc::new(e)),
+            }
+        }
+        Ok(())
+    }
+}
