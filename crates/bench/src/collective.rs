@@ -1,12 +1,14 @@
 //! `collective.*`: an nccl-tests-like table of the collectives on 2 and 4
-//! ranks, and the figure `collective.all_reduce_64mib_busbw_gbps` against
-//! the host-staged bound (`raw::read_write`).
+//! ranks, and the figures against the raw host-staged loop doing the same
+//! bytes with the same steps and host threads (`raw_collective.rs`):
+//! `collective.all_reduce_{4kib_us,64mib_busbw_gbps,1gib_busbw_gbps}` on 2
+//! ranks, `collective.all_gather_4kib_4ranks_us`.
 //!
 //! Ranks are servers on separate wgpu devices of one adapter (as in
-//! `tests/gpu/collective.rs`), one communicator over them. Every collective
-//! on wgpu is host-staged: each rank's `src` is copied into mapped staging,
-//! the communicator combines the ranks' inputs on the host, and each rank's
-//! result is written back with `write_buffer`.
+//! `tests/gpu/collective/`), one communicator over them. Every collective
+//! on wgpu is host-staged: each rank's `src` is copied into mapped staging
+//! step by step, the communicator combines the ranks' steps on the host,
+//! and each step's result is copied up into every rank's `dst`.
 //!
 //! **One call, timed**: one thread drives every rank. It posts the
 //! collective on every rank in turn (`ComputeWait::Wait`), then calls every
@@ -17,7 +19,7 @@
 //! own poller and applier threads). One thread per rank was tried and was
 //! not faster (see `docs/benchmarks.md`), so the bench keeps one thread.
 //! The time of a round of all ranks is the time of one call; a row is the
-//! mean over `iters` rounds after `warmup` rounds.
+//! median over `iters` rounds after `warmup` rounds.
 //!
 //! **Rows** (nccl-tests' columns): `size` is the larger per-rank buffer in
 //! bytes (`dst` of `all_gather`, `src` of `reduce_scatter`, either of the
@@ -38,13 +40,17 @@ use compute_runtime::{
 };
 use wgpu_server::{WgpuServerOptions, WgslPassthrough};
 
-use crate::harness::{Options, STREAM, alloc, gbps, interleaved};
+use crate::S;
+use crate::harness::{Options, STREAM, alloc, gbps, interleaved, median};
+use crate::raw_collective::{RawGroup, RawOp};
 use crate::report::Figure;
-use crate::{S, raw};
 
 const MIB: u64 = 1 << 20;
-/// The figure's size.
+const GIB: u64 = 1 << 30;
+/// The bandwidth figure's size.
 const FIGURE_SIZE: u64 = 64 * MIB;
+/// The small-call figures' size.
+const SMALL: u64 = 4096;
 
 /// The collectives of the table.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -245,9 +251,9 @@ fn prefix(h: &Handle, len: u64) -> BufferBinding {
     }
 }
 
-/// The table's sizes: 4 KiB to 256 MiB (16 MiB quick), x4 steps.
+/// The table's sizes: 4 KiB to 1 GiB (16 MiB quick), x4 steps.
 fn sizes(o: &Options) -> Vec<u64> {
-    let max = if o.quick { 16 * MIB } else { 256 * MIB };
+    let max = if o.quick { 16 * MIB } else { GIB };
     std::iter::successors(Some(4096u64), |s| Some(s * 4))
         .take_while(|s| *s <= max)
         .collect()
@@ -282,11 +288,13 @@ fn table(ranks: &mut Ranks, o: &Options) -> Result<(), ServerError> {
             for _ in 0..warmup {
                 ranks.round(op, size)?;
             }
-            let t = Instant::now();
+            let mut times = Vec::with_capacity(iters);
             for _ in 0..iters {
+                let t = Instant::now();
                 ranks.round(op, size)?;
+                times.push(t.elapsed().as_secs_f64());
             }
-            let time = t.elapsed() / iters as u32;
+            let time = std::time::Duration::from_secs_f64(median(times));
             let wrong = ranks.wrong(op, size)?;
             let algbw = gbps(size, time);
             println!(
@@ -305,52 +313,134 @@ fn table(ranks: &mut Ranks, o: &Options) -> Result<(), ServerError> {
     Ok(())
 }
 
-/// The figure: busbw of a 64 MiB f32 sum on 2 ranks against the same bytes
-/// downloaded and uploaded once per rank by raw wgpu.
-fn figure(ranks: &mut Ranks, o: &Options, out: &mut Vec<Figure>) -> Result<(), ServerError> {
-    let n = ranks.n();
+/// The raw loop over `ranks`' own devices, `src` filled as the server's
+/// (`value`), `max` bytes per rank.
+fn raw_group(ranks: &Ranks, max: u64) -> RawGroup {
     let devices: Vec<(wgpu::Device, wgpu::Queue)> = ranks
         .servers
         .iter()
         .map(|s| (s.device().clone(), s.queue().clone()))
         .collect();
-    let raw_ranks: Vec<raw::Rank> = devices
-        .iter()
-        .map(|(d, q)| raw::Rank::new(d, q, FIGURE_SIZE))
-        .collect();
+    let chunk = (compute_collective::DEFAULT_CHUNK_BYTES as u64).min(max);
+    RawGroup::new(&devices, max, chunk, |r| {
+        (0..(max / 4) as usize)
+            .flat_map(|i| value(r, i).to_le_bytes())
+            .collect()
+    })
+}
+
+/// One figure: `op` on `size` bytes through the server and through the raw
+/// loop, interleaved; busbw in GB/s, or (`us`) the time of one call.
+#[allow(clippy::too_many_arguments)] // The figure's names, its call and its unit.
+fn compare(
+    ranks: &mut Ranks,
+    raw: &mut RawGroup,
+    o: &Options,
+    (op, raw_op, size): (Op, RawOp, u64),
+    us: bool,
+    name: &'static str,
+    unit: String,
+    baseline: &'static str,
+) -> Result<Figure, ServerError> {
+    let n = ranks.n();
+    let report = |secs: f64| {
+        if us {
+            secs * 1e6
+        } else {
+            gbps(size, std::time::Duration::from_secs_f64(secs)) * op.bus_factor(n)
+        }
+    };
     let mut failed = None;
     let mut ours = || {
         let t = Instant::now();
-        match ranks.round(Op::AllReduce, FIGURE_SIZE) {
-            Ok(()) => gbps(FIGURE_SIZE, t.elapsed()) * Op::AllReduce.bus_factor(n),
+        match ranks.round(op, size) {
+            Ok(()) => report(t.elapsed().as_secs_f64()),
             Err(e) => {
                 failed.get_or_insert(e);
                 f64::NAN
             }
         }
     };
-    let raw_loop = || gbps(FIGURE_SIZE, raw::read_write(&raw_ranks));
+    let mut raw_loop = || report(raw.run(raw_op, size).as_secs_f64());
     // Untimed: the first call of a size allocates staging on both paths.
     ours();
     raw_loop();
-    let (v, b) = interleaved(o.rounds(3, 7), ours, raw_loop);
+    let rounds = if size <= SMALL {
+        o.rounds(21, 101)
+    } else {
+        o.rounds(3, 7)
+    };
+    let (v, b) = interleaved(rounds, ours, raw_loop);
     if let Some(e) = failed {
         return Err(e);
     }
-    out.push(Figure::new(
+    Ok(Figure::new(name, v, unit, baseline, b))
+}
+
+/// The 2-rank figures: a 4 KiB call's time, and busbw at 64 MiB and (full
+/// runs) 1 GiB.
+fn figures_2(ranks: &mut Ranks, o: &Options, out: &mut Vec<Figure>) -> Result<(), ServerError> {
+    let large = if o.quick { FIGURE_SIZE } else { GIB };
+    let mut raw = raw_group(ranks, large);
+    let ar = |size| (Op::AllReduce, RawOp::AllReduceSum, size);
+    out.push(compare(
+        ranks,
+        &mut raw,
+        o,
+        ar(SMALL),
+        true,
+        "collective.all_reduce_4kib_us",
+        "us per call, 2 ranks, f32 sum, posted and synced on every rank (lower is better)".into(),
+        "raw.all_reduce_4kib_us",
+    )?);
+    let busbw = "GB/s bus bandwidth, 2 ranks, f32 sum (higher is better)";
+    out.push(compare(
+        ranks,
+        &mut raw,
+        o,
+        ar(FIGURE_SIZE),
+        false,
         "collective.all_reduce_64mib_busbw_gbps",
-        v,
-        "GB/s bus bandwidth, 2 ranks, f32 sum (higher is better; target ratio >= 0.8)",
-        "raw.read_write_64mib_gbps",
-        b,
-    ));
+        busbw.into(),
+        "raw.all_reduce_64mib_busbw_gbps",
+    )?);
+    if !o.quick {
+        out.push(compare(
+            ranks,
+            &mut raw,
+            o,
+            ar(GIB),
+            false,
+            "collective.all_reduce_1gib_busbw_gbps",
+            busbw.into(),
+            "raw.all_reduce_1gib_busbw_gbps",
+        )?);
+    }
+    Ok(())
+}
+
+/// The 4-rank figure: a 4 KiB `all_gather`'s time.
+fn figures_4(ranks: &mut Ranks, o: &Options, out: &mut Vec<Figure>) -> Result<(), ServerError> {
+    let mut raw = raw_group(ranks, SMALL);
+    out.push(compare(
+        ranks,
+        &mut raw,
+        o,
+        (Op::AllGather, RawOp::AllGather, SMALL),
+        true,
+        "collective.all_gather_4kib_4ranks_us",
+        "us per call, 4 ranks, 4 KiB gathered (1 KiB each), posted and synced on every rank \
+         (lower is better)"
+            .into(),
+        "raw.all_gather_4kib_4ranks_us",
+    )?);
     Ok(())
 }
 
 pub fn figures(o: &Options, out: &mut Vec<Figure>) -> Result<(), ServerError> {
     let largest = sizes(o).last().copied().unwrap_or(4096);
     for (n, first_id) in [(2usize, 100u64), (4, 200)] {
-        // The figure runs on the 2 ranks, at 64 MiB even in a quick run.
+        // The 2-rank figures run at 64 MiB even in a quick run.
         let max = if n == 2 {
             largest.max(FIGURE_SIZE)
         } else {
@@ -358,8 +448,9 @@ pub fn figures(o: &Options, out: &mut Vec<Figure>) -> Result<(), ServerError> {
         };
         let mut ranks = Ranks::open(n, first_id, max)?;
         table(&mut ranks, o)?;
-        if n == 2 {
-            figure(&mut ranks, o, out)?;
+        match n {
+            2 => figures_2(&mut ranks, o, out)?,
+            _ => figures_4(&mut ranks, o, out)?,
         }
     }
     println!();

@@ -20,6 +20,7 @@ mod launch;
 mod memory;
 mod profile;
 mod raw;
+mod raw_collective;
 mod report;
 mod shaders;
 mod steps;
