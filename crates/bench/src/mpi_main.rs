@@ -9,10 +9,12 @@
 //!   descriptor exchange, `MPI_Allreduce`, the upload of the result), as
 //!   NCCL's bus bandwidth: `size * 2 (n - 1) / n / time`;
 //! - baseline `raw.mpi_allreduce_<size>_busbw_gbps`: the same bytes done by
-//!   hand on the same device: a raw-wgpu download into host memory
-//!   (`copy_buffer_to_buffer`, map, copy out), `MPI_Allreduce` of the host
-//!   buffers (rsmpi, `MPI_SUM` on `MPI_FLOAT`), and the raw upload
-//!   (`write_buffer`, submit, wait).
+//!   hand on the same device, in the same steps (the default chunk size):
+//!   the raw host-staged loop of `raw_collective.rs` (each step copied down
+//!   into mapped staging, a few steps in flight, the result of each step
+//!   filled into mapped upload memory and copied up without waiting),
+//!   whose combining step is `MPI_Allreduce` of the step's mapped bytes
+//!   (rsmpi, `MPI_SUM` on `MPI_FLOAT`).
 //!
 //! Each round starts at an `MPI_Barrier`; a round's time is the slowest
 //! rank's; the figure is the median of 11 interleaved rounds (3 with
@@ -30,6 +32,9 @@ mod harness;
 #[path = "raw.rs"]
 #[allow(dead_code)]
 mod raw;
+#[path = "raw_collective.rs"]
+#[allow(dead_code)]
+mod raw_collective;
 #[path = "report.rs"]
 #[allow(dead_code)]
 mod report;
@@ -164,18 +169,11 @@ fn measure(
     s.write(vec![(src.copy_descriptor(), bytes.clone().into())], STREAM);
     let dst = alloc(s, size as u64)?;
     sync(s)?;
-    let device = s.device().clone();
-    let queue = s.queue().clone();
-    let usage =
-        wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST | wgpu::BufferUsages::COPY_SRC;
-    let raw_src = raw::buffer(&device, size as u64, usage);
-    queue.write_buffer(&raw_src, 0, &bytes);
-    let raw_dst = raw::buffer(&device, size as u64, usage);
-    let readback = raw::Readback::new(&device, size as u64);
-    // Host buffers, touched once so neither side pays page faults.
-    let mut host_in = vec![0f32; count];
-    let mut host_out = vec![0f32; count];
-    raw::wait(&device);
+    let devices = [(s.device().clone(), s.queue().clone())];
+    let chunk = (compute_collective::DEFAULT_CHUNK_BYTES).min(size) as u64;
+    let mut raw = raw_collective::RawGroup::new(&devices, size as u64, chunk, |_| bytes.clone());
+    // The step's input as f32 (mapped ranges are word-aligned; a copy if not).
+    let mut step_in = Vec::<f32>::new();
     let world = mpi::topology::SimpleCommunicator::world();
     let busbw = |secs: f64| size as f64 * 2.0 * (ranks as f64 - 1.0) / ranks as f64 / secs / 1e9;
     let failed = RefCell::new(None::<ServerError>);
@@ -204,16 +202,24 @@ fn measure(
     };
     let mut by_hand = || -> f64 {
         let t = slowest(|| {
-            readback
-                .read(&device, &queue, &raw_src, size as u64, |mapped| {
-                    compute_runtime::hostcopy::copy_parallel(
-                        f32s_as_bytes_mut(&mut host_in),
-                        mapped,
-                    )
-                })
-                .ok_or_else(|| invalid("the raw readback failed".into()))?;
-            world.all_reduce_into(&host_in[..], &mut host_out[..], SystemOperation::sum());
-            raw::write(&device, &queue, &raw_dst, f32s_as_bytes(&host_out));
+            raw.run_with(size as u64, 1, |parts, out| {
+                let Some(part) = parts.first() else {
+                    return;
+                };
+                // SAFETY (both casts): every byte pattern is a valid f32;
+                // `align_to` gives the aligned middle only.
+                let input: &[f32] = match unsafe { part.align_to::<f32>() } {
+                    (&[], words, &[]) => words,
+                    _ => {
+                        step_in.resize(part.len() / 4, 0.0);
+                        f32s_as_bytes_mut(&mut step_in).copy_from_slice(part);
+                        &step_in
+                    }
+                };
+                if let (&mut [], words, &mut []) = unsafe { out.align_to_mut::<f32>() } {
+                    world.all_reduce_into(input, words, SystemOperation::sum());
+                }
+            });
             Ok(())
         });
         match t {

@@ -56,7 +56,17 @@ struct RawRank {
 pub struct RawGroup {
     ranks: Vec<RawRank>,
     chunk: u64,
-    out: Vec<u8>,
+    /// A step's output, in words (so it can be read as `f32`).
+    out: Vec<u32>,
+}
+
+/// The bytes of `words`.
+fn words_as_bytes(words: &mut [u32]) -> &mut [u8] {
+    // SAFETY: u32 has no padding, and u8 has the weaker alignment; every
+    // byte pattern is valid for both.
+    unsafe {
+        std::slice::from_raw_parts_mut(words.as_mut_ptr().cast(), std::mem::size_of_val(words))
+    }
 }
 
 impl RawGroup {
@@ -121,10 +131,36 @@ impl RawGroup {
     /// One call of `op` on `size` bytes (see [`RawOp`]); its wall time.
     pub fn run(&mut self, op: RawOp, size: u64) -> Duration {
         let n = self.ranks.len() as u64;
-        let src_len = match op {
-            RawOp::AllReduceSum => size,
-            RawOp::AllGather => size / n,
-        };
+        match op {
+            RawOp::AllReduceSum => self.run_with(size, 1, |parts, out| {
+                let _ = reduce(
+                    Reduction::sum(DType::F32),
+                    parts,
+                    out,
+                    Parallelism::default(),
+                );
+            }),
+            RawOp::AllGather => self.run_with(size / n, n, |parts, out| {
+                let len = parts.first().map_or(0, |p| p.len());
+                for (q, part) in parts.iter().enumerate() {
+                    let at = q * len;
+                    compute_runtime::hostcopy::copy_parallel(&mut out[at..at + part.len()], part);
+                }
+            }),
+        }
+    }
+
+    /// One call of `src_len` bytes per rank in steps: `combine` writes each
+    /// step's output (`gather` pieces of the step's length, in a buffer
+    /// aligned to 4 bytes) from every rank's step (in rank order), piece
+    /// `q` going to `q * src_len + start` of every rank's `dst` (`gather`
+    /// 1: one piece at `start`); its wall time.
+    pub fn run_with(
+        &mut self,
+        src_len: u64,
+        gather: u64,
+        mut combine: impl FnMut(&[&[u8]], &mut [u8]),
+    ) -> Duration {
         let chunk = self.chunk;
         let steps = src_len.div_ceil(chunk).max(1) as usize;
         let range = |k: usize| {
@@ -137,16 +173,13 @@ impl RawGroup {
         }
         for k in 0..steps {
             let (start, len) = range(k);
-            self.combine(op, k, len);
+            self.combine(k, len, gather, &mut combine);
             if k + DEPTH < steps {
                 self.issue_down(k + DEPTH, range(k + DEPTH));
             }
-            let pieces: Vec<(u64, u64, u64)> = match op {
-                RawOp::AllReduceSum => vec![(0, start, len)],
-                RawOp::AllGather => (0..n)
-                    .map(|q| (q * len, q * src_len + start, len))
-                    .collect(),
-            };
+            let pieces: Vec<(u64, u64, u64)> = (0..gather)
+                .map(|q| (q * len, q * src_len + start, len))
+                .collect();
             for r in 0..self.ranks.len() {
                 self.upload(r, &pieces);
             }
@@ -171,7 +204,13 @@ impl RawGroup {
     }
 
     /// Waits for step `k` on every rank and combines it into `self.out`.
-    fn combine(&mut self, op: RawOp, k: usize, len: u64) {
+    fn combine(
+        &mut self,
+        k: usize,
+        len: u64,
+        gather: u64,
+        combine: &mut impl FnMut(&[&[u8]], &mut [u8]),
+    ) {
         for r in &mut self.ranks {
             if let Some((step, index)) = r.down_busy.pop_front() {
                 debug_assert_eq!(step, k);
@@ -187,27 +226,9 @@ impl RawGroup {
             .filter_map(|r| r.down[k % DEPTH].slice(0..len).get_mapped_range().ok())
             .collect();
         let parts: Vec<&[u8]> = views.iter().map(|v| &v[..]).collect();
-        match op {
-            RawOp::AllReduceSum => {
-                self.out.resize(len as usize, 0);
-                let _ = reduce(
-                    Reduction::sum(DType::F32),
-                    &parts,
-                    &mut self.out,
-                    Parallelism::default(),
-                );
-            }
-            RawOp::AllGather => {
-                self.out.resize(len as usize * parts.len(), 0);
-                for (q, part) in parts.iter().enumerate() {
-                    let at = q * len as usize;
-                    compute_runtime::hostcopy::copy_parallel(
-                        &mut self.out[at..at + part.len()],
-                        part,
-                    );
-                }
-            }
-        }
+        let out_len = (len * gather) as usize;
+        self.out.resize(out_len.div_ceil(4), 0);
+        combine(&parts, &mut words_as_bytes(&mut self.out)[..out_len]);
         drop(views);
         for r in &self.ranks {
             r.down[k % DEPTH].unmap();
@@ -217,7 +238,8 @@ impl RawGroup {
     /// Fills a free upload buffer of rank `r` with `self.out` and copies
     /// `pieces` (offset in `out`, offset in `dst`, bytes) into `dst`.
     fn upload(&mut self, r: usize, pieces: &[(u64, u64, u64)]) {
-        let out = &self.out;
+        let len = pieces.iter().map(|p| p.0 + p.2).max().unwrap_or(0) as usize;
+        let out = &words_as_bytes(&mut self.out)[..len];
         let rank = &mut self.ranks[r];
         let up = loop {
             if let Some(b) = rank.up_free.lock().unwrap_or_else(|e| e.into_inner()).pop() {
