@@ -8,7 +8,8 @@
 //! gate settles. No `queue.write_buffer`: its per-call staging allocation
 //! took milliseconds on some H200 instances (the small-write arena's
 //! reason, `docs/status.md`). At most [`IN_FLIGHT`] pieces' copies are in
-//! flight; the next waits for the oldest, so a result of any size holds a
+//! flight; the next waits for the oldest (that poll also returns the
+//! finished pieces' buffers to the pool), so a result of any size holds a
 //! few pieces of upload memory.
 
 use std::collections::VecDeque;
@@ -62,9 +63,11 @@ impl<'a> Writer<'a> {
         });
         encoder.copy_buffer_to_buffer(&staging, 0, &t.buffer, t.offset + at, len);
         let (index, _) = self.cx.submitter.commands(Some(encoder.finish()))?;
-        // Mapped again once the copy ran, then back in the pool.
+        // Mapped again once the copy ran, then back in the pool. Nobody is
+        // asked to wait for it: a poller busy waiting for this copy would
+        // hold the stream's next submit (its held batch) behind it; the
+        // next poll of the device (the bound below, a `sync`) returns it.
         self.cx.upload.recycle(staging);
-        self.cx.poller.kick(index.clone());
         self.in_flight.push_back(index);
         while self.in_flight.len() > IN_FLIGHT {
             let Some(oldest) = self.in_flight.pop_front() else {
