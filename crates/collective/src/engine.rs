@@ -147,12 +147,21 @@ fn execute(t: &dyn Transport, job: &Job, timeout: Duration) -> Result<Outcome, S
         invalid: job.invalid.clone(),
         input: first.as_ref().map(|_| ()).map_err(Arc::clone),
     };
-    match run.open(&mine)? {
-        Verdict::Fail(error) => return Err(error),
-        Verdict::Poisoned(error) => return Ok(Outcome::poisoned(error)),
-        Verdict::Run => {}
-    }
-    let status = run.steps(first, &mut input)?;
+    // The opening: the exchange, and where the transport meets once for
+    // both (in-process), the first step's data with it. Whether it does is
+    // the transport's, so every rank opens the same way whatever it posted.
+    let status = match run.open_fused(&mine, &first) {
+        Some(verdict) => match verdict? {
+            Verdict::Fail(error) => return Err(error),
+            Verdict::Poisoned(error) => return Ok(Outcome::poisoned(error)),
+            Verdict::Run => run.steps(1, None, &mut input)?,
+        },
+        None => match run.open(&mine)? {
+            Verdict::Fail(error) => return Err(error),
+            Verdict::Poisoned(error) => return Ok(Outcome::poisoned(error)),
+            Verdict::Run => run.steps(0, Some(first), &mut input)?,
+        },
+    };
     if plan.steps() == 1 {
         return Ok(Outcome::ok(Bytes::new()));
     }
@@ -210,6 +219,27 @@ impl Run<'_> {
         }
     }
 
+    /// The opening of a group call where the transport meets once for the
+    /// exchange and the first step's data: its verdict, the first step's
+    /// output handed out when it is `Run` (`None`: not offered, or a
+    /// message).
+    fn open_fused(&self, mine: &Descriptor, first: &Part) -> Option<Result<Verdict, ServerError>> {
+        let CallId::Group { seq } = self.job.id else {
+            return None;
+        };
+        let input = first.as_ref().map_or_else(|_| Bytes::new(), Bytes::clone);
+        let met = self
+            .t
+            .exchange_and_run(seq, mine.clone(), input, after(self.timeout))?;
+        Some(met.and_then(|(all, out)| {
+            let verdict = agree(seq, self.t.size(), &all);
+            if verdict == Verdict::Run {
+                self.deliver(0, out)?;
+            }
+            Ok(verdict)
+        }))
+    }
+
     /// The verdict of the opening exchange.
     fn open(&self, mine: &Descriptor) -> Result<Verdict, ServerError> {
         self.exchange(Round::Open, mine)
@@ -243,13 +273,19 @@ impl Run<'_> {
         }
     }
 
-    /// Runs every step, handing each step's output to the result end;
-    /// returns whether every step's input arrived. A step whose input
+    /// Runs the steps from `from` on (`first`: the input of step `from`,
+    /// when it was taken already), handing each step's output to the result
+    /// end; returns whether every step's input arrived. A step whose input
     /// failed still takes part (with zeros), so no rank waits for this one.
-    fn steps(&self, first: Part, input: &mut Input<'_>) -> Result<Part, ServerError> {
+    fn steps(
+        &self,
+        from: usize,
+        first: Option<Part>,
+        input: &mut Input<'_>,
+    ) -> Result<Part, ServerError> {
         let mut status: Part = Ok(Bytes::new());
-        let mut next = Some(first);
-        for step in 0..self.plan.steps() {
+        let mut next = first;
+        for step in from..self.plan.steps() {
             let part = match next.take() {
                 Some(part) => part,
                 None => input
@@ -266,19 +302,25 @@ impl Run<'_> {
                 }
             };
             let out = self.data(step, data)?;
-            let expected = self.plan.output_len(step);
-            if out.len() != expected {
-                return Err(ServerError::SizeMismatch {
-                    expected: expected as u64,
-                    actual: out.len() as u64,
-                });
-            }
-            for piece in self.plan.output_pieces(step) {
-                let bytes = out.slice(piece.from..piece.from + piece.len);
-                self.offer(piece.to, bytes)?;
-            }
+            self.deliver(step, out)?;
         }
         Ok(status)
+    }
+
+    /// Hands step `step`'s output to the result end, piece by piece.
+    fn deliver(&self, step: usize, out: Bytes) -> Result<(), ServerError> {
+        let expected = self.plan.output_len(step);
+        if out.len() != expected {
+            return Err(ServerError::SizeMismatch {
+                expected: expected as u64,
+                actual: out.len() as u64,
+            });
+        }
+        for piece in self.plan.output_pieces(step) {
+            let bytes = out.slice(piece.from..piece.from + piece.len);
+            self.offer(piece.to, bytes)?;
+        }
+        Ok(())
     }
 
     /// Hands a piece of the output to the result end.

@@ -25,10 +25,11 @@ use compute_runtime::{CollectiveFault, RankListProblem, RoundProblem};
 use compute_runtime::{DeviceId, Reduction, ServerError};
 use hashbrown::HashMap;
 
-use crate::call::{CallId, Descriptor, Link, describe};
+use crate::call::{CallId, CollectiveCall, Descriptor, Link, Verdict, agree, describe};
 use crate::outbuf::OutputPool;
+use crate::plan::Plan;
 use crate::reduce::{Parallelism, reduce};
-use crate::rendezvous::{self, Hub, Join, Phase};
+use crate::rendezvous::{self, Fused, Hub, Join, Phase};
 use crate::transport::{Round, Transport};
 
 type Registry = Mutex<HashMap<Vec<DeviceId>, Weak<Hub>>>;
@@ -220,6 +221,114 @@ impl InProcessTransport {
     }
 }
 
+/// The data operation of a group step.
+#[derive(Clone, Copy, Debug)]
+enum Op {
+    AllReduce(Reduction),
+    AllGather,
+    ReduceScatter(Reduction),
+    Broadcast { root: usize, len: usize },
+    AllToAll,
+}
+
+impl Op {
+    /// The operation of a group call (`None` for messages).
+    fn of(call: CollectiveCall) -> Option<Op> {
+        match call {
+            CollectiveCall::AllReduce { reduction, .. } => Some(Op::AllReduce(reduction)),
+            CollectiveCall::AllGather { .. } => Some(Op::AllGather),
+            CollectiveCall::ReduceScatter { reduction, .. } => Some(Op::ReduceScatter(reduction)),
+            CollectiveCall::Broadcast { root, len, .. } => Some(Op::Broadcast { root, len }),
+            CollectiveCall::AllToAll { .. } => Some(Op::AllToAll),
+            CollectiveCall::Send { .. } | CollectiveCall::Recv { .. } => None,
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Op::AllReduce(_) => "all_reduce",
+            Op::AllGather => "all_gather",
+            Op::ReduceScatter(_) => "reduce_scatter",
+            Op::Broadcast { .. } => "broadcast",
+            Op::AllToAll => "all_to_all",
+        }
+    }
+}
+
+impl InProcessTransport {
+    /// A data round of group call `seq`: `op` over every rank's input.
+    fn group_step(
+        &self,
+        seq: u64,
+        step: usize,
+        op: Op,
+        input: Bytes,
+        deadline: Instant,
+    ) -> Result<Bytes, ServerError> {
+        let id = CallId::Group { seq };
+        let what = describe(op.name(), id);
+        self.data(id, step, op.name(), input, deadline, |inputs| {
+            self.outputs(op, &what, inputs)
+        })
+    }
+
+    /// Every rank's output of `op` from every rank's input, computed once
+    /// (by the last arrival): shared `Bytes` where the output is the same
+    /// for every rank.
+    fn outputs(&self, op: Op, what: &str, inputs: Vec<Bytes>) -> Result<Vec<Bytes>, ServerError> {
+        let n = inputs.len();
+        match op {
+            Op::AllReduce(reduction) => {
+                let out = self.reduced(reduction, &inputs, what)?;
+                Ok(vec![out; n])
+            }
+            Op::AllGather => {
+                let pool = OutputPool::global();
+                let mut out = pool.take_empty(inputs.iter().map(Bytes::len).sum());
+                inputs.iter().for_each(|b| out.extend_from_slice(b));
+                Ok(vec![pool.freeze(out); n])
+            }
+            Op::ReduceScatter(reduction) => {
+                let full = self.reduced(reduction, &inputs, what)?;
+                if !full.len().is_multiple_of(n.max(1)) {
+                    return Err(ServerError::CollectiveMismatch {
+                        reason: format!(
+                            "{what}: {} bytes do not split into {n} chunks",
+                            full.len()
+                        ),
+                    });
+                }
+                Ok((0..n).map(|r| chunk(&full, r, n)).collect())
+            }
+            Op::Broadcast { root, len } => match inputs.get(root) {
+                Some(src) if src.len() == len => Ok(vec![src.clone(); n]),
+                other => Err(ServerError::SizeMismatch {
+                    expected: len as u64,
+                    actual: other.map_or(0, Bytes::len) as u64,
+                }),
+            },
+            Op::AllToAll => {
+                let len = same_len(&inputs, what)?;
+                if !len.is_multiple_of(n.max(1)) {
+                    return Err(ServerError::CollectiveMismatch {
+                        reason: format!("{what}: {len} bytes do not split into {n} chunks"),
+                    });
+                }
+                Ok((0..n)
+                    .map(|r| {
+                        let pool = OutputPool::global();
+                        let mut out = pool.take_empty(len);
+                        inputs
+                            .iter()
+                            .for_each(|src| out.extend_from_slice(&chunk(src, r, n)));
+                        pool.freeze(out)
+                    })
+                    .collect())
+            }
+        }
+    }
+}
+
 fn output(outputs: &[Bytes], slot: usize, what: &str) -> Result<Bytes, ServerError> {
     outputs
         .get(slot)
@@ -303,18 +412,7 @@ impl Transport for InProcessTransport {
         input: Bytes,
         deadline: Instant,
     ) -> Result<Bytes, ServerError> {
-        let what = describe("all_reduce", CallId::Group { seq });
-        self.data(
-            CallId::Group { seq },
-            step,
-            "all_reduce",
-            input,
-            deadline,
-            |inputs| {
-                let out = self.reduced(reduction, &inputs, &what)?;
-                Ok(vec![out; inputs.len()])
-            },
-        )
+        self.group_step(seq, step, Op::AllReduce(reduction), input, deadline)
     }
 
     fn all_gather(
@@ -324,19 +422,7 @@ impl Transport for InProcessTransport {
         input: Bytes,
         deadline: Instant,
     ) -> Result<Bytes, ServerError> {
-        self.data(
-            CallId::Group { seq },
-            step,
-            "all_gather",
-            input,
-            deadline,
-            |inputs| {
-                let pool = OutputPool::global();
-                let mut out = pool.take_empty(inputs.iter().map(Bytes::len).sum());
-                inputs.iter().for_each(|b| out.extend_from_slice(b));
-                Ok(vec![pool.freeze(out); inputs.len()])
-            },
-        )
+        self.group_step(seq, step, Op::AllGather, input, deadline)
     }
 
     fn reduce_scatter(
@@ -347,27 +433,7 @@ impl Transport for InProcessTransport {
         input: Bytes,
         deadline: Instant,
     ) -> Result<Bytes, ServerError> {
-        let what = describe("reduce_scatter", CallId::Group { seq });
-        self.data(
-            CallId::Group { seq },
-            step,
-            "reduce_scatter",
-            input,
-            deadline,
-            |inputs| {
-                let n = inputs.len();
-                let full = self.reduced(reduction, &inputs, &what)?;
-                if !full.len().is_multiple_of(n.max(1)) {
-                    return Err(ServerError::CollectiveMismatch {
-                        reason: format!(
-                            "{what}: {} bytes do not split into {n} chunks",
-                            full.len()
-                        ),
-                    });
-                }
-                Ok((0..n).map(|r| chunk(&full, r, n)).collect())
-            },
-        )
+        self.group_step(seq, step, Op::ReduceScatter(reduction), input, deadline)
     }
 
     fn broadcast(
@@ -379,20 +445,7 @@ impl Transport for InProcessTransport {
         len: usize,
         deadline: Instant,
     ) -> Result<Bytes, ServerError> {
-        self.data(
-            CallId::Group { seq },
-            step,
-            "broadcast",
-            input,
-            deadline,
-            |inputs| match inputs.get(root) {
-                Some(src) if src.len() == len => Ok(vec![src.clone(); inputs.len()]),
-                other => Err(ServerError::SizeMismatch {
-                    expected: len as u64,
-                    actual: other.map_or(0, Bytes::len) as u64,
-                }),
-            },
-        )
+        self.group_step(seq, step, Op::Broadcast { root, len }, input, deadline)
     }
 
     fn all_to_all(
@@ -402,33 +455,78 @@ impl Transport for InProcessTransport {
         input: Bytes,
         deadline: Instant,
     ) -> Result<Bytes, ServerError> {
-        let what = describe("all_to_all", CallId::Group { seq });
-        self.data(
-            CallId::Group { seq },
-            step,
-            "all_to_all",
-            input,
-            deadline,
-            |inputs| {
-                let n = inputs.len();
-                let len = same_len(&inputs, &what)?;
-                if !len.is_multiple_of(n.max(1)) {
-                    return Err(ServerError::CollectiveMismatch {
-                        reason: format!("{what}: {len} bytes do not split into {n} chunks"),
-                    });
+        self.group_step(seq, step, Op::AllToAll, input, deadline)
+    }
+
+    fn exchange_and_run(
+        &self,
+        seq: u64,
+        mine: Descriptor,
+        input: Bytes,
+        deadline: Instant,
+    ) -> Option<Result<(Vec<Descriptor>, Bytes), ServerError>> {
+        let id = CallId::Group { seq };
+        let what = describe(mine.call.name(), id);
+        let ranks = self.hub.ranks();
+        let finish = |parts: Vec<Fused>| -> Result<Vec<Fused>, ServerError> {
+            let mut descs = Vec::with_capacity(parts.len());
+            let mut inputs = Vec::with_capacity(parts.len());
+            for part in parts {
+                match part {
+                    Fused::In(d, b) => {
+                        descs.push(d);
+                        inputs.push(b);
+                    }
+                    Fused::Out(..) => {
+                        return Err(ServerError::CollectiveState {
+                            fault: CollectiveFault::Misuse("an output was deposited in a round"),
+                        });
+                    }
                 }
-                Ok((0..n)
-                    .map(|r| {
-                        let pool = OutputPool::global();
-                        let mut out = pool.take_empty(len);
-                        inputs
-                            .iter()
-                            .for_each(|src| out.extend_from_slice(&chunk(src, r, n)));
-                        pool.freeze(out)
-                    })
-                    .collect())
-            },
-        )
+            }
+            // The first step's operation (a broadcast moves that step's
+            // bytes, not the call's).
+            let op = descs.first().and_then(|d| {
+                let step = Plan::new(d.call, ranks, self.hub.chunk_bytes())
+                    .range(0)
+                    .len();
+                match Op::of(d.call)? {
+                    Op::Broadcast { root, .. } => Some(Op::Broadcast { root, len: step }),
+                    other => Some(other),
+                }
+            });
+            let outputs = match (agree(seq, ranks, &descs), op) {
+                (Verdict::Run, Some(op)) => self.outputs(op, &what, inputs)?,
+                _ => vec![Bytes::new(); descs.len()],
+            };
+            let descs = Arc::new(descs);
+            Ok(outputs
+                .into_iter()
+                .map(|out| Fused::Out(Arc::clone(&descs), out))
+                .collect())
+        };
+        let met = self.hub.meet(
+            rendezvous::fused,
+            id,
+            Phase::Fused,
+            self.rank,
+            Fused::In(mine, input),
+            deadline,
+            &what,
+            finish,
+        );
+        Some(met.and_then(|(slot, outs)| match outs.get(slot) {
+            Some(Fused::Out(descs, out)) => Ok((descs.as_ref().clone(), out.clone())),
+            _ => Err(ServerError::CollectiveState {
+                fault: CollectiveFault::Round {
+                    call: what.clone(),
+                    problem: RoundProblem::Parts {
+                        got: outs.len(),
+                        ranks: slot + 1,
+                    },
+                },
+            }),
+        }))
     }
 
     fn send(

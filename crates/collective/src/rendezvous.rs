@@ -42,6 +42,16 @@ pub(crate) enum Phase {
     Data(usize),
     /// The closing exchange of a call of several steps.
     Close,
+    /// The exchange and the one data step of a small call, in one meeting.
+    Fused,
+}
+
+/// A part of a fused round: a rank's descriptor and input going in; every
+/// rank's descriptor and this rank's output coming out.
+#[derive(Debug)]
+pub(crate) enum Fused {
+    In(Descriptor, Bytes),
+    Out(Arc<Vec<Descriptor>>, Bytes),
 }
 
 /// A call aborted as a whole: every later round of it fails at once.
@@ -128,6 +138,7 @@ impl Progress {
 pub(crate) struct State {
     descs: HashMap<Key, Round<Descriptor>>,
     data: HashMap<Key, Round<Bytes>>,
+    fused: HashMap<Key, Round<Fused>>,
     aborted: HashMap<CallId, Tomb>,
     joined: Vec<bool>,
     departed: Vec<bool>,
@@ -145,6 +156,11 @@ pub(crate) fn descs(state: &mut State) -> &mut HashMap<Key, Round<Descriptor>> {
 /// The data rounds.
 pub(crate) fn data(state: &mut State) -> &mut HashMap<Key, Round<Bytes>> {
     &mut state.data
+}
+
+/// The fused rounds (exchange and data of a one-step call).
+pub(crate) fn fused(state: &mut State) -> &mut HashMap<Key, Round<Fused>> {
+    &mut state.fused
 }
 
 /// Whether a rank may join a hub.
@@ -184,6 +200,7 @@ impl Hub {
             state: Mutex::new(State {
                 descs: HashMap::new(),
                 data: HashMap::new(),
+                fused: HashMap::new(),
                 aborted: HashMap::new(),
                 joined: vec![false; ranks],
                 departed: vec![false; ranks],
@@ -209,7 +226,7 @@ impl Hub {
     /// Rounds held now (in flight, or tombstones not collected yet).
     pub(crate) fn rounds_held(&self) -> usize {
         let state = self.lock();
-        state.descs.len() + state.data.len() + state.aborted.len()
+        state.descs.len() + state.data.len() + state.fused.len() + state.aborted.len()
     }
 
     pub(crate) fn join(&self, rank: usize) -> Join {
@@ -249,6 +266,11 @@ impl Hub {
                 round.abort(error.clone());
             }
         }
+        for (key, round) in state.fused.iter_mut() {
+            if key.0 == call {
+                round.abort(error.clone());
+            }
+        }
         state.aborted.entry(call).or_insert(Tomb {
             error,
             returned: vec![false; slots],
@@ -266,13 +288,16 @@ impl Hub {
         if let Some(round) = close {
             return round.missing(&participants);
         }
+        if let Some(round) = state.fused.get(&(call, Phase::Fused)) {
+            return round.missing(&participants);
+        }
         let latest = state
             .data
             .iter()
             .filter(|(k, _)| k.0 == call)
             .max_by_key(|(k, _)| match k.1 {
                 Phase::Data(step) => step,
-                Phase::Exchange | Phase::Close => 0,
+                Phase::Exchange | Phase::Close | Phase::Fused => 0,
             });
         if let Some((_, round)) = latest {
             return round.missing(&participants);
@@ -461,6 +486,7 @@ fn collect(state: &mut State) {
     let State {
         descs,
         data,
+        fused,
         aborted,
         departed,
         progress,
@@ -479,6 +505,7 @@ fn collect(state: &mut State) {
     };
     descs.retain(|(call, _), r| r.aborted.is_none() || !done(*call, &r.returned));
     data.retain(|(call, _), r| r.aborted.is_none() || !done(*call, &r.returned));
+    fused.retain(|(call, _), r| r.aborted.is_none() || !done(*call, &r.returned));
     aborted.retain(|call, t| !done(*call, &t.returned));
 }
 

@@ -93,6 +93,22 @@ pub trait Transport: Send + Sync + fmt::Debug + 'static {
         deadline: Instant,
     ) -> Result<Descriptor, ServerError>;
 
+    /// Group call `seq` of one step: its opening exchange and its data in
+    /// one meeting, where the transport can (in-process: one rendezvous
+    /// instead of two). Every rank's descriptor, and this rank's output of
+    /// the step when every rank agreed to run it (empty otherwise). `None`
+    /// (the default): not offered; the engine runs the two apart.
+    fn exchange_and_run(
+        &self,
+        seq: u64,
+        mine: Descriptor,
+        input: Bytes,
+        deadline: Instant,
+    ) -> Option<Result<(Vec<Descriptor>, Bytes), ServerError>> {
+        let _ = (seq, mine, input, deadline);
+        None
+    }
+
     /// Step `step`: the element-wise reduction of every rank's `input`.
     fn all_reduce(
         &self,

@@ -374,3 +374,38 @@ fn a_consumer_that_stops_taking_pieces_fails_the_call() {
         "{errors:?}"
     );
 }
+
+/// Calls that disagree, one of one step and one of several: every rank
+/// opens the same way, so both fail with the mismatch at once instead of
+/// waiting for each other in different rounds.
+#[test]
+fn calls_of_different_step_counts_fail_as_a_mismatch() {
+    let mut comms = stepped(2);
+    let started = std::time::Instant::now();
+    let red = Reduction::sum(DType::U32);
+    let calls = [
+        CollectiveCall::AllReduce {
+            reduction: red,
+            len: 8,
+        },
+        CollectiveCall::AllReduce {
+            reduction: red,
+            len: CHUNK * 4,
+        },
+    ];
+    let inputs = [Bytes::from(vec![0u8; 8]), Bytes::from(vec![0u8; CHUNK * 4])];
+    for way in WAYS {
+        for result in run_way(&mut comms, &calls, &inputs, way) {
+            assert!(
+                matches!(result, Err(ServerError::CollectiveMismatch { .. })),
+                "{result:?}"
+            );
+        }
+    }
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        started.elapsed()
+    );
+    still_works(&mut comms);
+}
