@@ -33,6 +33,10 @@ use hashbrown::HashMap;
 
 use crate::call::{CallId, Descriptor};
 
+mod round;
+
+use round::{Progress, Round};
+
 /// Which phase of a call a round is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub(crate) enum Phase {
@@ -61,79 +65,6 @@ struct Tomb {
 }
 
 type Key = (CallId, Phase);
-
-pub(crate) struct Round<T> {
-    deposits: Vec<Option<T>>,
-    arrived: usize,
-    result: Option<Result<Arc<Vec<T>>, ServerError>>,
-    aborted: Option<ServerError>,
-    returned: Vec<bool>,
-}
-
-impl<T> Round<T> {
-    fn new(slots: usize) -> Self {
-        Round {
-            deposits: (0..slots).map(|_| None).collect(),
-            arrived: 0,
-            result: None,
-            aborted: None,
-            returned: vec![false; slots],
-        }
-    }
-
-    fn complete(&self) -> bool {
-        self.arrived == self.deposits.len()
-    }
-
-    fn abort(&mut self, error: ServerError) {
-        if !self.complete() && self.aborted.is_none() {
-            self.aborted = Some(error);
-            self.deposits.iter_mut().for_each(|d| *d = None);
-        }
-    }
-
-    fn missing(&self, participants: &[usize]) -> Vec<usize> {
-        participants
-            .iter()
-            .zip(&self.deposits)
-            .filter(|(_, d)| d.is_none())
-            .map(|(r, _)| *r)
-            .collect()
-    }
-}
-
-/// Where each rank is in each sequence of calls: the group sequence, and the
-/// sequence of messages of each ordered pair, per role.
-#[derive(Debug, Default)]
-struct Progress {
-    group: HashMap<usize, u64>,
-    pairs: HashMap<(usize, usize, usize), u64>,
-}
-
-impl Progress {
-    fn enter(&mut self, call: CallId, rank: usize) {
-        let (entry, seq) = match call {
-            CallId::Group { seq } => (self.group.entry(rank).or_insert(0), seq),
-            CallId::P2p(l) => {
-                let role = usize::from(rank == l.to);
-                (self.pairs.entry((l.from, l.to, role)).or_insert(0), l.seq)
-            }
-        };
-        *entry = (*entry).max(seq);
-    }
-
-    /// Whether participant `slot` (rank `rank`) of `call` has entered a
-    /// later call of the same sequence.
-    fn past(&self, call: CallId, slot: usize, rank: usize) -> bool {
-        match call {
-            CallId::Group { seq } => self.group.get(&rank).is_some_and(|p| *p > seq),
-            CallId::P2p(l) => self
-                .pairs
-                .get(&(l.from, l.to, slot))
-                .is_some_and(|p| *p > l.seq),
-        }
-    }
-}
 
 pub(crate) struct State {
     descs: HashMap<Key, Round<Descriptor>>,
