@@ -51,19 +51,27 @@ fn config() -> MemoryConfiguration {
     ])
 }
 
+/// Bytes of a step of the collectives of programs run with `tasks_max` 4:
+/// their calls (a few words) move in several steps, so the model checks
+/// the stepped path too (a step failing after the data started moving).
+const STEPPED_CHUNK: usize = 8;
+
 impl Device {
     pub fn open(tasks_max: usize) -> Self {
         let ids = device_ids(RANKS);
         let mut s: Vec<TestServer> = ids
             .iter()
             .map(|id| {
-                WgpuServerOptions::new()
+                let options = WgpuServerOptions::new()
                     .device_id(*id)
                     .adapter(0)
                     .memory(config())
-                    .tasks_max(tasks_max)
-                    .open::<WgslPassthrough>()
-                    .expect("server")
+                    .tasks_max(tasks_max);
+                let options = match tasks_max {
+                    4 => options.collective_chunk_bytes(STEPPED_CHUNK),
+                    _ => options,
+                };
+                options.open::<WgslPassthrough>().expect("server")
             })
             .collect();
         for server in &mut s {

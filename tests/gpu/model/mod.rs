@@ -10,7 +10,9 @@
 //! issued on every rank in turn (all-reduce `Wait` and `Overlap`,
 //! broadcast, all-gather), some with a rank that disagrees, is refused or
 //! has a bad input. Late verdicts follow the data: what reads bytes whose
-//! verdict is still to come is poisoned when it comes.
+//! verdict is still to come is poisoned when it comes. Programs run with
+//! `tasks_max` 4 form their communicator with a chunk of 8 bytes, so their
+//! collectives move in several steps (`device.rs`).
 //!
 //! - `ops`: the operations and their encoding as random numbers;
 //! - `cause`, `oracle`, `launches`, `collective`: the model, which shares

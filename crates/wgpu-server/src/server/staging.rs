@@ -70,10 +70,11 @@ impl<C: WgpuCompiler> WgpuServer<C> {
         };
         let plan = *contribution.plan();
         let late = Arc::clone(self.streams.trust().late());
-        let risk = |s: &mut Self| {
+        // Asked once the copy is encoded: a verdict on `src` that comes
+        // after the trust check above is judged in the map callback.
+        let risk = || {
             late.depend_token(stream, &[src.memory_id()])
                 .map(|t| (t, Arc::clone(&late)))
-                .filter(|_| s.streams.check(src.memory_id()).is_ok())
         };
         if plan.steps() == 1 {
             let copies = StepCopies::plan(&page, std::slice::from_ref(&(0..len)));
@@ -90,14 +91,14 @@ impl<C: WgpuCompiler> WgpuServer<C> {
                 copies,
                 to: Provide::Whole(contribution),
                 back: Back::Pool(self.memory.readback().clone()),
-                risk: risk(self),
+                risk: risk(),
             };
             return Ok(Staging {
                 in_batch: vec![staged],
                 ..Staging::default()
             });
         }
-        let risk = risk(self);
+        let risk = risk();
         let feed = contribution.feed();
         let mut staging = self.stage_steps(stream, page, len as u64, plan, feed, risk, holds)?;
         if holds && window_steps(&plan) < plan.steps() {
