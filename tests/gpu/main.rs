@@ -19,6 +19,7 @@ mod comm;
 mod end_to_end;
 mod graph;
 mod ir;
+mod ir_atomics;
 mod ir_ops;
 mod lifetime;
 mod memory;

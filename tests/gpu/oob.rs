@@ -137,6 +137,30 @@ fn a_shared_array_access_out_of_bounds_names_the_shared_array() {
     assert!((4..8).contains(&index));
 }
 
+/// Atomics on a workgroup array are checked and reported like its loads
+/// and stores: the compare-exchange past its end names the array.
+#[test]
+fn an_atomic_shared_array_access_out_of_bounds_names_the_shared_array() {
+    let c = reporting();
+    let k = KernelBuilder::new("inc_n", [8, 1, 1]);
+    let y = k.output(Scalar::U32);
+    let plain = k.shared(Scalar::U32, 8);
+    let counts = k.atomic_shared(Scalar::U32, 2);
+    let i = k.x(k.local_id());
+    k.store(plain, i, i);
+    k.atomic_add(counts, 0u32, 1u32);
+    let r = k.compare_exchange(counts, i, 0u32, 1u32);
+    k.store(y, i, k.y(r));
+    let kernel = k.build().expect("kernel");
+    let y = c.empty(32).expect("y");
+    c.launch(kernel, CubeCount::x(1), KernelArguments::handles([&y]))
+        .expect("launch");
+    let e = c.read_vec::<u32>(&y).expect_err("poisoned");
+    let (array, index, len, count) = out_of_bounds(&e);
+    assert_eq!((array, len, count), (KernelArray::Shared(1), 2, 6), "{e}");
+    assert!((2..8).contains(&index));
+}
+
 /// Each launch has a slot of its own: a bad launch between good ones
 /// poisons only its own writes.
 #[test]

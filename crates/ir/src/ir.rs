@@ -62,6 +62,8 @@ pub struct SharedDecl {
     pub elem: Scalar,
     /// Number of elements.
     pub len: u32,
+    /// An array of `atomic<i32|u32>`: accessed only through atomics.
+    pub atomic: bool,
 }
 
 /// An array a load or store addresses.
@@ -319,10 +321,17 @@ pub enum Op {
     Load(ArrayRef, ValueId),
     /// `arrayLength(&buffer)`, `u32`.
     ArrayLength(u32),
-    /// `atomicLoad(&buffer[index])`.
-    AtomicLoad(u32, ValueId),
-    /// A read-modify-write atomic on `buffer[index]`; the old value.
-    Atomic(AtomicOp, u32, ValueId, ValueId),
+    /// `atomicLoad(&array[index])` of an atomic buffer or workgroup array.
+    AtomicLoad(ArrayRef, ValueId),
+    /// A read-modify-write atomic on `array[index]`; the old value.
+    Atomic(AtomicOp, ArrayRef, ValueId, ValueId),
+    /// `atomicCompareExchangeWeak(&array[index], cmp, value)`: stores
+    /// `value` if the element equals `cmp`. A `vec2` of the element type:
+    /// the old value, and 1 where the exchange happened (0 where not). On
+    /// a device it may fail even when the old value equals `cmp` (WGSL's
+    /// weak exchange; Vulkan's is strong), so a loop that retries on 0 is
+    /// the portable use; the interpreter never fails one spuriously.
+    CompareExchange(ArrayRef, ValueId, ValueId, ValueId),
     /// A subgroup collective of one operand.
     Subgroup(SubgroupOp, ValueId),
 }
@@ -347,8 +356,8 @@ pub enum Stmt {
     Set(VarId, ValueId),
     /// `array[index] = value`.
     Store(ArrayRef, ValueId, ValueId),
-    /// `atomicStore(&buffer[index], value)`.
-    AtomicStore(u32, ValueId, ValueId),
+    /// `atomicStore(&array[index], value)`.
+    AtomicStore(ArrayRef, ValueId, ValueId),
     /// `if cond { then } else { otherwise }`.
     If {
         /// Scalar bool.

@@ -10,13 +10,16 @@
 //! non-bool scalar or of its 2- or 4-lane vectors (`input_vec`: one 16-byte
 //! access per `vec4<f32>`), 8-byte lanes for the 64-bit types; atomic buffers of
 //! i32/u32; scalar arguments, 4-byte i32/u32/f32 only, packed into one
-//! uniform block by [`pack_scalars`]' rule; workgroup-shared arrays;
+//! uniform block by [`pack_scalars`]' rule; workgroup-shared arrays, plain
+//! or of atomic i32/u32;
 //! invocation builtins, subgroup ones included), its operations
 //! (arithmetic, bitwise, comparison, logic, select, casts and bitcasts,
 //! math: [`UnOp`] has `exp`/`exp2`, `log`/`log2`, roots, `tanh`, `sin`,
 //! `cos`, `floor`, `ceil`, `trunc`, `round` (ties to even), `fract`,
-//! `sign`, and bit counts and reversal on 32-bit integers; atomics, array
-//! length, subgroup collectives: [`SubgroupOp`]) and
+//! `sign`, and bit counts and reversal on 32-bit integers; atomics on
+//! buffers and workgroup arrays, compare-exchange among them (its old value
+//! and whether it exchanged, as a `vec2`), array length, subgroup
+//! collectives: [`SubgroupOp`]) and
 //! its structured control flow (if/else, range loops over i32/u32,
 //! loop/break/continue, return, barriers). The semantics are WGSL's where
 //! WGSL defines them (integer wrap, `x / 0 == x`, `x % 0 == 0`, saturating
@@ -65,7 +68,10 @@ mod types;
 mod unop;
 mod validate;
 
-pub use builder::{ArrayLike, AtomicBuf, Buf, BufferLike, KernelBuilder, Shared, Val, Var};
+pub use builder::{
+    ArrayLike, AtomicBuf, AtomicLike, AtomicShared, Buf, BufferLike, KernelBuilder, Shared, Val,
+    Var,
+};
 pub use error::{IrError, RunError};
 pub use ir::{
     Access, AtomicOp, BinOp, Builtin, KernelDef, Op, Stmt, SubgroupOp, UnOp, ValueId, VarId,

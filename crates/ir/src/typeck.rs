@@ -48,23 +48,38 @@ pub(crate) fn array_elem(
         ArrayRef::Shared(i) => def
             .shared
             .get(i as usize)
-            .map(|s| (Type::scalar(s.elem), false))
+            .map(|s| (Type::scalar(s.elem), s.atomic))
             .ok_or_else(|| IrError::structure(op, format!("shared array {i} does not exist"))),
     }
 }
 
-fn atomic_buffer(def: &KernelDef, op: &'static str, buf: u32) -> Result<Scalar, IrError> {
-    let b = def
-        .buffers
-        .get(buf as usize)
-        .ok_or_else(|| IrError::structure(op, format!("buffer {buf} does not exist")))?;
-    if !b.atomic {
+/// The element type of atomic array `a` (an atomic buffer the kernel may
+/// write, or an atomic workgroup array).
+pub(crate) fn atomic_array(
+    def: &KernelDef,
+    op: &'static str,
+    a: ArrayRef,
+) -> Result<Scalar, IrError> {
+    let (ty, atomic) = array_elem(def, op, a)?;
+    if !atomic {
         return Err(IrError::ty(
             op,
-            format!("buffer {buf} is not an atomic buffer (declare it with `atomic_buffer`)"),
+            match a {
+                ArrayRef::Global(b) => {
+                    format!("buffer {b} is not an atomic buffer (declare it with `atomic_buffer`)")
+                }
+                ArrayRef::Shared(s) => {
+                    format!("shared array {s} is not atomic (declare it with `atomic_shared`)")
+                }
+            },
         ));
     }
-    Ok(b.elem)
+    if let ArrayRef::Global(b) = a
+        && def.buffers[b as usize].access != crate::Access::ReadWrite
+    {
+        return Err(IrError::structure(op, format!("buffer {b} is read-only")));
+    }
+    Ok(ty.scalar)
 }
 
 /// The name of an operation, for messages.
@@ -91,6 +106,7 @@ pub fn op_name(op: &Op) -> &'static str {
         Op::ArrayLength(_) => "array_length",
         Op::AtomicLoad(..) => "atomic_load",
         Op::Atomic(a, ..) => a.wgsl(),
+        Op::CompareExchange(..) => "atomicCompareExchangeWeak",
         Op::Subgroup(s, _) => s.wgsl(),
     }
 }
@@ -324,10 +340,21 @@ pub fn op_type(def: &KernelDef, op: &Op) -> Result<Type, IrError> {
             }
             Ok(Type::U32)
         }
-        Op::AtomicLoad(b, i) => {
-            let elem = atomic_buffer(def, name, *b)?;
+        Op::AtomicLoad(a, i) => {
+            let elem = atomic_array(def, name, *a)?;
             index_type(name, val(def, name, *i)?)?;
             Ok(Type::scalar(elem))
+        }
+        Op::CompareExchange(a, i, cmp, v) => {
+            let elem = atomic_array(def, name, *a)?;
+            index_type(name, val(def, name, *i)?)?;
+            for (what, x) in [("compared value", cmp), ("value", v)] {
+                let t = val(def, name, *x)?;
+                if t != Type::scalar(elem) {
+                    return Err(IrError::ty(name, format!("{what} must be {elem}, got {t}")));
+                }
+            }
+            Ok(Type::vec(elem, 2))
         }
         Op::Subgroup(s, v) => {
             let t = val(def, name, *v)?;
@@ -348,15 +375,12 @@ pub fn op_type(def: &KernelDef, op: &Op) -> Result<Type, IrError> {
             }
             Ok(t)
         }
-        Op::Atomic(_, b, i, v) => {
-            let elem = atomic_buffer(def, name, *b)?;
+        Op::Atomic(_, a, i, v) => {
+            let elem = atomic_array(def, name, *a)?;
             index_type(name, val(def, name, *i)?)?;
             let tv = val(def, name, *v)?;
             if tv != Type::scalar(elem) {
                 return Err(IrError::ty(name, format!("value must be {elem}, got {tv}")));
-            }
-            if def.buffers[*b as usize].access != crate::Access::ReadWrite {
-                return Err(IrError::structure(name, format!("buffer {b} is read-only")));
             }
             Ok(Type::scalar(elem))
         }

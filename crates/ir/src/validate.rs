@@ -80,6 +80,15 @@ fn interface(def: &KernelDef) -> Result<(), IrError> {
                 format!("shared array {i} has no elements"),
             ));
         }
+        if s.atomic && !matches!(s.elem, Scalar::I32 | Scalar::U32) {
+            return Err(IrError::ty(
+                "atomic_shared",
+                format!(
+                    "shared array {i}: atomics are on i32 or u32, not {}",
+                    s.elem
+                ),
+            ));
+        }
     }
     for t in def.values.iter().chain(def.vars.iter()) {
         check_type("type", *t)?;
@@ -173,9 +182,9 @@ impl Checker<'_> {
             return Err(IrError::ty(
                 op,
                 if atomic {
-                    "not an atomic buffer"
+                    "not an atomic array"
                 } else {
-                    "an atomic buffer is written with `atomic_store`"
+                    "an atomic array is written with `atomic_store`"
                 },
             ));
         }
@@ -277,9 +286,7 @@ impl Checker<'_> {
                 Ok(())
             }
             Stmt::Store(a, i, v) => self.array_store("store", *a, *i, *v, false),
-            Stmt::AtomicStore(b, i, v) => {
-                self.array_store("atomic_store", ArrayRef::Global(*b), *i, *v, true)
-            }
+            Stmt::AtomicStore(a, i, v) => self.array_store("atomic_store", *a, *i, *v, true),
             Stmt::If {
                 cond,
                 then,
@@ -377,5 +384,6 @@ pub fn operands(op: &crate::ir::Op) -> Vec<ValueId> {
         Op::Dot(a, b) => vec![*a, *b],
         Op::Load(_, i) | Op::AtomicLoad(_, i) => vec![*i],
         Op::Atomic(_, _, i, v) => vec![*i, *v],
+        Op::CompareExchange(_, i, c, v) => vec![*i, *c, *v],
     }
 }

@@ -1,7 +1,10 @@
 //! The kernel's interface and memory for [`KernelBuilder`]: buffers,
 //! scalar arguments, shared arrays, variables, loads, stores and atomics.
 
-use super::{ArrayLike, AtomicBuf, Buf, BufferLike, KernelBuilder, Operand, Shared, Val, Var};
+use super::{
+    ArrayLike, AtomicBuf, AtomicLike, AtomicShared, Buf, BufferLike, KernelBuilder, Operand,
+    Shared, Val, Var,
+};
 use crate::ir::{Access, AtomicOp, BufferDecl, Op, SharedDecl, Stmt, VarId};
 use crate::{IrError, Scalar, Type};
 
@@ -187,11 +190,50 @@ impl KernelBuilder {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn shared(&self, elem: Scalar, len: u32) -> Shared {
-        let index = self.with(|s| {
-            s.def.shared.push(SharedDecl { elem, len });
-            s.def.shared.len() as u32 - 1
-        });
+        let index = self.shared_decl(elem, len, false);
         Shared { index, elem, len }
+    }
+
+    /// A workgroup array of `len` `atomic<i32|u32>`, zero at the start of
+    /// each workgroup: a histogram or counter the workgroup's invocations
+    /// update at once.
+    ///
+    /// ```
+    /// use compute_ir::{KernelBuilder, Scalar, interp};
+    /// use compute_runtime::pod;
+    ///
+    /// // Each workgroup counts its odd values, then one invocation adds
+    /// // the count to the total: one global atomic per workgroup.
+    /// let k = KernelBuilder::new("odd", [4, 1, 1]);
+    /// let values = k.input(Scalar::U32);
+    /// let total = k.atomic_buffer(Scalar::U32);
+    /// let count = k.atomic_shared(Scalar::U32, 1);
+    /// let gid = k.global_id();
+    /// let v = k.load(values, k.x(gid));
+    /// let odd = k.and(v, k.u32(1));
+    /// k.atomic_add(count, k.u32(0), odd);
+    /// k.barrier();
+    /// let first = k.eq(k.local_index(), k.u32(0));
+    /// k.if_(first, |k| {
+    ///     let c = k.atomic_load(count, k.u32(0));
+    ///     k.atomic_add(total, k.u32(0), c);
+    /// });
+    /// let kernel = k.build()?;
+    /// let mut buffers = vec![pod::to_bytes(&[1u32, 2, 3, 5, 8, 13, 21, 34]), vec![0; 4]];
+    /// interp::run(&kernel, [2, 1, 1], &mut buffers, &[])?;
+    /// assert_eq!(pod::from_bytes::<u32>(&buffers[1])?, [5]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn atomic_shared(&self, elem: Scalar, len: u32) -> AtomicShared {
+        let index = self.shared_decl(elem, len, true);
+        AtomicShared { index, elem, len }
+    }
+
+    fn shared_decl(&self, elem: Scalar, len: u32, atomic: bool) -> u32 {
+        self.with(|s| {
+            s.def.shared.push(SharedDecl { elem, len, atomic });
+            s.def.shared.len() as u32 - 1
+        })
     }
 
     // ---- variables and memory ---------------------------------------------------
@@ -283,31 +325,78 @@ impl KernelBuilder {
         self.emit(Op::ArrayLength(buffer.binding()))
     }
 
-    /// `atomicLoad(&buf[index])`.
+    /// `atomicLoad(&array[index])` (an atomic buffer or workgroup array).
     #[track_caller]
-    pub fn atomic_load(&self, buf: AtomicBuf, index: impl Operand) -> Val {
+    pub fn atomic_load(&self, array: impl AtomicLike, index: impl Operand) -> Val {
         let index = self.operand(index, Some(Type::U32));
-        self.emit(Op::AtomicLoad(buf.binding, index.id))
+        self.emit(Op::AtomicLoad(array.array_ref(), index.id))
     }
-    /// `atomicStore(&buf[index], value)`.
+    /// `atomicStore(&array[index], value)`.
     #[track_caller]
-    pub fn atomic_store(&self, buf: AtomicBuf, index: impl Operand, value: impl Operand) {
+    pub fn atomic_store(&self, array: impl AtomicLike, index: impl Operand, value: impl Operand) {
         let index = self.operand(index, Some(Type::U32));
-        let value = self.operand(value, Some(Type::scalar(buf.elem)));
-        self.push(Stmt::AtomicStore(buf.binding, index.id, value.id));
+        let value = self.operand(value, Some(Type::scalar(array.elem())));
+        self.push(Stmt::AtomicStore(array.array_ref(), index.id, value.id));
     }
     /// A read-modify-write atomic; returns the old value.
     #[track_caller]
     pub fn atomic(
         &self,
         op: AtomicOp,
-        buf: AtomicBuf,
+        array: impl AtomicLike,
         index: impl Operand,
         value: impl Operand,
     ) -> Val {
         let index = self.operand(index, Some(Type::U32));
-        let value = self.operand(value, Some(Type::scalar(buf.elem)));
-        self.emit(Op::Atomic(op, buf.binding, index.id, value.id))
+        let value = self.operand(value, Some(Type::scalar(array.elem())));
+        self.emit(Op::Atomic(op, array.array_ref(), index.id, value.id))
+    }
+
+    /// `atomicCompareExchangeWeak(&array[index], cmp, value)`: a `vec2` of
+    /// the element type, the old value and 1 where `value` was stored (0
+    /// where not; see [`Op::CompareExchange`]: retry on 0).
+    ///
+    /// ```
+    /// use compute_ir::{KernelBuilder, Scalar, interp};
+    /// use compute_runtime::pod;
+    ///
+    /// // A float sum across invocations, by compare-exchange on the bits.
+    /// let k = KernelBuilder::new("fsum", [8, 1, 1]);
+    /// let x = k.input(Scalar::F32);
+    /// let sum = k.atomic_buffer(Scalar::U32);
+    /// let gid = k.global_id();
+    /// let v = k.load(x, k.x(gid));
+    /// k.loop_(|k| {
+    ///     let old = k.atomic_load(sum, k.u32(0));
+    ///     let new = k.add(k.bitcast(old, Scalar::F32), v);
+    ///     let r = k.compare_exchange(sum, k.u32(0), old, k.bitcast(new, Scalar::U32));
+    ///     let done = k.eq(k.y(r), k.u32(1));
+    ///     k.if_(done, |k| k.break_());
+    /// });
+    /// let kernel = k.build()?;
+    /// let mut buffers = vec![pod::to_bytes(&[0.5f32; 8]), vec![0; 4]];
+    /// interp::run(&kernel, [1, 1, 1], &mut buffers, &[])?;
+    /// assert_eq!(pod::from_bytes::<f32>(&buffers[1])?, [4.0]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[track_caller]
+    pub fn compare_exchange(
+        &self,
+        array: impl AtomicLike,
+        index: impl Operand,
+        cmp: impl Operand,
+        value: impl Operand,
+    ) -> Val {
+        let elem = Some(Type::scalar(array.elem()));
+        let index = self.operand(index, Some(Type::U32));
+        let cmp = self.operand(cmp, elem);
+        let value = self.operand(value, elem);
+        self.emit(Op::CompareExchange(
+            array.array_ref(),
+            index.id,
+            cmp.id,
+            value.id,
+        ))
     }
 
     atomics! {

@@ -62,6 +62,41 @@ pub struct AtomicBuf {
     pub elem: Scalar,
 }
 
+/// A workgroup array of `atomic<i32|u32>`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct AtomicShared {
+    /// Its index among the kernel's shared arrays.
+    pub index: u32,
+    /// Element type.
+    pub elem: Scalar,
+    /// Number of elements.
+    pub len: u32,
+}
+
+/// Something the atomics address: an atomic buffer or workgroup array.
+pub trait AtomicLike: Copy {
+    /// The IR reference.
+    fn array_ref(self) -> ArrayRef;
+    /// The element type (`i32` or `u32`).
+    fn elem(self) -> Scalar;
+}
+impl AtomicLike for AtomicBuf {
+    fn array_ref(self) -> ArrayRef {
+        ArrayRef::Global(self.binding)
+    }
+    fn elem(self) -> Scalar {
+        self.elem
+    }
+}
+impl AtomicLike for AtomicShared {
+    fn array_ref(self) -> ArrayRef {
+        ArrayRef::Shared(self.index)
+    }
+    fn elem(self) -> Scalar {
+        self.elem
+    }
+}
+
 /// A workgroup-shared array.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Shared {
@@ -155,8 +190,8 @@ macro_rules! atomics {
     ($($(#[$m:meta])* $name:ident => $op:ident),* $(,)?) => {$(
         $(#[$m])*
         #[track_caller]
-        pub fn $name(&self, buf: AtomicBuf, index: impl Operand, value: impl Operand) -> Val {
-            self.atomic(AtomicOp::$op, buf, index, value)
+        pub fn $name(&self, array: impl AtomicLike, index: impl Operand, value: impl Operand) -> Val {
+            self.atomic(AtomicOp::$op, array, index, value)
         }
     )*};
 }

@@ -42,6 +42,43 @@ pub(crate) struct Memory<'m> {
     pub shared: Vec<Vec<u64>>,
 }
 
+impl Memory<'_> {
+    /// Where element `i` of atomic array `a` is: its type and its index,
+    /// checked against the array's length.
+    fn atomic_at(
+        &self,
+        def: &KernelDef,
+        a: ArrayRef,
+        i: Value,
+        what: &'static str,
+    ) -> Result<(Scalar, usize), RunError> {
+        match a {
+            ArrayRef::Global(b) => {
+                let len = (self.globals[b as usize].len() / 4) as u64;
+                Ok((def.buffers[b as usize].elem, index(what, i, len)?))
+            }
+            ArrayRef::Shared(s) => {
+                let len = self.shared[s as usize].len() as u64;
+                Ok((def.shared[s as usize].elem, index(what, i, len)?))
+            }
+        }
+    }
+
+    fn atomic_get(&self, a: ArrayRef, elem: Scalar, i: usize) -> u64 {
+        match a {
+            ArrayRef::Global(b) => read_global(&self.globals[b as usize], elem, i),
+            ArrayRef::Shared(s) => self.shared[s as usize][i],
+        }
+    }
+
+    fn atomic_set(&mut self, a: ArrayRef, elem: Scalar, i: usize, bits: u64) {
+        match a {
+            ArrayRef::Global(b) => write_global(&mut self.globals[b as usize], elem, i, bits),
+            ArrayRef::Shared(s) => self.shared[s as usize][i] = bits,
+        }
+    }
+}
+
 /// The launch-wide inputs.
 #[derive(Debug)]
 pub(crate) struct Ctx<'k> {
@@ -193,20 +230,16 @@ impl<'k> Invocation<'k> {
                     (mem.globals[*b as usize].len() / decl.elem_size()) as u64,
                 )
             }
-            Op::AtomicLoad(b, i) => {
-                let elem = def.buffers[*b as usize].elem;
-                let buf = &mem.globals[*b as usize];
-                let i = index("atomic_load", self.v(*i), (buf.len() / 4) as u64)?;
-                Value::scalar(elem, read_global(buf, elem, i))
+            Op::AtomicLoad(a, i) => {
+                let (elem, i) = mem.atomic_at(def, *a, self.v(*i), "atomic_load")?;
+                Value::scalar(elem, mem.atomic_get(*a, elem, i))
             }
-            Op::Atomic(a, b, i, v) => {
-                let elem = def.buffers[*b as usize].elem;
-                let buf = &mut mem.globals[*b as usize];
-                let i = index(a.wgsl(), self.v(*i), (buf.len() / 4) as u64)?;
-                let old = read_global(buf, elem, i);
+            Op::Atomic(op, a, i, v) => {
+                let (elem, i) = mem.atomic_at(def, *a, self.v(*i), op.wgsl())?;
+                let old = mem.atomic_get(*a, elem, i);
                 let x = self.v(*v).bits();
                 // Atomics are on 32-bit integers only.
-                let new = match a {
+                let new = match op {
                     AtomicOp::Add => u64::from((old as u32).wrapping_add(x as u32)),
                     AtomicOp::Sub => u64::from((old as u32).wrapping_sub(x as u32)),
                     AtomicOp::Max => value::binary_lane(BinOp::Max, elem, old, x),
@@ -216,8 +249,23 @@ impl<'k> Invocation<'k> {
                     AtomicOp::Xor => old ^ x,
                     AtomicOp::Exchange => x,
                 };
-                write_global(buf, elem, i, new);
+                mem.atomic_set(*a, elem, i, new);
                 Value::scalar(elem, old)
+            }
+            Op::CompareExchange(a, i, cmp, v) => {
+                let what = "atomicCompareExchangeWeak";
+                let (elem, i) = mem.atomic_at(def, *a, self.v(*i), what)?;
+                let old = mem.atomic_get(*a, elem, i);
+                // Compared as 32-bit words: the element's bits, whatever
+                // the sign (the interpreter never fails one spuriously).
+                let exchanged = old as u32 == self.v(*cmp).bits() as u32;
+                if exchanged {
+                    mem.atomic_set(*a, elem, i, self.v(*v).bits());
+                }
+                let mut out = Value::zero(Type::vec(elem, 2));
+                out.lanes[0] = old;
+                out.lanes[1] = u64::from(exchanged);
+                out
             }
             // Pure operations were evaluated above (`eval_pure` answers for
             // every one of them), and a subgroup operation stops the
@@ -345,11 +393,9 @@ impl<'k> Invocation<'k> {
                     let i = index("store", self.v(*i), arr.len() as u64)?;
                     arr[i] = x;
                 }
-                Stmt::AtomicStore(b, i, v) => {
-                    let elem = ctx.def.buffers[*b as usize].elem;
-                    let buf = &mut mem.globals[*b as usize];
-                    let i = index("atomic_store", self.v(*i), (buf.len() / 4) as u64)?;
-                    write_global(buf, elem, i, self.v(*v).bits());
+                Stmt::AtomicStore(a, i, v) => {
+                    let (elem, i) = mem.atomic_at(ctx.def, *a, self.v(*i), "atomic_store")?;
+                    mem.atomic_set(*a, elem, i, self.v(*v).bits());
                 }
                 Stmt::If {
                     cond,

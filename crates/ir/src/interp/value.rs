@@ -436,6 +436,7 @@ pub fn eval_pure(
         | Op::ArrayLength(_)
         | Op::AtomicLoad(..)
         | Op::Atomic(..)
+        | Op::CompareExchange(..)
         | Op::Subgroup(..) => return None,
     })
 }

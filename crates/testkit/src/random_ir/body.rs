@@ -5,7 +5,8 @@
 mod expr;
 
 use compute_ir::{
-    AtomicBuf, AtomicOp, Buf, Kernel, KernelBuilder, Scalar, Shared, Stmt, Type, Val, Var,
+    AtomicBuf, AtomicLike, AtomicOp, AtomicShared, Buf, Kernel, KernelBuilder, Scalar, Shared,
+    Stmt, Type, Val, Var,
 };
 
 use super::{ATOMIC_LEN, Config, FloatOps, SLOTS};
@@ -27,6 +28,15 @@ struct Gen<'c> {
     /// `xor` then an `add`), so mixing them would make the result depend on
     /// the schedule.
     atomic_op: AtomicOp,
+    /// A workgroup histogram updated with `atomic_op` (old values unused),
+    /// folded into `atomic` at the end (after a barrier).
+    shared_atomic: AtomicShared,
+    /// Atomic `u32` cells of which invocation `g` owns `g * SLOTS ..`, and a
+    /// workgroup array of which it owns element `local_index`: its
+    /// compare-exchanges there are on its own elements, so their old values
+    /// and outcomes are the same in any schedule.
+    cells: AtomicBuf,
+    own_shared: AtomicShared,
     shared: Shared,
     slot_base: Val,
     workgroup: u32,
@@ -49,7 +59,10 @@ pub(super) fn kernel(name: String, workgroup: u32, cfg: &Config, rng: &mut Rng) 
         b.output(Scalar::F32),
     ];
     let atomic = b.atomic_buffer(Scalar::U32);
+    let cells = b.atomic_buffer(Scalar::U32);
     let shared = b.shared(Scalar::U32, workgroup);
+    let shared_atomic = b.atomic_shared(Scalar::U32, ATOMIC_LEN);
+    let own_shared = b.atomic_shared(Scalar::U32, workgroup);
     let args = [
         b.scalar_arg(Scalar::U32),
         b.scalar_arg(Scalar::I32),
@@ -83,6 +96,9 @@ pub(super) fn kernel(name: String, workgroup: u32, cfg: &Config, rng: &mut Rng) 
         inputs,
         outputs,
         atomic,
+        shared_atomic,
+        cells,
+        own_shared,
         shared,
         slot_base,
         workgroup,
@@ -165,12 +181,7 @@ impl Gen<'_> {
                     self.remember(y);
                 }
             }
-            7 if self.cfg.atomics => {
-                let i = self.index(ATOMIC_LEN, 1);
-                let x = self.value(Type::U32, 1);
-                // The old value depends on the schedule: deliberately unused.
-                self.b.atomic(self.atomic_op, self.atomic, i, x);
-            }
+            7 if self.cfg.atomics => self.atomic_statement(),
             8 if in_loop && self.rng.chance(40) => {
                 let c = self.value(Type::BOOL, 1);
                 let brk = self.rng.chance(50);
@@ -182,6 +193,65 @@ impl Gen<'_> {
                 self.value(ty, 0);
             }
         }
+    }
+
+    /// An atomic: the program's one operation on the global or (with
+    /// barriers, which fold it at the end) the workgroup histogram, its old
+    /// value unused (it depends on the schedule); or a compare-exchange on
+    /// one of the invocation's own cells, whose old value and outcome are
+    /// stored.
+    fn atomic_statement(&mut self) {
+        match self.rng.below(4) {
+            0 | 1 => {
+                let i = self.index(ATOMIC_LEN, 1);
+                let x = self.value(Type::U32, 1);
+                if self.cfg.barriers && self.rng.chance(50) {
+                    self.b.atomic(self.atomic_op, self.shared_atomic, i, x);
+                } else {
+                    self.b.atomic(self.atomic_op, self.atomic, i, x);
+                }
+            }
+            2 => {
+                let slot = self.b.u32(self.rng.below(SLOTS));
+                let own = self.b.add(self.slot_base, slot);
+                self.compare_exchange(self.cells, own);
+            }
+            _ => {
+                let lidx = self.scopes[0][1];
+                self.compare_exchange(self.own_shared, lidx);
+            }
+        }
+    }
+
+    /// A compare-exchange on `array[own]` against the value there or
+    /// another, its old value and outcome stored in the invocation's own
+    /// `u32` output slots.
+    fn compare_exchange(&mut self, array: impl AtomicLike, own: Val) {
+        let current = self.b.atomic_load(array, own);
+        let other = self.value(Type::U32, 1);
+        let cmp = if self.rng.chance(50) { current } else { other };
+        let x = self.value(Type::U32, 1);
+        let r = self.b.compare_exchange(array, own, cmp, x);
+        self.remember(r);
+        for lane in [self.b.x(r), self.b.y(r)] {
+            let slot = self.b.u32(self.rng.below(SLOTS));
+            let at = self.b.add(self.slot_base, slot);
+            self.b.store(self.outputs[0], at, lane);
+        }
+    }
+
+    /// The workgroup histogram folded into the global one, once every
+    /// invocation is done with it.
+    fn fold_shared_histogram(&mut self) {
+        self.b.barrier();
+        let lidx = self.scopes[0][1];
+        let bins = self.b.u32(ATOMIC_LEN);
+        let owns = self.b.lt(lidx, bins);
+        let (shared, global, op) = (self.shared_atomic, self.atomic, self.atomic_op);
+        self.b.if_(owns, |b| {
+            let v = b.atomic_load(shared, lidx);
+            b.atomic(op, global, lidx, v);
+        });
     }
 
     fn if_statement(&mut self, c: Val, depth: u32, in_loop: bool) {
@@ -290,6 +360,9 @@ impl Gen<'_> {
         }
         for _ in 0..3 {
             self.store_output();
+        }
+        if self.cfg.atomics && self.cfg.barriers {
+            self.fold_shared_histogram();
         }
     }
 }

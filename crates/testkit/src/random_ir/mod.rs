@@ -3,10 +3,12 @@
 //!
 //! [`program`] turns a seed into a [`RandomProgram`]: a kernel plus the
 //! buffers, scalars and dispatch to run it with. Programs are race-free by
-//! construction (each invocation writes its own output slots; atomics are
-//! one commutative operation per program, their old values unused; shared
-//! memory is written and read in phases separated by barriers at the top
-//! level, the only barriers, so they are always in uniform control flow), in
+//! construction (each invocation writes its own output slots; atomics on
+//! shared histograms are one commutative operation per program, their old
+//! values unused, and compare-exchanges are on an invocation's own cells;
+//! shared memory is written and read in phases separated by barriers at the
+//! top level, the only barriers, so they are always in uniform control
+//! flow), in
 //! bounds (every index is reduced modulo its array's length), and terminate
 //! (loops run at most a few iterations).
 //!
@@ -16,7 +18,11 @@
 //! Buffers: 0..3 inputs `u32`, `i32`, `f32` of [`INPUT_LEN`] elements;
 //! 3..6 outputs `u32`, `i32`, `f32` of `invocations * SLOTS` elements
 //! (invocation `g` owns `g * SLOTS ..`); 6 an atomic `u32` histogram of
-//! [`ATOMIC_LEN`] elements. Scalars: `u32`, `i32`, `f32`.
+//! [`ATOMIC_LEN`] elements; 7 atomic `u32` cells, `SLOTS` per invocation
+//! (compare-exchanged by their owner). Workgroup arrays: a `u32` array of
+//! one element per invocation (phases), an atomic histogram of
+//! [`ATOMIC_LEN`] (folded into buffer 6 at the end), and atomic `u32`
+//! cells, one per invocation. Scalars: `u32`, `i32`, `f32`.
 //!
 //! This file says what a program is and fills its buffers; the private
 //! `body` module draws the kernel's statements and its `expr` the
@@ -121,6 +127,7 @@ pub fn program(seed: u64, cfg: &Config) -> RandomProgram {
         vec![0; out_len * 4],
         vec![0; out_len * 4],
         vec![0; ATOMIC_LEN as usize * 4],
+        bytes::u32_bytes(&(0..out_len).map(|_| rand_u32(&mut rng)).collect::<Vec<_>>()),
     ];
     let scalars = compute_ir::pack_scalars(&[
         Lit::U32(rand_u32(&mut rng)),

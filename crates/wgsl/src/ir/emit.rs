@@ -16,15 +16,11 @@
 //! rule. `i64::MIN` is spelled `(-9223372036854775807li - 1li)` (no literal
 //! reads as it).
 
-use std::fmt::Write as _;
-
-use compute_ir::ir::{
-    Access, ArrayRef, Barrier, BinOp, Builtin, KernelDef, Op, Stmt, UnOp, ValueId,
-};
+use compute_ir::ir::{ArrayRef, Barrier, BinOp, Builtin, KernelDef, Op, Stmt, UnOp, ValueId};
 use compute_ir::{Kernel, Lit, Scalar, Type};
 
-use super::literal;
-use crate::{REPORT_GROUP, REPORT_PRESENT_BIT, REPORT_SHARED_BIT};
+use super::{head, literal};
+use crate::REPORT_SHARED_BIT;
 
 /// The entry point every IR kernel is emitted with.
 pub const ENTRY_POINT: &str = "main";
@@ -47,72 +43,7 @@ pub fn emit_wgsl_reporting(kernel: &Kernel, reports: bool) -> String {
         indent: 1,
         reports,
     };
-    let mut head = String::new();
-    // Nor for subgroups: naga 30 implements the builtins and functions
-    // behind its SUBGROUP capability but refuses `enable subgroups;` as a
-    // not-yet-implemented extension.
-    // naga needs no `enable` for i64, u64 or f64 (only its SHADER_INT64 and
-    // FLOAT64 validation capabilities, which wgpu derives from the device's
-    // features).
-    if def.uses_f16() {
-        head.push_str("enable f16;\n\n");
-    }
-    for (i, b) in def.buffers.iter().enumerate() {
-        let elem = if b.atomic {
-            format!("atomic<{}>", b.elem.wgsl())
-        } else {
-            b.ty().to_string()
-        };
-        // Atomic buffers are always declared `ReadWrite` by the IR.
-        let access = if b.access == Access::ReadWrite {
-            "read_write"
-        } else {
-            "read"
-        };
-        let _ = writeln!(
-            head,
-            "@group(0) @binding({i}) var<storage, {access}> b{i}: array<{elem}>;"
-        );
-    }
-    if !def.scalars.is_empty() {
-        head.push_str("\nstruct Scalars {\n");
-        for (i, s) in def.scalars.iter().enumerate() {
-            let _ = writeln!(head, "    s{i}: {},", s.wgsl());
-        }
-        let _ = writeln!(
-            head,
-            "}}\n\n@group(0) @binding({}) var<uniform> scalars: Scalars;",
-            def.buffers.len()
-        );
-    }
-    for (i, s) in def.shared.iter().enumerate() {
-        let _ = writeln!(
-            head,
-            "var<workgroup> sh{i}: array<{}, {}>;",
-            s.elem.wgsl(),
-            s.len
-        );
-    }
-    if reports {
-        head.push_str(&report_decl());
-    }
-    let [x, y, z] = def.workgroup_size;
-    let _ = write!(
-        head,
-        "\n@compute @workgroup_size({x}, {y}, {z})\nfn {ENTRY_POINT}(\n    \
-         @builtin(global_invocation_id) gid: vec3<u32>,\n    \
-         @builtin(local_invocation_id) lid: vec3<u32>,\n    \
-         @builtin(workgroup_id) wid: vec3<u32>,\n    \
-         @builtin(num_workgroups) nwg: vec3<u32>,\n    \
-         @builtin(local_invocation_index) lidx: u32,\n{}) {{\n",
-        if def.uses_subgroups() {
-            "    @builtin(subgroup_invocation_id) sgid: u32,\n    \
-             @builtin(subgroup_size) sgsize: u32,\n"
-        } else {
-            ""
-        }
-    );
-    e.out = head;
+    e.out = head::head(def, reports);
     e.block(&def.body);
     e.out.push_str("}\n");
     e.out
@@ -124,21 +55,6 @@ struct Emitter<'k> {
     indent: usize,
     /// Whether accesses are reported (`BoundsChecks::Reported`).
     reports: bool,
-}
-
-/// The report slot and the function that fills it: the first access out
-/// of bounds records its array (with [`REPORT_PRESENT_BIT`], so a record is seen even
-/// if the count wraps), index and length; every one counts.
-fn report_decl() -> String {
-    format!(
-        "\n@group({REPORT_GROUP}) @binding(0) var<storage, read_write> bounds_report: \
-         array<atomic<u32>, 4>;\n\n\
-         fn report_out_of_bounds(array: u32, index: u32, len: u32) {{\n    \
-         if atomicAdd(&bounds_report[0], 1u) == 0u {{\n        \
-         atomicStore(&bounds_report[1], array | {REPORT_PRESENT_BIT}u);\n        \
-         atomicStore(&bounds_report[2], index);\n        \
-         atomicStore(&bounds_report[3], len);\n    }}\n}}\n"
-    )
 }
 
 fn v(id: ValueId) -> String {
@@ -201,13 +117,33 @@ impl Emitter<'_> {
 
     fn let_(&mut self, id: ValueId, op: &Op) {
         match op {
-            Op::Load(a, i) => self.bounds(*a, *i),
-            Op::AtomicLoad(b, i) | Op::Atomic(_, b, i, _) => self.bounds(ArrayRef::Global(*b), *i),
+            Op::Load(a, i)
+            | Op::AtomicLoad(a, i)
+            | Op::Atomic(_, a, i, _)
+            | Op::CompareExchange(a, i, ..) => self.bounds(*a, *i),
             _ => {}
         }
         let t = self.ty_of(id);
         if let Op::Lit(l) = op {
             self.literal(id, t, *l);
+            return;
+        }
+        if let Op::CompareExchange(a, i, cmp, x) = op {
+            // The result struct, then the IR's `vec2`: the old value and
+            // whether the exchange happened.
+            let r = format!("{}_cx", v(id));
+            self.line(&format!(
+                "let {r} = atomicCompareExchangeWeak(&{}[{}], {}, {});",
+                array(*a),
+                v(*i),
+                v(*cmp),
+                v(*x)
+            ));
+            let (tys, elem) = (literal::ty(t), t.scalar.wgsl());
+            self.line(&format!(
+                "let {}: {tys} = {tys}({r}.old_value, {elem}({r}.exchanged));",
+                v(id)
+            ));
             return;
         }
         let text = format!("let {}: {} = {};", v(id), literal::ty(t), self.expr(t, op));
@@ -406,8 +342,12 @@ impl Emitter<'_> {
             Op::Get(var) => format!("x{}", var.0),
             Op::Load(a, i) => format!("{}[{}]", array(*a), v(*i)),
             Op::ArrayLength(b) => format!("arrayLength(&b{b})"),
-            Op::AtomicLoad(b, i) => format!("atomicLoad(&b{b}[{}])", v(*i)),
-            Op::Atomic(a, b, i, x) => format!("{}(&b{b}[{}], {})", a.wgsl(), v(*i), v(*x)),
+            Op::AtomicLoad(a, i) => format!("atomicLoad(&{}[{}])", array(*a), v(*i)),
+            Op::Atomic(op, a, i, x) => {
+                format!("{}(&{}[{}], {})", op.wgsl(), array(*a), v(*i), v(*x))
+            }
+            // Emitted as two lines by `let_`.
+            Op::CompareExchange(..) => String::new(),
             Op::Subgroup(o, x) => format!("{}({})", o.wgsl(), v(*x)),
         }
     }
@@ -424,9 +364,14 @@ impl Emitter<'_> {
                 self.bounds(*a, *i);
                 self.line(&format!("{}[{}] = {};", array(*a), v(*i), v(*x)))
             }
-            Stmt::AtomicStore(b, i, x) => {
-                self.bounds(ArrayRef::Global(*b), *i);
-                self.line(&format!("atomicStore(&b{b}[{}], {});", v(*i), v(*x)))
+            Stmt::AtomicStore(a, i, x) => {
+                self.bounds(*a, *i);
+                self.line(&format!(
+                    "atomicStore(&{}[{}], {});",
+                    array(*a),
+                    v(*i),
+                    v(*x)
+                ))
             }
             Stmt::If {
                 cond,

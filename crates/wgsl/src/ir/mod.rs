@@ -28,6 +28,7 @@
 //! `exp`/`log`/`pow`/`tanh`/`sin`/`cos` (Vulkan's GLSL.std.450 has none).
 
 mod emit;
+mod head;
 mod literal;
 
 use compute_ir::{Access, Kernel, KernelInfo, Scalar};

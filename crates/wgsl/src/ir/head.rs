@@ -1,0 +1,95 @@
+//! The declarations of an emitted kernel: enables, storage buffers, the
+//! scalar block, workgroup arrays, the bounds-report slot, and the entry
+//! point's signature (its builtins).
+
+use std::fmt::Write as _;
+
+use compute_ir::ir::{Access, KernelDef};
+
+use super::emit::ENTRY_POINT;
+use crate::{REPORT_GROUP, REPORT_PRESENT_BIT};
+
+/// Everything before the entry point's body.
+pub(super) fn head(def: &KernelDef, reports: bool) -> String {
+    let mut head = String::new();
+    // Nor for subgroups: naga 30 implements the builtins and functions
+    // behind its SUBGROUP capability but refuses `enable subgroups;` as a
+    // not-yet-implemented extension.
+    // naga needs no `enable` for i64, u64 or f64 (only its SHADER_INT64 and
+    // FLOAT64 validation capabilities, which wgpu derives from the device's
+    // features).
+    if def.uses_f16() {
+        head.push_str("enable f16;\n\n");
+    }
+    for (i, b) in def.buffers.iter().enumerate() {
+        let elem = if b.atomic {
+            format!("atomic<{}>", b.elem.wgsl())
+        } else {
+            b.ty().to_string()
+        };
+        // Atomic buffers are always declared `ReadWrite` by the IR.
+        let access = if b.access == Access::ReadWrite {
+            "read_write"
+        } else {
+            "read"
+        };
+        let _ = writeln!(
+            head,
+            "@group(0) @binding({i}) var<storage, {access}> b{i}: array<{elem}>;"
+        );
+    }
+    if !def.scalars.is_empty() {
+        head.push_str("\nstruct Scalars {\n");
+        for (i, s) in def.scalars.iter().enumerate() {
+            let _ = writeln!(head, "    s{i}: {},", s.wgsl());
+        }
+        let _ = writeln!(
+            head,
+            "}}\n\n@group(0) @binding({}) var<uniform> scalars: Scalars;",
+            def.buffers.len()
+        );
+    }
+    for (i, s) in def.shared.iter().enumerate() {
+        let elem = if s.atomic {
+            format!("atomic<{}>", s.elem.wgsl())
+        } else {
+            s.elem.wgsl().to_string()
+        };
+        let _ = writeln!(head, "var<workgroup> sh{i}: array<{elem}, {}>;", s.len);
+    }
+    if reports {
+        head.push_str(&report_decl());
+    }
+    let [x, y, z] = def.workgroup_size;
+    let _ = write!(
+        head,
+        "\n@compute @workgroup_size({x}, {y}, {z})\nfn {ENTRY_POINT}(\n    \
+         @builtin(global_invocation_id) gid: vec3<u32>,\n    \
+         @builtin(local_invocation_id) lid: vec3<u32>,\n    \
+         @builtin(workgroup_id) wid: vec3<u32>,\n    \
+         @builtin(num_workgroups) nwg: vec3<u32>,\n    \
+         @builtin(local_invocation_index) lidx: u32,\n{}) {{\n",
+        if def.uses_subgroups() {
+            "    @builtin(subgroup_invocation_id) sgid: u32,\n    \
+             @builtin(subgroup_size) sgsize: u32,\n"
+        } else {
+            ""
+        }
+    );
+    head
+}
+
+/// The report slot and the function that fills it: the first access out
+/// of bounds records its array (with [`REPORT_PRESENT_BIT`], so a record is seen even
+/// if the count wraps), index and length; every one counts.
+fn report_decl() -> String {
+    format!(
+        "\n@group({REPORT_GROUP}) @binding(0) var<storage, read_write> bounds_report: \
+         array<atomic<u32>, 4>;\n\n\
+         fn report_out_of_bounds(array: u32, index: u32, len: u32) {{\n    \
+         if atomicAdd(&bounds_report[0], 1u) == 0u {{\n        \
+         atomicStore(&bounds_report[1], array | {REPORT_PRESENT_BIT}u);\n        \
+         atomicStore(&bounds_report[2], index);\n        \
+         atomicStore(&bounds_report[3], len);\n    }}\n}}\n"
+    )
+}
