@@ -114,6 +114,20 @@ pub enum RunError {
         /// The subgroup's index in the workgroup.
         subgroup: u32,
     },
+    /// A shuffle or broadcast read an invocation that is not an active one
+    /// of the subgroup (WGSL leaves the result indeterminate), or a shuffle
+    /// whose mask or delta must be the same on every invocation was not.
+    #[error("`{op}` in workgroup {workgroup:?}, subgroup {subgroup}: {problem}")]
+    SubgroupLane {
+        /// The operation.
+        op: &'static str,
+        /// The workgroup.
+        workgroup: [u32; 3],
+        /// The subgroup's index in the workgroup.
+        subgroup: u32,
+        /// What was wrong.
+        problem: String,
+    },
     /// A loop ran past the interpreter's step budget.
     #[error("step budget exhausted (an endless loop?)")]
     StepBudget,

@@ -34,8 +34,8 @@
 //! (`SHADER_INT64`), f64 (`SHADER_F64`; only the math Vulkan defines on
 //! doubles: no `exp`, `exp2`, `log`, `log2`, `pow`, `tanh`, `sin`, `cos`),
 //! and subgroup
-//! builtins and operations (`SUBGROUP`: `subgroupAdd`, `subgroupMin`,
-//! `subgroupMax`, `subgroupBroadcastFirst`, `subgroupBallot` on
+//! builtins and operations (`SUBGROUP`: reductions, scans, votes,
+//! broadcasts, ballots and shuffles, [`SubgroupOp`] and [`ShuffleOp`], on
 //! i32/u32/f32 and their vectors, `subgroup_invocation_id`,
 //! `subgroup_size`).
 //!
@@ -50,9 +50,8 @@
 //! point; the builder's host-side Rust functions are the abstraction),
 //! 64-bit atomics, 64-bit scalar arguments and loop indices, 64-bit bit
 //! counts and `reverseBits` (lavapipe dies compiling the latter), 16-bit
-//! integers, the other subgroup operations (`subgroupMul`, `And`/`Or`/`Xor`,
-//! `All`/`Any`, `Elect`, scans, shuffles, `subgroupBroadcast`,
-//! `subgroupBarrier`) and subgroup operations on f16 or 64-bit values,
+//! integers, `subgroupElect` and `subgroupBarrier`, and subgroup operations
+//! on f16 or 64-bit values,
 //! textures, pointers, structs, and optimisation passes (the IR is emitted
 //! as written; the driver optimises). Out-of-bounds accesses are an
 //! interpreter error rather than WGSL's implementation-defined clamping, so
@@ -74,7 +73,8 @@ pub use builder::{
 };
 pub use error::{IrError, RunError};
 pub use ir::{
-    Access, AtomicOp, BinOp, Builtin, KernelDef, Op, Stmt, SubgroupOp, UnOp, ValueId, VarId,
+    Access, AtomicOp, BinOp, Builtin, KernelDef, Op, ShuffleOp, Stmt, SubgroupOp, UnOp, ValueId,
+    VarId,
 };
 pub use kernel::{Kernel, KernelInfo, is_scalar_arg, pack_scalars, scalar_block_size};
 pub use typeck::{op_name, op_type};

@@ -82,6 +82,53 @@ pub(crate) fn atomic_array(
     Ok(ty.scalar)
 }
 
+/// The result of subgroup operation `s` of an operand of type `t`.
+fn subgroup_type(name: &'static str, s: SubgroupOp, t: Type) -> Result<Type, IrError> {
+    let want = |ok: bool, what: &str| {
+        if ok {
+            Ok(())
+        } else {
+            Err(IrError::ty(
+                name,
+                format!("operand must be {what}, got {t}"),
+            ))
+        }
+    };
+    match s {
+        SubgroupOp::Ballot | SubgroupOp::All | SubgroupOp::Any => {
+            want(t == Type::BOOL, "bool")?;
+            Ok(if s == SubgroupOp::Ballot {
+                Type::vec(Scalar::U32, 4)
+            } else {
+                Type::BOOL
+            })
+        }
+        SubgroupOp::And | SubgroupOp::Or | SubgroupOp::Xor => {
+            want(
+                matches!(t.scalar, Scalar::I32 | Scalar::U32),
+                "i32 or u32 (or a vector of them)",
+            )?;
+            Ok(t)
+        }
+        SubgroupOp::Add
+        | SubgroupOp::Mul
+        | SubgroupOp::Min
+        | SubgroupOp::Max
+        | SubgroupOp::InclusiveAdd
+        | SubgroupOp::InclusiveMul
+        | SubgroupOp::ExclusiveAdd
+        | SubgroupOp::ExclusiveMul
+        | SubgroupOp::BroadcastFirst
+        | SubgroupOp::Broadcast(_) => {
+            want(
+                matches!(t.scalar, Scalar::I32 | Scalar::U32 | Scalar::F32),
+                "i32, u32 or f32 (or a vector of them)",
+            )?;
+            Ok(t)
+        }
+    }
+}
+
 /// The name of an operation, for messages.
 pub fn op_name(op: &Op) -> &'static str {
     match op {
@@ -108,6 +155,7 @@ pub fn op_name(op: &Op) -> &'static str {
         Op::Atomic(a, ..) => a.wgsl(),
         Op::CompareExchange(..) => "atomicCompareExchangeWeak",
         Op::Subgroup(s, _) => s.wgsl(),
+        Op::SubgroupShuffle(s, ..) => s.wgsl(),
     }
 }
 
@@ -356,22 +404,18 @@ pub fn op_type(def: &KernelDef, op: &Op) -> Result<Type, IrError> {
             }
             Ok(Type::vec(elem, 2))
         }
-        Op::Subgroup(s, v) => {
+        Op::Subgroup(s, v) => subgroup_type(name, *s, val(def, name, *v)?),
+        Op::SubgroupShuffle(_, v, lane) => {
             let t = val(def, name, *v)?;
-            if *s == SubgroupOp::Ballot {
-                if t != Type::BOOL {
-                    return Err(IrError::ty(
-                        name,
-                        format!("predicate must be bool, got {t}"),
-                    ));
-                }
-                return Ok(Type::vec(Scalar::U32, 4));
-            }
             if !matches!(t.scalar, Scalar::I32 | Scalar::U32 | Scalar::F32) {
                 return Err(IrError::ty(
                     name,
                     format!("operand must be i32, u32 or f32 (or a vector of them), got {t}"),
                 ));
+            }
+            let tl = val(def, name, *lane)?;
+            if tl != Type::U32 {
+                return Err(IrError::ty(name, format!("the lane must be u32, got {tl}")));
             }
             Ok(t)
         }

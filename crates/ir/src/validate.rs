@@ -385,5 +385,6 @@ pub fn operands(op: &crate::ir::Op) -> Vec<ValueId> {
         Op::Load(_, i) | Op::AtomicLoad(_, i) => vec![*i],
         Op::Atomic(_, _, i, v) => vec![*i, *v],
         Op::CompareExchange(_, i, c, v) => vec![*i, *c, *v],
+        Op::SubgroupShuffle(_, x, lane) => vec![*x, *lane],
     }
 }

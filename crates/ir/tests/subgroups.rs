@@ -247,3 +247,98 @@ fn subgroup_operand_types_are_checked() {
     let _ = b.subgroup_ballot(x);
     assert_eq!(b.build().expect_err("u32 ballot").op(), "subgroupBallot");
 }
+
+/// The rest of the collectives, `PER` results per invocation: scans,
+/// `Mul`/`And`/`Or`/`Xor`, `All`/`Any`, a broadcast of lane 3, shuffles
+/// reversed by id and by xor 5; with `up_down`, shuffles down and up by one
+/// too (whose edge lanes read past the subgroup's end).
+fn more(wg: u32, size: u32, up_down: bool) -> compute_ir::Kernel {
+    use compute_ir::{ShuffleOp, SubgroupOp};
+    let b = KernelBuilder::new("more", [wg, 1, 1]);
+    let out = b.output(Scalar::U32);
+    let i = b.local_index();
+    let sgid = b.subgroup_invocation_id();
+    let x = b.add(b.mul(i, b.u32(3)), b.u32(1)); // 1, 4, 7, ...
+    let small = b.add(b.rem(i, b.u32(3)), b.u32(1)); // 1, 2, 3, 1, ...
+    let odd = b.eq(b.and(x, b.u32(1)), b.u32(1));
+    let mut results = vec![
+        b.subgroup_inclusive_add(x),
+        b.subgroup_exclusive_add(x),
+        b.subgroup(SubgroupOp::InclusiveMul, small),
+        b.subgroup(SubgroupOp::ExclusiveMul, small),
+        b.subgroup(SubgroupOp::Mul, small),
+        b.subgroup(SubgroupOp::And, x),
+        b.subgroup(SubgroupOp::Or, x),
+        b.subgroup(SubgroupOp::Xor, x),
+        b.select(b.subgroup_all(odd), b.u32(1), b.u32(0)),
+        b.select(b.subgroup_any(odd), b.u32(1), b.u32(0)),
+        b.subgroup_broadcast(x, 3),
+        b.subgroup_shuffle(x, b.sub(b.u32(size - 1), sgid)),
+        b.subgroup_shuffle_xor(x, b.u32(5)),
+    ];
+    if up_down {
+        results.push(b.subgroup_shuffle_op(ShuffleOp::Down, x, b.u32(1)));
+        results.push(b.subgroup_shuffle_op(ShuffleOp::Up, x, b.u32(1)));
+    }
+    let per = b.u32(results.len() as u32);
+    for (k, v) in results.into_iter().enumerate() {
+        b.store(out, b.add(b.mul(i, per), b.u32(k as u32)), v);
+    }
+    b.build().expect("builds")
+}
+
+/// Results per invocation of [`more`] without the up and down shuffles.
+const PER: u32 = 13;
+
+/// [`more`] against the host's own reading of each operation.
+#[test]
+fn scans_reductions_votes_and_shuffles_match_the_host() {
+    let (wg, size) = (16u32, 8u32);
+    let per = PER as usize + 2;
+    let mut bufs = vec![vec![0; 4 * per * wg as usize]];
+    interp::run_with_subgroup(&more(wg, size, true), [1, 1, 1], &mut bufs, &[], size)
+        .expect("runs");
+    let got = bytes::bytes_u32(&bufs[0]);
+    let size = size as usize;
+    let xs: Vec<u32> = (0..wg).map(|i| i * 3 + 1).collect();
+    let smalls: Vec<u32> = (0..wg).map(|i| i % 3 + 1).collect();
+    for inv in 0..wg as usize {
+        let (g, lane) = (inv / size, inv % size);
+        let sg = &xs[g * size..(g + 1) * size];
+        let sm = &smalls[g * size..(g + 1) * size];
+        let want = [
+            sg[..=lane].iter().sum::<u32>(),
+            sg[..lane].iter().sum(),
+            sm[..=lane].iter().product(),
+            sm[..lane].iter().product(),
+            sm.iter().product(),
+            sg.iter().fold(u32::MAX, |a, b| a & b),
+            sg.iter().fold(0, |a, b| a | b),
+            sg.iter().fold(0, |a, b| a ^ b),
+            u32::from(sg.iter().all(|v| v % 2 == 1)),
+            u32::from(sg.iter().any(|v| v % 2 == 1)),
+            sg[3],
+            sg[size - 1 - lane],
+            sg[lane ^ 5],
+            // Past the ends, the interpreter reads the invocation's own.
+            sg[if lane + 1 < size { lane + 1 } else { lane }],
+            sg[lane.saturating_sub(1)],
+        ];
+        assert_eq!(&got[inv * per..(inv + 1) * per], &want, "invocation {inv}");
+    }
+}
+
+/// A shuffle's xor mask must be the same on every invocation.
+#[test]
+fn a_shuffle_mask_that_differs_between_invocations_is_refused() {
+    let b = KernelBuilder::new("mask", [8, 1, 1]);
+    let out = b.output(Scalar::U32);
+    let i = b.local_index();
+    let mask = b.and(i, b.u32(1));
+    let y = b.subgroup_shuffle_xor(i, mask);
+    b.store(out, i, y);
+    let k = b.build().expect("builds");
+    let mut bufs = vec![vec![0; 32]];
+    let e = interp::run_with_subgroup(&k, [1, 1, 1], &mut bufs, &[], 8).expect_err("refused");
+    assert!(matches!(e, RunError::SubgroupLane { .. }), "{e}");
+}

@@ -3,7 +3,7 @@
 //! a fresh value at the call (see the parent module).
 
 use super::{KernelBuilder, Operand, Val};
-use crate::ir::{BinOp, Builtin, Op, SubgroupOp, UnOp};
+use crate::ir::{BinOp, Builtin, Op, ShuffleOp, SubgroupOp, UnOp};
 use crate::{Lit, Scalar, Type};
 
 impl KernelBuilder {
@@ -119,6 +119,48 @@ impl KernelBuilder {
     #[track_caller]
     pub fn subgroup_ballot(&self, pred: Val) -> Val {
         self.subgroup(SubgroupOp::Ballot, pred)
+    }
+    /// `subgroupBroadcast(x, lane)`: invocation `lane`'s `x` (a constant).
+    #[track_caller]
+    pub fn subgroup_broadcast(&self, x: Val, lane: u32) -> Val {
+        self.subgroup(SubgroupOp::Broadcast(lane), x)
+    }
+    /// `subgroupInclusiveAdd(x)`: the prefix sum up to this invocation.
+    #[track_caller]
+    pub fn subgroup_inclusive_add(&self, x: Val) -> Val {
+        self.subgroup(SubgroupOp::InclusiveAdd, x)
+    }
+    /// `subgroupExclusiveAdd(x)`: the prefix sum before this invocation.
+    #[track_caller]
+    pub fn subgroup_exclusive_add(&self, x: Val) -> Val {
+        self.subgroup(SubgroupOp::ExclusiveAdd, x)
+    }
+    /// `subgroupAll(pred)`.
+    #[track_caller]
+    pub fn subgroup_all(&self, pred: Val) -> Val {
+        self.subgroup(SubgroupOp::All, pred)
+    }
+    /// `subgroupAny(pred)`.
+    #[track_caller]
+    pub fn subgroup_any(&self, pred: Val) -> Val {
+        self.subgroup(SubgroupOp::Any, pred)
+    }
+    /// A subgroup shuffle (needs `SUBGROUP`): the `x` of the invocation
+    /// `lane` names; see [`ShuffleOp`].
+    #[track_caller]
+    pub fn subgroup_shuffle_op(&self, op: ShuffleOp, x: Val, lane: impl Operand) -> Val {
+        let lane = self.operand(lane, Some(crate::Type::U32));
+        self.emit(Op::SubgroupShuffle(op, x.id, lane.id))
+    }
+    /// `subgroupShuffle(x, id)`.
+    #[track_caller]
+    pub fn subgroup_shuffle(&self, x: Val, id: impl Operand) -> Val {
+        self.subgroup_shuffle_op(ShuffleOp::Shuffle, x, id)
+    }
+    /// `subgroupShuffleXor(x, mask)`.
+    #[track_caller]
+    pub fn subgroup_shuffle_xor(&self, x: Val, mask: impl Operand) -> Val {
+        self.subgroup_shuffle_op(ShuffleOp::Xor, x, mask)
     }
 
     // ---- vectors ------------------------------------------------------------

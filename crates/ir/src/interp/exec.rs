@@ -2,7 +2,9 @@
 //! it can stop at a barrier and be resumed when the whole workgroup is there.
 
 use super::value::{self, Value};
-use crate::ir::{ArrayRef, AtomicOp, BinOp, Builtin, KernelDef, Op, Stmt, SubgroupOp, ValueId};
+use crate::ir::{
+    ArrayRef, AtomicOp, BinOp, Builtin, KernelDef, Op, ShuffleOp, Stmt, SubgroupOp, ValueId,
+};
 use crate::{RunError, Scalar, Type};
 
 /// What the invocation is doing.
@@ -79,6 +81,15 @@ impl Memory<'_> {
     }
 }
 
+/// A subgroup operation an invocation waits at.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Collective {
+    /// One operand.
+    One(SubgroupOp),
+    /// A shuffle: the operand and the `u32` lane, delta or mask.
+    Shuffle(ShuffleOp),
+}
+
 /// The launch-wide inputs.
 #[derive(Debug)]
 pub(crate) struct Ctx<'k> {
@@ -97,7 +108,7 @@ pub(crate) struct Invocation<'k> {
     stack: Vec<Frame<'k>>,
     local_id: [u32; 3],
     /// The subgroup operation it waits at: result, operation, operand.
-    pending: Option<(ValueId, SubgroupOp, Value)>,
+    pending: Option<(ValueId, Collective, Value, Value)>,
 }
 
 fn vec3(v: [u32; 3]) -> Value {
@@ -150,13 +161,13 @@ impl<'k> Invocation<'k> {
     }
 
     /// The subgroup operation it waits at, if any.
-    pub fn pending(&self) -> Option<(SubgroupOp, Value)> {
-        self.pending.map(|(_, op, v)| (op, v))
+    pub fn pending(&self) -> Option<(Collective, Value, Value)> {
+        self.pending.map(|(_, op, v, lane)| (op, v, lane))
     }
 
     /// Completes the pending subgroup operation with its result.
     pub fn resolve(&mut self, result: Value) {
-        if let Some((id, _, _)) = self.pending.take() {
+        if let Some((id, ..)) = self.pending.take() {
             self.values[id.0 as usize] = result;
         }
     }
@@ -286,7 +297,8 @@ impl<'k> Invocation<'k> {
             | Op::Dot(..)
             | Op::Cast(..)
             | Op::Bitcast(..)
-            | Op::Subgroup(..) => Value::zero(ty),
+            | Op::Subgroup(..)
+            | Op::SubgroupShuffle(..) => Value::zero(ty),
         })
     }
 
@@ -367,7 +379,13 @@ impl<'k> Invocation<'k> {
             *budget -= 1;
             match s {
                 Stmt::Let(id, Op::Subgroup(op, x)) => {
-                    self.pending = Some((*id, *op, self.v(*x)));
+                    let none = Value::zero(crate::Type::U32);
+                    self.pending = Some((*id, Collective::One(*op), self.v(*x), none));
+                    return Ok(Stop::Subgroup(s as *const Stmt));
+                }
+                Stmt::Let(id, Op::SubgroupShuffle(op, x, lane)) => {
+                    let (x, lane) = (self.v(*x), self.v(*lane));
+                    self.pending = Some((*id, Collective::Shuffle(*op), x, lane));
                     return Ok(Stop::Subgroup(s as *const Stmt));
                 }
                 Stmt::Let(id, op) => {

@@ -54,13 +54,11 @@
 mod bits;
 mod exec;
 pub mod f16;
+mod subgroup;
 mod unary;
 pub mod value;
 
 use exec::{Ctx, Invocation, Memory, Stop};
-use value::Value;
-
-use crate::ir::{BinOp, SubgroupOp};
 
 use crate::{Kernel, RunError};
 
@@ -260,12 +258,12 @@ fn workgroup<'k>(
                 });
             }
             let members = &mut invocations[g * size..g * size + group.len()];
-            let ops: Vec<(usize, SubgroupOp, Value)> = live
+            let ops: Vec<subgroup::Waiting> = live
                 .iter()
-                .filter_map(|i| members[*i].pending().map(|(op, v)| (*i, op, v)))
+                .filter_map(|i| members[*i].pending().map(|(op, v, l)| (*i, op, v, l)))
                 .collect();
-            let result = collective(&ops);
-            for i in &live {
+            let results = subgroup::evaluate(&ops, size, ctx.workgroup_id, g as u32)?;
+            for (i, result) in live.iter().zip(results) {
                 members[*i].resolve(result);
                 group[*i] = None;
             }
@@ -283,35 +281,6 @@ fn workgroup<'k>(
         match first {
             None | Some(Stop::Done) => return Ok(()),
             Some(_) => stops.fill(None),
-        }
-    }
-}
-
-/// A subgroup operation over its live invocations' operands (each with its
-/// subgroup invocation id), in id order.
-fn collective(ops: &[(usize, SubgroupOp, Value)]) -> Value {
-    let Some(&(_, op, first)) = ops.first() else {
-        return Value::zero(crate::Type::U32);
-    };
-    let ty = first.ty;
-    let fold = |b: BinOp| {
-        ops.iter()
-            .skip(1)
-            .fold(first, |acc, (_, _, x)| value::binary(b, ty, acc, *x))
-    };
-    match op {
-        SubgroupOp::Add => fold(BinOp::Add),
-        SubgroupOp::Min => fold(BinOp::Min),
-        SubgroupOp::Max => fold(BinOp::Max),
-        SubgroupOp::BroadcastFirst => first,
-        SubgroupOp::Ballot => {
-            let mut out = Value::zero(crate::Type::vec(crate::Scalar::U32, 4));
-            for (i, _, x) in ops {
-                if x.bits() != 0 {
-                    out.lanes[i / 32] |= 1 << (i % 32);
-                }
-            }
-            out
         }
     }
 }

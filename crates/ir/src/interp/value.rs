@@ -437,6 +437,7 @@ pub fn eval_pure(
         | Op::AtomicLoad(..)
         | Op::Atomic(..)
         | Op::CompareExchange(..)
-        | Op::Subgroup(..) => return None,
+        | Op::Subgroup(..)
+        | Op::SubgroupShuffle(..) => return None,
     })
 }

@@ -16,7 +16,9 @@
 //! rule. `i64::MIN` is spelled `(-9223372036854775807li - 1li)` (no literal
 //! reads as it).
 
-use compute_ir::ir::{ArrayRef, Barrier, BinOp, Builtin, KernelDef, Op, Stmt, UnOp, ValueId};
+use compute_ir::ir::{
+    ArrayRef, Barrier, BinOp, Builtin, KernelDef, Op, Stmt, SubgroupOp, UnOp, ValueId,
+};
 use compute_ir::{Kernel, Lit, Scalar, Type};
 
 use super::{head, literal};
@@ -348,7 +350,12 @@ impl Emitter<'_> {
             }
             // Emitted as two lines by `let_`.
             Op::CompareExchange(..) => String::new(),
+            // The lane of a broadcast is a constant expression in WGSL.
+            Op::Subgroup(SubgroupOp::Broadcast(lane), x) => {
+                format!("subgroupBroadcast({}, {lane}u)", v(*x))
+            }
             Op::Subgroup(o, x) => format!("{}({})", o.wgsl(), v(*x)),
+            Op::SubgroupShuffle(o, x, lane) => format!("{}({}, {})", o.wgsl(), v(*x), v(*lane)),
         }
     }
 

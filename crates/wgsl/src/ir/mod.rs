@@ -17,14 +17,14 @@
 //!   that change both width and signedness are emitted in two steps (width
 //!   first, by the source's signedness), because naga's SPIR-V output of the
 //!   one-step form extends by the *target*'s signedness;
-//! - `"subgroups"`: `SUBGROUP`, for `subgroupAdd`/`Min`/`Max`/
-//!   `BroadcastFirst`/`Ballot` and the `subgroup_invocation_id` and
-//!   `subgroup_size` builtins (declared as entry-point parameters only when
-//!   used). No `enable subgroups;`: naga 30 parses it as a not-yet-
+//! - `"subgroups"`: `SUBGROUP`, for the subgroup functions (reductions,
+//!   scans, votes, broadcasts, ballots, shuffles) and the
+//!   `subgroup_invocation_id` and `subgroup_size` builtins (declared as
+//!   entry-point parameters only when used). No `enable subgroups;`: naga 30 parses it as a not-yet-
 //!   implemented extension and fails.
 //!
 //! Not emitted because the IR lacks them: 64-bit atomics and scalar
-//! arguments, other subgroup functions, f16/64-bit subgroup operands, 64-bit
+//! arguments, `subgroupElect`/`subgroupBarrier`, f16/64-bit subgroup operands, 64-bit
 //! `exp`/`log`/`pow`/`tanh`/`sin`/`cos` (Vulkan's GLSL.std.450 has none).
 
 mod emit;
