@@ -62,6 +62,7 @@ mod error;
 pub mod interp;
 pub mod ir;
 mod kernel;
+mod subgroup;
 mod typeck;
 mod types;
 mod unop;
