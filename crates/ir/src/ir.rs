@@ -66,6 +66,16 @@ pub struct SharedDecl {
     pub atomic: bool,
 }
 
+/// A per-invocation array (`var<function>`), zero at the start of each
+/// invocation: registers a kernel indexes (a register tile).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct LocalDecl {
+    /// Element type (a scalar or a vector; not bool).
+    pub ty: Type,
+    /// Number of elements.
+    pub len: u32,
+}
+
 /// An array a load or store addresses.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum ArrayRef {
@@ -73,6 +83,8 @@ pub enum ArrayRef {
     Global(u32),
     /// Workgroup array `index`.
     Shared(u32),
+    /// Per-invocation array `index`.
+    Local(u32),
 }
 
 /// Invocation ids and counts.
@@ -246,6 +258,12 @@ pub enum Op {
     Compose(Vec<ValueId>),
     /// Lane `1` of a vector.
     Extract(ValueId, u8),
+    /// `v[i]`: the lane of a vector a run-time `u32` or `i32` names (a lane
+    /// past the vector's is an error in the interpreter and reported under
+    /// `BoundsChecks::Reported`).
+    Index(ValueId, ValueId),
+    /// The vector with lane `i` (run-time) replaced by a scalar.
+    WithLane(ValueId, ValueId, ValueId),
     /// A one-operand operation.
     Unary(UnOp, ValueId),
     /// A two-operand operation.
@@ -377,6 +395,8 @@ pub struct KernelDef {
     pub scalars: Vec<Scalar>,
     /// Workgroup arrays.
     pub shared: Vec<SharedDecl>,
+    /// Per-invocation arrays.
+    pub locals: Vec<LocalDecl>,
     /// The type of every value, indexed by [`ValueId`].
     pub values: Vec<Type>,
     /// The type of every variable, indexed by [`VarId`].
@@ -419,6 +439,7 @@ impl KernelDef {
             .any(|t| t.scalar == s)
             || self.buffers.iter().any(|b| b.elem == s)
             || self.shared.iter().any(|x| x.elem == s)
+            || self.locals.iter().any(|x| x.ty.scalar == s)
             || self.scalars.contains(&s)
     }
 }

@@ -11,9 +11,10 @@
 //! access per `vec4<f32>`), 8-byte lanes for the 64-bit types; atomic buffers of
 //! i32/u32; scalar arguments, 4-byte i32/u32/f32 only, packed into one
 //! uniform block by [`pack_scalars`]' rule; workgroup-shared arrays, plain
-//! or of atomic i32/u32;
+//! or of atomic i32/u32; per-invocation arrays (registers);
 //! invocation builtins, subgroup ones included), its operations
 //! (arithmetic, bitwise, comparison, logic, select, casts and bitcasts,
+//! lanes of vectors by constant or run-time index,
 //! math: [`UnOp`] has `exp`/`exp2`, `log`/`log2`, roots, `tanh`, `sin`,
 //! `cos`, `floor`, `ceil`, `trunc`, `round` (ties to even), `fract`,
 //! `sign`, and bit counts and reversal on 32-bit integers; atomics on
@@ -69,8 +70,8 @@ mod unop;
 mod validate;
 
 pub use builder::{
-    ArrayLike, AtomicBuf, AtomicLike, AtomicShared, Buf, BufferLike, KernelBuilder, Shared, Val,
-    Var,
+    ArrayLike, AtomicBuf, AtomicLike, AtomicShared, Buf, BufferLike, KernelBuilder, Local, Shared,
+    Val, Var,
 };
 pub use error::{IrError, RunError};
 pub use ir::{

@@ -50,6 +50,11 @@ pub(crate) fn array_elem(
             .get(i as usize)
             .map(|s| (Type::scalar(s.elem), s.atomic))
             .ok_or_else(|| IrError::structure(op, format!("shared array {i} does not exist"))),
+        ArrayRef::Local(i) => def
+            .locals
+            .get(i as usize)
+            .map(|l| (l.ty, false))
+            .ok_or_else(|| IrError::structure(op, format!("local array {i} does not exist"))),
     }
 }
 
@@ -71,6 +76,7 @@ pub(crate) fn atomic_array(
                 ArrayRef::Shared(s) => {
                     format!("shared array {s} is not atomic (declare it with `atomic_shared`)")
                 }
+                ArrayRef::Local(l) => format!("local array {l} cannot be atomic"),
             },
         ));
     }
@@ -138,6 +144,8 @@ pub fn op_name(op: &Op) -> &'static str {
         Op::Splat(..) => "splat",
         Op::Compose(_) => "compose",
         Op::Extract(..) => "extract",
+        Op::Index(..) => "index",
+        Op::WithLane(..) => "with_lane",
         Op::Unary(u, _) => u.name(),
         Op::Binary(b, ..) => b.name(),
         Op::Select { .. } => "select",
@@ -207,6 +215,21 @@ pub fn op_type(def: &KernelDef, op: &Op) -> Result<Type, IrError> {
             let t = val(def, name, *v)?;
             if !t.is_vector() || *lane >= t.lanes {
                 return Err(IrError::ty(name, format!("no lane {lane} in {t}")));
+            }
+            Ok(Type::scalar(t.scalar))
+        }
+        Op::Index(v, i) | Op::WithLane(v, i, _) => {
+            let t = val(def, name, *v)?;
+            if !t.is_vector() {
+                return Err(IrError::ty(name, format!("{t} is not a vector")));
+            }
+            index_type(name, val(def, name, *i)?)?;
+            if let Op::WithLane(_, _, x) = op {
+                let tx = val(def, name, *x)?;
+                if tx != Type::scalar(t.scalar) {
+                    return Err(IrError::ty(name, format!("a lane of {t} is not {tx}")));
+                }
+                return Ok(t);
             }
             Ok(Type::scalar(t.scalar))
         }

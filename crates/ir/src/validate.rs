@@ -90,6 +90,21 @@ fn interface(def: &KernelDef) -> Result<(), IrError> {
             ));
         }
     }
+    for (i, l) in def.locals.iter().enumerate() {
+        if l.len == 0 {
+            return Err(IrError::structure(
+                "local_array",
+                format!("local array {i} has no elements"),
+            ));
+        }
+        if l.ty.scalar == Scalar::Bool {
+            return Err(IrError::ty(
+                "local_array",
+                format!("local array {i}: elements are numbers, not bool"),
+            ));
+        }
+        check_type("local_array", l.ty)?;
+    }
     for t in def.values.iter().chain(def.vars.iter()) {
         check_type("type", *t)?;
     }
@@ -381,7 +396,8 @@ pub fn operands(op: &crate::ir::Op) -> Vec<ValueId> {
         } => vec![*cond, *on_true, *on_false],
         Op::Clamp(a, b, c) | Op::Fma(a, b, c) | Op::ExtractBits(a, b, c) => vec![*a, *b, *c],
         Op::InsertBits(a, b, c, d) => vec![*a, *b, *c, *d],
-        Op::Dot(a, b) => vec![*a, *b],
+        Op::Dot(a, b) | Op::Index(a, b) => vec![*a, *b],
+        Op::WithLane(a, b, c) => vec![*a, *b, *c],
         Op::Load(_, i) | Op::AtomicLoad(_, i) => vec![*i],
         Op::Atomic(_, _, i, v) => vec![*i, *v],
         Op::CompareExchange(_, i, c, v) => vec![*i, *c, *v],

@@ -178,6 +178,7 @@ fn hand_built_ir_goes_through_the_same_checks() {
         buffers: vec![],
         scalars: vec![],
         shared: vec![],
+        locals: vec![],
         values: vec![Type::U32, Type::F32, Type::U32],
         vars: vec![],
         body: vec![

@@ -134,6 +134,11 @@ pub enum KernelArray {
     Binding(u32),
     /// The kernel's `i`th workgroup-shared array.
     Shared(u32),
+    /// The kernel's `i`th per-invocation (local) array.
+    Local(u32),
+    /// A vector indexed by a run-time lane past its lanes (the report's
+    /// length is its lane count).
+    Vector,
 }
 
 impl std::fmt::Display for KernelArray {
@@ -141,6 +146,8 @@ impl std::fmt::Display for KernelArray {
         match self {
             KernelArray::Binding(i) => write!(f, "binding {i}"),
             KernelArray::Shared(i) => write!(f, "shared array {i}"),
+            KernelArray::Local(i) => write!(f, "local array {i}"),
+            KernelArray::Vector => write!(f, "a vector's lanes"),
         }
     }
 }

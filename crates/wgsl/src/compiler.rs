@@ -37,6 +37,13 @@ pub const REPORT_BYTES: u64 = 16;
 /// a storage binding is its index).
 pub const REPORT_SHARED_BIT: u32 = 1 << 31;
 
+/// How a report slot names an IR kernel's per-invocation (local) array.
+pub const REPORT_LOCAL_BIT: u32 = 1 << 29;
+
+/// How a report slot names a vector indexed by a run-time lane past its
+/// lanes (the length is its lane count).
+pub const REPORT_VECTOR_BIT: u32 = 1 << 28;
+
 /// Set in a report slot's array word when the slot holds a record, so a
 /// record is seen even when the count wraps.
 pub const REPORT_PRESENT_BIT: u32 = 1 << 30;

@@ -2,7 +2,7 @@
 //! scalar arguments, shared arrays, variables, loads, stores and atomics.
 
 use super::{
-    ArrayLike, AtomicBuf, AtomicLike, AtomicShared, Buf, BufferLike, KernelBuilder, Operand,
+    ArrayLike, AtomicBuf, AtomicLike, AtomicShared, Buf, BufferLike, KernelBuilder, Local, Operand,
     Shared, Val, Var,
 };
 use crate::ir::{Access, AtomicOp, BufferDecl, Op, SharedDecl, Stmt, VarId};
@@ -229,6 +229,37 @@ impl KernelBuilder {
         AtomicShared { index, elem, len }
     }
 
+    /// A per-invocation array of `len` elements of `ty` (a scalar or a
+    /// vector), zero at the start of each invocation: what a kernel keeps in
+    /// registers and indexes (a register tile), read and written with
+    /// [`load`](Self::load) and [`store`](Self::store).
+    ///
+    /// ```
+    /// use compute_ir::{KernelBuilder, Scalar, Type, interp};
+    /// use compute_runtime::pod;
+    ///
+    /// // out[i] = x[i] + x[i + 1] + x[i + 2], through a window of 3 registers.
+    /// let k = KernelBuilder::new("window", [4, 1, 1]);
+    /// let (x, out) = (k.input(Scalar::F32), k.output(Scalar::F32));
+    /// let w = k.local_array(Type::F32, 3);
+    /// let i = k.x(k.global_id());
+    /// k.for_range(0u32, 3u32, |k, j| k.store(w, j, k.load(x, k.add(i, j))));
+    /// let sum = k.add(k.add(k.load(w, 0u32), k.load(w, 1u32)), k.load(w, 2u32));
+    /// k.store(out, i, sum);
+    /// let kernel = k.build()?;
+    /// let mut buffers = vec![pod::to_bytes(&[1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0]), vec![0; 16]];
+    /// interp::run(&kernel, [1, 1, 1], &mut buffers, &[])?;
+    /// assert_eq!(pod::from_bytes::<f32>(&buffers[1])?, [6.0, 9.0, 12.0, 15.0]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn local_array(&self, ty: Type, len: u32) -> Local {
+        let index = self.with(|s| {
+            s.def.locals.push(crate::ir::LocalDecl { ty, len });
+            s.def.locals.len() as u32 - 1
+        });
+        Local { index, ty, len }
+    }
+
     fn shared_decl(&self, elem: Scalar, len: u32, atomic: bool) -> u32 {
         self.with(|s| {
             s.def.shared.push(SharedDecl { elem, len, atomic });
@@ -276,6 +307,9 @@ impl KernelBuilder {
                 .shared
                 .get(i as usize)
                 .map_or(Type::U32, |d| Type::scalar(d.elem)),
+            crate::ir::ArrayRef::Local(i) => {
+                s.def.locals.get(i as usize).map_or(Type::U32, |d| d.ty)
+            }
         })
     }
 

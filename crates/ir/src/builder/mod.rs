@@ -108,6 +108,17 @@ pub struct Shared {
     pub len: u32,
 }
 
+/// A per-invocation array ([`KernelBuilder::local_array`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Local {
+    /// Its index among the kernel's local arrays.
+    pub index: u32,
+    /// Element type.
+    pub ty: Type,
+    /// Number of elements.
+    pub len: u32,
+}
+
 /// A mutable variable.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Var {
@@ -130,6 +141,11 @@ impl ArrayLike for Buf {
 impl ArrayLike for Shared {
     fn array_ref(self) -> ArrayRef {
         ArrayRef::Shared(self.index)
+    }
+}
+impl ArrayLike for Local {
+    fn array_ref(self) -> ArrayRef {
+        ArrayRef::Local(self.index)
     }
 }
 
@@ -212,6 +228,7 @@ impl KernelBuilder {
                     buffers: Vec::new(),
                     scalars: Vec::new(),
                     shared: Vec::new(),
+                    locals: Vec::new(),
                     values: Vec::new(),
                     vars: Vec::new(),
                     body: Vec::new(),

@@ -170,6 +170,19 @@ impl KernelBuilder {
     pub fn extract(&self, v: Val, lane: u8) -> Val {
         self.emit(Op::Extract(v.id, lane))
     }
+    /// `v[i]`: the lane a run-time index names (`u32` or `i32`).
+    #[track_caller]
+    pub fn index(&self, v: Val, i: impl Operand) -> Val {
+        let i = self.operand(i, Some(Type::U32));
+        self.emit(Op::Index(v.id, i.id))
+    }
+    /// `v` with lane `i` (run-time) set to `x`.
+    #[track_caller]
+    pub fn with_lane(&self, v: Val, i: impl Operand, x: impl Operand) -> Val {
+        let i = self.operand(i, Some(Type::U32));
+        let x = self.operand(x, Some(Type::scalar(v.ty.scalar)));
+        self.emit(Op::WithLane(v.id, i.id, x.id))
+    }
     /// Lane 0.
     #[track_caller]
     pub fn x(&self, v: Val) -> Val {

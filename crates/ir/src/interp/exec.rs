@@ -1,6 +1,7 @@
 //! One invocation as a resumable machine: an explicit stack of frames, so
 //! it can stop at a barrier and be resumed when the whole workgroup is there.
 
+use super::memory::{Memory, index, read_global, write_global};
 use super::value::{self, Value};
 use crate::ir::{
     ArrayRef, AtomicOp, BinOp, Builtin, KernelDef, Op, ShuffleOp, Stmt, SubgroupOp, ValueId,
@@ -37,50 +38,6 @@ pub(crate) enum Stop {
     Subgroup(*const Stmt),
 }
 
-/// Memory an invocation sees: the launch's buffers and its workgroup's arrays.
-#[derive(Debug)]
-pub(crate) struct Memory<'m> {
-    pub globals: &'m mut [Vec<u8>],
-    pub shared: Vec<Vec<u64>>,
-}
-
-impl Memory<'_> {
-    /// Where element `i` of atomic array `a` is: its type and its index,
-    /// checked against the array's length.
-    fn atomic_at(
-        &self,
-        def: &KernelDef,
-        a: ArrayRef,
-        i: Value,
-        what: &'static str,
-    ) -> Result<(Scalar, usize), RunError> {
-        match a {
-            ArrayRef::Global(b) => {
-                let len = (self.globals[b as usize].len() / 4) as u64;
-                Ok((def.buffers[b as usize].elem, index(what, i, len)?))
-            }
-            ArrayRef::Shared(s) => {
-                let len = self.shared[s as usize].len() as u64;
-                Ok((def.shared[s as usize].elem, index(what, i, len)?))
-            }
-        }
-    }
-
-    fn atomic_get(&self, a: ArrayRef, elem: Scalar, i: usize) -> u64 {
-        match a {
-            ArrayRef::Global(b) => read_global(&self.globals[b as usize], elem, i),
-            ArrayRef::Shared(s) => self.shared[s as usize][i],
-        }
-    }
-
-    fn atomic_set(&mut self, a: ArrayRef, elem: Scalar, i: usize, bits: u64) {
-        match a {
-            ArrayRef::Global(b) => write_global(&mut self.globals[b as usize], elem, i, bits),
-            ArrayRef::Shared(s) => self.shared[s as usize][i] = bits,
-        }
-    }
-}
-
 /// A subgroup operation an invocation waits at.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Collective {
@@ -105,6 +62,8 @@ pub(crate) struct Ctx<'k> {
 pub(crate) struct Invocation<'k> {
     values: Vec<Value>,
     vars: Vec<Value>,
+    /// Its local arrays.
+    locals: Vec<Vec<Value>>,
     stack: Vec<Frame<'k>>,
     local_id: [u32; 3],
     /// The subgroup operation it waits at: result, operation, operand.
@@ -118,35 +77,16 @@ fn vec3(v: [u32; 3]) -> Value {
     }
 }
 
-fn index(op: &'static str, v: Value, len: u64) -> Result<usize, RunError> {
-    let i = if v.ty.scalar == Scalar::I32 {
-        i64::from(v.bits() as i32)
-    } else {
-        i64::from(v.bits() as u32)
-    };
-    if i < 0 || i as u64 >= len {
-        return Err(RunError::OutOfBounds { op, index: i, len });
-    }
-    Ok(i as usize)
-}
-
-fn read_global(buf: &[u8], elem: Scalar, i: usize) -> u64 {
-    let n = elem.size();
-    let mut b = [0u8; 8];
-    b[..n].copy_from_slice(&buf[i * n..i * n + n]);
-    u64::from_le_bytes(b)
-}
-
-fn write_global(buf: &mut [u8], elem: Scalar, i: usize, bits: u64) {
-    let n = elem.size();
-    buf[i * n..i * n + n].copy_from_slice(&bits.to_le_bytes()[..n]);
-}
-
 impl<'k> Invocation<'k> {
     pub fn new(def: &'k KernelDef, local_id: [u32; 3]) -> Self {
         Invocation {
             values: def.values.iter().map(|t| Value::zero(*t)).collect(),
             vars: def.vars.iter().map(|t| Value::zero(*t)).collect(),
+            locals: def
+                .locals
+                .iter()
+                .map(|l| vec![Value::zero(l.ty); l.len as usize])
+                .collect(),
             stack: vec![Frame::Block(&def.body, 0)],
             local_id,
             pending: None,
@@ -234,6 +174,10 @@ impl<'k> Invocation<'k> {
                 let i = index("load", self.v(*i), arr.len() as u64)?;
                 Value::scalar(def.shared[*s as usize].elem, arr[i])
             }
+            Op::Load(ArrayRef::Local(l), i) => {
+                let arr = &self.locals[*l as usize];
+                arr[index("load", self.v(*i), arr.len() as u64)?]
+            }
             Op::ArrayLength(b) => {
                 let decl = def.buffers[*b as usize];
                 Value::scalar(
@@ -241,13 +185,24 @@ impl<'k> Invocation<'k> {
                     (mem.globals[*b as usize].len() / decl.elem_size()) as u64,
                 )
             }
+            Op::Index(v, i) => {
+                let v = self.v(*v);
+                let lane = index("index", self.v(*i), u64::from(v.ty.lanes))?;
+                Value::scalar(v.ty.scalar, v.lanes[lane])
+            }
+            Op::WithLane(v, i, x) => {
+                let mut v = self.v(*v);
+                let lane = index("with_lane", self.v(*i), u64::from(v.ty.lanes))?;
+                v.lanes[lane] = self.v(*x).bits();
+                v
+            }
             Op::AtomicLoad(a, i) => {
-                let (elem, i) = mem.atomic_at(def, *a, self.v(*i), "atomic_load")?;
-                Value::scalar(elem, mem.atomic_get(*a, elem, i))
+                let (elem, at) = mem.atomic_at(def, *a, self.v(*i), "atomic_load")?;
+                Value::scalar(elem, mem.atomic_get(at, elem))
             }
             Op::Atomic(op, a, i, v) => {
-                let (elem, i) = mem.atomic_at(def, *a, self.v(*i), op.wgsl())?;
-                let old = mem.atomic_get(*a, elem, i);
+                let (elem, at) = mem.atomic_at(def, *a, self.v(*i), op.wgsl())?;
+                let old = mem.atomic_get(at, elem);
                 let x = self.v(*v).bits();
                 // Atomics are on 32-bit integers only.
                 let new = match op {
@@ -260,18 +215,18 @@ impl<'k> Invocation<'k> {
                     AtomicOp::Xor => old ^ x,
                     AtomicOp::Exchange => x,
                 };
-                mem.atomic_set(*a, elem, i, new);
+                mem.atomic_set(at, elem, new);
                 Value::scalar(elem, old)
             }
             Op::CompareExchange(a, i, cmp, v) => {
                 let what = "atomicCompareExchangeWeak";
-                let (elem, i) = mem.atomic_at(def, *a, self.v(*i), what)?;
-                let old = mem.atomic_get(*a, elem, i);
+                let (elem, at) = mem.atomic_at(def, *a, self.v(*i), what)?;
+                let old = mem.atomic_get(at, elem);
                 // Compared as 32-bit words: the element's bits, whatever
                 // the sign (the interpreter never fails one spuriously).
                 let exchanged = old as u32 == self.v(*cmp).bits() as u32;
                 if exchanged {
-                    mem.atomic_set(*a, elem, i, self.v(*v).bits());
+                    mem.atomic_set(at, elem, self.v(*v).bits());
                 }
                 let mut out = Value::zero(Type::vec(elem, 2));
                 out.lanes[0] = old;
@@ -411,9 +366,15 @@ impl<'k> Invocation<'k> {
                     let i = index("store", self.v(*i), arr.len() as u64)?;
                     arr[i] = x;
                 }
+                Stmt::Store(ArrayRef::Local(l), i, v) => {
+                    let (x, i) = (self.v(*v), self.v(*i));
+                    let arr = &mut self.locals[*l as usize];
+                    let i = index("store", i, arr.len() as u64)?;
+                    arr[i] = x;
+                }
                 Stmt::AtomicStore(a, i, v) => {
-                    let (elem, i) = mem.atomic_at(ctx.def, *a, self.v(*i), "atomic_store")?;
-                    mem.atomic_set(*a, elem, i, self.v(*v).bits());
+                    let (elem, at) = mem.atomic_at(ctx.def, *a, self.v(*i), "atomic_store")?;
+                    mem.atomic_set(at, elem, self.v(*v).bits());
                 }
                 Stmt::If {
                     cond,

@@ -54,11 +54,13 @@
 mod bits;
 mod exec;
 pub mod f16;
+mod memory;
 mod subgroup;
 mod unary;
 pub mod value;
 
-use exec::{Ctx, Invocation, Memory, Stop};
+use exec::{Ctx, Invocation, Stop};
+use memory::Memory;
 
 use crate::{Kernel, RunError};
 

@@ -437,6 +437,8 @@ pub fn eval_pure(
         | Op::AtomicLoad(..)
         | Op::Atomic(..)
         | Op::CompareExchange(..)
+        | Op::Index(..)
+        | Op::WithLane(..)
         | Op::Subgroup(..)
         | Op::SubgroupShuffle(..) => return None,
     })

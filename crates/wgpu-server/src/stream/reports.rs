@@ -17,7 +17,10 @@ use std::sync::Arc;
 
 use compute_runtime::{KernelArray, MemoryId, ServerError, StreamId};
 use compute_stream::{LateAudit, LateFaults};
-use compute_wgsl::{REPORT_BYTES, REPORT_PRESENT_BIT as PRESENT, REPORT_SHARED_BIT};
+use compute_wgsl::{
+    REPORT_BYTES, REPORT_LOCAL_BIT, REPORT_PRESENT_BIT as PRESENT, REPORT_SHARED_BIT,
+    REPORT_VECTOR_BIT,
+};
 
 /// Distance between slots: the largest `min_storage_buffer_offset_alignment`
 /// WebGPU allows, so any device accepts the dynamic offsets.
@@ -206,11 +209,15 @@ fn record(view: &[u8], i: usize) -> Option<Record> {
     if array & PRESENT == 0 {
         return None;
     }
-    let id = array & !(PRESENT | REPORT_SHARED_BIT);
+    let id = array & !(PRESENT | REPORT_SHARED_BIT | REPORT_LOCAL_BIT | REPORT_VECTOR_BIT);
     Some(Record {
         count,
         array: if array & REPORT_SHARED_BIT != 0 {
             KernelArray::Shared(id)
+        } else if array & REPORT_LOCAL_BIT != 0 {
+            KernelArray::Local(id)
+        } else if array & REPORT_VECTOR_BIT != 0 {
+            KernelArray::Vector
         } else {
             KernelArray::Binding(id)
         },

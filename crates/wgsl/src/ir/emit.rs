@@ -22,7 +22,7 @@ use compute_ir::ir::{
 use compute_ir::{Kernel, Lit, Scalar, Type};
 
 use super::{head, literal};
-use crate::REPORT_SHARED_BIT;
+use crate::{REPORT_LOCAL_BIT, REPORT_SHARED_BIT, REPORT_VECTOR_BIT};
 
 /// The entry point every IR kernel is emitted with.
 pub const ENTRY_POINT: &str = "main";
@@ -46,6 +46,14 @@ pub fn emit_wgsl_reporting(kernel: &Kernel, reports: bool) -> String {
         reports,
     };
     e.out = head::head(def, reports);
+    for (i, l) in def.locals.iter().enumerate() {
+        // Function variables start at zero, as the IR's local arrays do.
+        e.line(&format!(
+            "var l{i}: array<{}, {}>;",
+            literal::ty(l.ty),
+            l.len
+        ));
+    }
     e.block(&def.body);
     e.out.push_str("}\n");
     e.out
@@ -67,6 +75,7 @@ fn array(a: ArrayRef) -> String {
     match a {
         ArrayRef::Global(i) => format!("b{i}"),
         ArrayRef::Shared(i) => format!("sh{i}"),
+        ArrayRef::Local(i) => format!("l{i}"),
     }
 }
 
@@ -111,9 +120,30 @@ impl Emitter<'_> {
                 s | REPORT_SHARED_BIT,
                 format!("{}u", self.def.shared[s as usize].len),
             ),
+            ArrayRef::Local(l) => (
+                l | REPORT_LOCAL_BIT,
+                format!("{}u", self.def.locals[l as usize].len),
+            ),
         };
         self.line(&format!(
             "if {index} >= {len} {{ report_out_of_bounds({array}u, {index}, {len}); }}"
+        ));
+    }
+
+    /// Under reports, a run-time lane index past its vector's lanes is
+    /// recorded as an out-of-bounds access (its "array" the vector).
+    fn lane_bounds(&mut self, x: ValueId, i: ValueId) {
+        if !self.reports {
+            return;
+        }
+        let index = if self.ty_of(i) == Type::U32 {
+            v(i)
+        } else {
+            format!("u32({})", v(i))
+        };
+        let lanes = self.ty_of(x).lanes;
+        self.line(&format!(
+            "if {index} >= {lanes}u {{ report_out_of_bounds({REPORT_VECTOR_BIT}u, {index}, {lanes}u); }}"
         ));
     }
 
@@ -123,11 +153,20 @@ impl Emitter<'_> {
             | Op::AtomicLoad(a, i)
             | Op::Atomic(_, a, i, _)
             | Op::CompareExchange(a, i, ..) => self.bounds(*a, *i),
+            Op::Index(x, i) | Op::WithLane(x, i, _) => self.lane_bounds(*x, *i),
             _ => {}
         }
         let t = self.ty_of(id);
         if let Op::Lit(l) = op {
             self.literal(id, t, *l);
+            return;
+        }
+        if let Op::WithLane(x, i, lane) = op {
+            // WGSL assigns a lane of a variable only.
+            let tys = literal::ty(t);
+            self.line(&format!("var {}_w: {tys} = {};", v(id), v(*x)));
+            self.line(&format!("{}_w[{}] = {};", v(id), v(*i), v(*lane)));
+            self.line(&format!("let {}: {tys} = {}_w;", v(id), v(id)));
             return;
         }
         if let Op::CompareExchange(a, i, cmp, x) = op {
@@ -343,6 +382,9 @@ impl Emitter<'_> {
             Op::Bitcast(x, _) => format!("bitcast<{}>({})", literal::ty(t), v(*x)),
             Op::Get(var) => format!("x{}", var.0),
             Op::Load(a, i) => format!("{}[{}]", array(*a), v(*i)),
+            Op::Index(x, i) => format!("{}[{}]", v(*x), v(*i)),
+            // Emitted as three lines by `let_`.
+            Op::WithLane(..) => String::new(),
             Op::ArrayLength(b) => format!("arrayLength(&b{b})"),
             Op::AtomicLoad(a, i) => format!("atomicLoad(&{}[{}])", array(*a), v(*i)),
             Op::Atomic(op, a, i, x) => {
