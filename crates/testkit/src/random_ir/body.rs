@@ -5,11 +5,11 @@
 mod expr;
 
 use compute_ir::{
-    AtomicBuf, AtomicLike, AtomicOp, AtomicShared, Buf, Kernel, KernelBuilder, Scalar, Shared,
-    Stmt, Type, Val, Var,
+    AtomicBuf, AtomicLike, AtomicOp, AtomicShared, Buf, Kernel, KernelBuilder, Local, Scalar,
+    Shared, Stmt, Type, Val, Var,
 };
 
-use super::{ATOMIC_LEN, Config, FloatOps, SLOTS};
+use super::{ATOMIC_LEN, Config, FloatOps, LOCAL_LEN, SLOTS};
 use crate::Rng;
 
 struct Gen<'c> {
@@ -38,6 +38,9 @@ struct Gen<'c> {
     cells: AtomicBuf,
     own_shared: AtomicShared,
     shared: Shared,
+    /// The invocation's own arrays: `u32` and `vec3<i32>` elements, stored
+    /// and loaded at drawn indices.
+    locals: [Local; 2],
     slot_base: Val,
     workgroup: u32,
 }
@@ -63,6 +66,10 @@ pub(super) fn kernel(name: String, workgroup: u32, cfg: &Config, rng: &mut Rng) 
     let shared = b.shared(Scalar::U32, workgroup);
     let shared_atomic = b.atomic_shared(Scalar::U32, ATOMIC_LEN);
     let own_shared = b.atomic_shared(Scalar::U32, workgroup);
+    let locals = [
+        b.local_array(Type::U32, LOCAL_LEN),
+        b.local_array(Type::vec(Scalar::I32, 3), LOCAL_LEN),
+    ];
     let args = [
         b.scalar_arg(Scalar::U32),
         b.scalar_arg(Scalar::I32),
@@ -100,6 +107,7 @@ pub(super) fn kernel(name: String, workgroup: u32, cfg: &Config, rng: &mut Rng) 
         cells,
         own_shared,
         shared,
+        locals,
         slot_base,
         workgroup,
     };
@@ -125,6 +133,17 @@ impl Gen<'_> {
         self.b.store(self.outputs[which], at, v);
     }
 
+    /// A value stored at a drawn index of one of the invocation's arrays.
+    fn store_local(&mut self) {
+        let local = self.rng.pick(&self.locals);
+        if local.ty.lanes > 1 && !self.cfg.vectors {
+            return;
+        }
+        let i = self.index(local.len, 1);
+        let v = self.value(local.ty, 1);
+        self.b.store(local, i, v);
+    }
+
     fn enter(&mut self) {
         self.scopes.push(Vec::new());
         self.vars.push(Vec::new());
@@ -145,8 +164,9 @@ impl Gen<'_> {
 
     fn statement(&mut self, depth: u32, in_loop: bool) {
         let nest = depth < self.cfg.depth;
-        match self.rng.below(10) {
+        match self.rng.below(11) {
             0 | 1 => self.store_output(),
+            9 => self.store_local(),
             2 if nest => {
                 let c = self.value(Type::BOOL, 1);
                 self.if_statement(c, depth, in_loop);

@@ -22,7 +22,10 @@
 //! (compare-exchanged by their owner). Workgroup arrays: a `u32` array of
 //! one element per invocation (phases), an atomic histogram of
 //! [`ATOMIC_LEN`] (folded into buffer 6 at the end), and atomic `u32`
-//! cells, one per invocation. Scalars: `u32`, `i32`, `f32`.
+//! cells, one per invocation. Local arrays (an invocation's own): [`LOCAL_LEN`]
+//! `u32` and as many `vec3<i32>`, stored and loaded at drawn indices.
+//! Vectors are also indexed and updated at run-time lanes. Scalars: `u32`,
+//! `i32`, `f32`.
 //!
 //! This file says what a program is and fills its buffers; the private
 //! `body` module draws the kernel's statements and its `expr` the
@@ -41,6 +44,8 @@ pub const INPUT_LEN: u32 = 61;
 pub const SLOTS: u32 = 4;
 /// Elements of the atomic buffer.
 pub const ATOMIC_LEN: u32 = 8;
+/// Elements of each of an invocation's local arrays.
+pub const LOCAL_LEN: u32 = 5;
 
 /// Which float operations a program may use.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -111,7 +111,7 @@ impl Gen<'_> {
         let s = ty.scalar;
         let all = self.cfg.floats == FloatOps::All;
         for _ in 0..8 {
-            match self.rng.below(14) {
+            match self.rng.below(15) {
                 0 if ty.lanes == 1 => {
                     return self.literal(s);
                 }
@@ -250,14 +250,30 @@ impl Gen<'_> {
                 11 if ty.lanes == 1 && self.cfg.vectors => {
                     let lanes = 2 + self.rng.below(3) as u8;
                     let v = self.value(Type::vec(s, lanes), depth);
+                    if self.rng.chance(40) {
+                        let lane = self.index(u32::from(lanes), depth);
+                        return self.b.index(v, lane);
+                    }
                     let lane = self.rng.below(u32::from(lanes)) as u8;
                     return self.b.extract(v, lane);
                 }
                 11 if ty.lanes > 1 => {
+                    if self.rng.chance(40) {
+                        let v = self.value(ty, depth);
+                        let lane = self.index(u32::from(ty.lanes), depth);
+                        let x = self.value(Type::scalar(s), depth);
+                        return self.b.with_lane(v, lane, x);
+                    }
                     let parts: Vec<Val> = (0..ty.lanes)
                         .map(|_| self.value(Type::scalar(s), depth))
                         .collect();
                     return self.b.vec(&parts);
+                }
+                14 => {
+                    if let Some(local) = self.locals.iter().copied().find(|l| l.ty == ty) {
+                        let i = self.index(local.len, depth);
+                        return self.b.load(local, i);
+                    }
                 }
                 12 if matches!(s, Scalar::I32 | Scalar::U32) => {
                     let e = self.value(ty, depth);
