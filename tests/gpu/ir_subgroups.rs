@@ -54,32 +54,33 @@ fn kernel(size: u32) -> compute_ir::Kernel {
 /// Results per invocation of [`kernel`].
 const PER: usize = 17;
 
-#[test]
-fn scans_votes_broadcasts_and_shuffles_match_the_interpreter() {
-    let mut s = server();
+/// The device's subgroup size, as a kernel reports it; `None` (with a
+/// message) without `SUBGROUP`.
+fn device_subgroup_size(s: &mut crate::ir::IrServer) -> Option<u32> {
     if !s.device().features().contains(wgpu::Features::SUBGROUP) {
         eprintln!("no SUBGROUP: subgroup operations not run on the device");
-        return;
+        return None;
     }
-    // The device's subgroup size, as a kernel reports it.
     let probe = KernelBuilder::new("size", [64, 1, 1]);
     let sizes = probe.output(Scalar::U32);
     probe.store(sizes, probe.x(probe.global_id()), probe.subgroup_size());
     let probe = probe.build().expect("probe");
-    let h = upload(&mut s, vec![0; 64 * 4]);
-    run(
-        &mut s,
-        &probe,
-        [1, 1, 1],
-        std::slice::from_ref(&h),
-        Vec::new(),
-    );
-    let size = bytes_u32(&read(&mut s, &h))[0];
+    let h = upload(s, vec![0; 64 * 4]);
+    run(s, &probe, [1, 1, 1], std::slice::from_ref(&h), Vec::new());
+    let size = bytes_u32(&read(s, &h))[0];
     assert!(
         size.is_power_of_two() && size <= 128,
         "subgroup size {size}"
     );
+    Some(size)
+}
 
+#[test]
+fn scans_votes_broadcasts_and_shuffles_match_the_interpreter() {
+    let mut s = server();
+    let Some(size) = device_subgroup_size(&mut s) else {
+        return;
+    };
     let groups = 4u32;
     let n = 64 * groups as usize;
     let xs: Vec<u32> = (0..n as u32)
@@ -95,5 +96,62 @@ fn scans_votes_broadcasts_and_shuffles_match_the_interpreter() {
             expected[r],
             "invocation {inv} at subgroup size {size}"
         );
+    }
+}
+
+/// `subgroup_id` and `num_subgroups`: which invocations share a subgroup is
+/// the device's choice, so the check is of what holds on any layout: every
+/// lane of a subgroup sees the same id, ids are below the count, and each
+/// id has `size` lanes.
+#[test]
+fn subgroup_ids_partition_the_workgroup() {
+    let mut s = server();
+    let Some(size) = device_subgroup_size(&mut s) else {
+        return;
+    };
+    let k = KernelBuilder::new("subgroup_ids", [64, 1, 1]);
+    let out = k.output(Scalar::U32);
+    let i = k.x(k.global_id());
+    let id = k.subgroup_id();
+    let same = k.eq(k.subgroup_broadcast_first(id), id);
+    let agreed = k.subgroup_all(same);
+    let at = k.mul(i, k.u32(3));
+    k.store(out, at, id);
+    k.store(out, k.add(at, k.u32(1)), k.num_subgroups());
+    k.store(
+        out,
+        k.add(at, k.u32(2)),
+        k.select(agreed, k.u32(1), k.u32(0)),
+    );
+    let k = k.build().expect("kernel");
+    let groups = 2usize;
+    let h = upload(&mut s, vec![0; 64 * groups * 3 * 4]);
+    run(
+        &mut s,
+        &k,
+        [groups as u32, 1, 1],
+        std::slice::from_ref(&h),
+        Vec::new(),
+    );
+    let got = bytes_u32(&read(&mut s, &h));
+    let count = 64 / size;
+    for g in 0..groups {
+        let mut lanes = vec![0u32; count as usize];
+        for l in 0..64 {
+            let r = &got[(g * 64 + l) * 3..][..3];
+            assert_eq!(r[1], count, "num_subgroups, invocation {l}");
+            assert_eq!(r[2], 1, "lanes of subgroup {} disagree", r[0]);
+            assert!(r[0] < count, "subgroup_id {} of {count}", r[0]);
+            lanes[r[0] as usize] += 1;
+        }
+        assert!(lanes.iter().all(|&n| n == size), "{lanes:?} at size {size}");
+    }
+    // And the interpreter's layout: consecutive local indices.
+    let mut expected = vec![vec![0; 64 * 3 * 4]];
+    compute_ir::interp::run_with_subgroup(&k, [1, 1, 1], &mut expected, &[], size)
+        .expect("interpreter");
+    let e = bytes_u32(&expected[0]);
+    for l in 0..64 {
+        assert_eq!(&e[l * 3..][..3], &[l as u32 / size, count, 1]);
     }
 }

@@ -105,15 +105,23 @@ pub enum Builtin {
     SubgroupInvocationId,
     /// `subgroup_size`, `u32` (needs `SUBGROUP`).
     SubgroupSize,
+    /// `subgroup_id`, `u32`: the invocation's subgroup among its
+    /// workgroup's (needs `SUBGROUP`). Which invocations share a subgroup is
+    /// the device's choice; the interpreter groups consecutive local indices.
+    SubgroupId,
+    /// `num_subgroups`, `u32`: the workgroup's subgroups (needs `SUBGROUP`).
+    NumSubgroups,
 }
 
 impl Builtin {
     /// The builtin's type.
     pub const fn ty(self) -> Type {
         match self {
-            Builtin::LocalIndex | Builtin::SubgroupInvocationId | Builtin::SubgroupSize => {
-                Type::U32
-            }
+            Builtin::LocalIndex
+            | Builtin::SubgroupInvocationId
+            | Builtin::SubgroupSize
+            | Builtin::SubgroupId
+            | Builtin::NumSubgroups => Type::U32,
             _ => Type::UVEC3,
         }
     }
@@ -419,7 +427,12 @@ impl KernelDef {
                     op,
                     Op::Subgroup(..)
                         | Op::SubgroupShuffle(..)
-                        | Op::Builtin(Builtin::SubgroupInvocationId | Builtin::SubgroupSize)
+                        | Op::Builtin(
+                            Builtin::SubgroupInvocationId
+                                | Builtin::SubgroupSize
+                                | Builtin::SubgroupId
+                                | Builtin::NumSubgroups
+                        )
                 ),
                 Stmt::If {
                     then, otherwise, ..

@@ -86,6 +86,17 @@ impl KernelBuilder {
     pub fn subgroup_size(&self) -> Val {
         self.emit(Op::Builtin(Builtin::SubgroupSize))
     }
+    /// `subgroup_id`: this invocation's subgroup in its workgroup (needs
+    /// `SUBGROUP`).
+    #[track_caller]
+    pub fn subgroup_id(&self) -> Val {
+        self.emit(Op::Builtin(Builtin::SubgroupId))
+    }
+    /// `num_subgroups`: the workgroup's subgroups (needs `SUBGROUP`).
+    #[track_caller]
+    pub fn num_subgroups(&self) -> Val {
+        self.emit(Op::Builtin(Builtin::NumSubgroups))
+    }
 
     // ---- subgroups ------------------------------------------------------------
 

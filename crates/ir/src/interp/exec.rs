@@ -137,6 +137,17 @@ impl<'k> Invocation<'k> {
                 u64::from(self.local_index(ctx.def) % ctx.subgroup_size),
             ),
             Builtin::SubgroupSize => Value::scalar(Scalar::U32, u64::from(ctx.subgroup_size)),
+            Builtin::SubgroupId => Value::scalar(
+                Scalar::U32,
+                u64::from(self.local_index(ctx.def) / ctx.subgroup_size),
+            ),
+            Builtin::NumSubgroups => {
+                let invocations = wg[0] * wg[1] * wg[2];
+                Value::scalar(
+                    Scalar::U32,
+                    u64::from(invocations.div_ceil(ctx.subgroup_size)),
+                )
+            }
         }
     }
 

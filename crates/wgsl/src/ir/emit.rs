@@ -245,6 +245,8 @@ impl Emitter<'_> {
                 Builtin::LocalIndex => "lidx",
                 Builtin::SubgroupInvocationId => "sgid",
                 Builtin::SubgroupSize => "sgsize",
+                Builtin::SubgroupId => "sgindex",
+                Builtin::NumSubgroups => "nsg",
             }
             .to_string(),
             Op::Splat(x, _) => format!("{}({})", literal::ty(t), v(*x)),

@@ -71,7 +71,9 @@ pub(super) fn head(def: &KernelDef, reports: bool) -> String {
          @builtin(local_invocation_index) lidx: u32,\n{}) {{\n",
         if def.uses_subgroups() {
             "    @builtin(subgroup_invocation_id) sgid: u32,\n    \
-             @builtin(subgroup_size) sgsize: u32,\n"
+             @builtin(subgroup_size) sgsize: u32,\n    \
+             @builtin(subgroup_id) sgindex: u32,\n    \
+             @builtin(num_subgroups) nsg: u32,\n"
         } else {
             ""
         }
