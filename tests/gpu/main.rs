@@ -20,6 +20,7 @@ mod end_to_end;
 mod graph;
 mod ir;
 mod ir_atomics;
+mod ir_kernels;
 mod ir_ops;
 mod ir_registers;
 mod ir_subgroups;

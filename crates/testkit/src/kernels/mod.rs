@@ -6,8 +6,10 @@ mod add;
 mod histogram;
 mod matmul;
 mod reduce;
+mod rows;
 
 pub use add::{elementwise_add, elementwise_add_vec};
 pub use histogram::histogram;
 pub use matmul::{MATMUL_TILE, tiled_matmul};
 pub use reduce::workgroup_sum;
+pub use rows::{ROW_WORKGROUP, layernorm, softmax};
