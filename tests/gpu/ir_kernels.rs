@@ -4,7 +4,7 @@
 
 use compute_ir::Lit;
 use compute_testkit::Rng;
-use compute_testkit::bytes::{bytes_f32, f32_bytes};
+use compute_testkit::bytes::{bytes_f32, bytes_u32, f32_bytes, u32_bytes};
 use compute_testkit::kernels;
 
 use crate::ir::{read, run, server, upload};
@@ -98,4 +98,62 @@ fn layernorm_rows_match_the_host() {
 fn row_kernels_refuse_a_row_they_cannot_hold() {
     assert!(kernels::softmax(1000).is_err());
     assert!(kernels::layernorm(0).is_err());
+}
+
+/// The three scan launches over `x`; the exclusive prefix sum it wrote.
+fn device_scan(s: &mut crate::ir::IrServer, x: &[u32]) -> Vec<u32> {
+    assert!(x.len().is_multiple_of(4));
+    let n4 = (x.len() / 4) as u32;
+    let blocks = (x.len() as u32).div_ceil(kernels::SCAN_BLOCK);
+    let (reduce, spine, down) = (
+        kernels::scan_reduce().expect("reduce"),
+        kernels::scan_spine().expect("spine"),
+        kernels::scan_down().expect("down"),
+    );
+    let hx = upload(s, u32_bytes(x));
+    let sums = upload(s, vec![0; blocks as usize * 4]);
+    let hy = upload(s, vec![0; x.len() * 4]);
+    let n = reduce.pack_scalars(&[Lit::U32(n4)]).expect("n4");
+    run(
+        s,
+        &reduce,
+        [blocks, 1, 1],
+        &[hx.clone(), sums.clone()],
+        n.clone(),
+    );
+    let b = spine.pack_scalars(&[Lit::U32(blocks)]).expect("blocks");
+    run(s, &spine, [1, 1, 1], std::slice::from_ref(&sums), b);
+    run(s, &down, [blocks, 1, 1], &[hx, sums, hy.clone()], n);
+    let mut got = bytes_u32(&read(s, &hy));
+    got.truncate(x.len());
+    got
+}
+
+fn host_exclusive(x: &[u32]) -> Vec<u32> {
+    let mut run = 0u32;
+    x.iter()
+        .map(|&v| {
+            let before = run;
+            run = run.wrapping_add(v);
+            before
+        })
+        .collect()
+}
+
+#[test]
+fn scans_match_the_host_across_blocks_and_a_partial_one() {
+    let mut s = server();
+    if !s.device().features().contains(wgpu::Features::SUBGROUP) {
+        eprintln!("no SUBGROUP: the scan kernels not run on the device");
+        return;
+    }
+    let mut r = Rng::spread(13);
+    // One vector; a partial block; more blocks than the spine's workgroup
+    // has invocations (runs of two), with sums that wrap.
+    for n in [4usize, 3 * 4096 + 4 * 37, 300 * 4096 + 8] {
+        let x: Vec<u32> = (0..n)
+            .map(|_| if n > 100_000 { r.u32() } else { r.u32() % 1000 })
+            .collect();
+        assert_eq!(device_scan(&mut s, &x), host_exclusive(&x), "n = {n}");
+    }
 }

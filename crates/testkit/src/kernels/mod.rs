@@ -7,9 +7,11 @@ mod histogram;
 mod matmul;
 mod reduce;
 mod rows;
+mod scan;
 
 pub use add::{elementwise_add, elementwise_add_vec};
 pub use histogram::histogram;
 pub use matmul::{MATMUL_TILE, tiled_matmul};
 pub use reduce::workgroup_sum;
 pub use rows::{ROW_WORKGROUP, layernorm, softmax};
+pub use scan::{SCAN_BLOCK, SCAN_WORKGROUP, scan_down, scan_reduce, scan_spine};
