@@ -20,9 +20,9 @@ pub const SCAN_BLOCK: u32 = SCAN_WORKGROUP * PER * 4;
 
 /// The exclusive prefix of `t` over the workgroup, in local-index order,
 /// and the workgroup's total: a subgroup inclusive scan, the subgroups'
-/// totals scanned by one invocation in `totals` (at least `num_subgroups
-/// + 1` elements), and each subgroup's offset added back. Two barriers;
-/// call in uniform control flow.
+/// totals scanned by one invocation in `totals` (at least one more element
+/// than `num_subgroups`), and each subgroup's offset added back. Two
+/// barriers; call in uniform control flow.
 pub(crate) fn workgroup_exclusive(k: &KernelBuilder, t: Val, totals: Shared) -> (Val, Val) {
     let incl = k.subgroup_inclusive_add(t);
     let sg = k.subgroup_id();
