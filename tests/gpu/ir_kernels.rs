@@ -157,3 +157,25 @@ fn scans_match_the_host_across_blocks_and_a_partial_one() {
         assert_eq!(device_scan(&mut s, &x), host_exclusive(&x), "n = {n}");
     }
 }
+
+#[test]
+fn byte_histograms_match_the_host() {
+    let mut s = server();
+    let mut r = Rng::spread(14);
+    // Skewed: a third of the bytes are 0 (contended bins), the rest spread.
+    let bytes: Vec<u8> = (0..(1 << 20) + 48)
+        .map(|_| if r.chance(33) { 0 } else { r.u32() as u8 })
+        .collect();
+    let k = kernels::byte_histogram().expect("kernel");
+    let hx = upload(&mut s, bytes.clone());
+    let hist = upload(&mut s, vec![0; 256 * 4]);
+    let n4 = (bytes.len() / 16) as u32;
+    let scalars = k.pack_scalars(&[Lit::U32(n4)]).expect("n4");
+    // Fewer workgroups than vectors per invocation: the grid stride loops.
+    run(&mut s, &k, [7, 1, 1], &[hx, hist.clone()], scalars);
+    let mut want = vec![0u32; 256];
+    for &b in &bytes {
+        want[usize::from(b)] += 1;
+    }
+    assert_eq!(bytes_u32(&read(&mut s, &hist)), want);
+}

@@ -21,3 +21,44 @@ pub fn histogram(workgroup: u32) -> Result<Kernel, IrError> {
     });
     k.build()
 }
+
+/// Invocations per workgroup of [`byte_histogram`].
+pub const BYTE_HISTOGRAM_WORKGROUP: u32 = 256;
+
+/// `hist[b] += ` the count of byte value `b` in `words[..n4]` (16 bytes per
+/// vector), with a workgroup histogram in shared atomics: each workgroup
+/// walks the input with a grid stride, then adds its 256 counts to `hist`,
+/// so the global atomics are 256 per workgroup, not one per byte.
+///
+/// Bindings: 0 `words: vec4<u32>` (read), 1 `hist: atomic<u32>`
+/// (read-write, 256 elements, zeroed by the caller). Scalars: `n4: u32`.
+/// Dispatch any number of workgroups along x (enough to fill the device;
+/// each invocation takes every `workgroups * 256`-th vector).
+pub fn byte_histogram() -> Result<Kernel, IrError> {
+    const WG: u32 = BYTE_HISTOGRAM_WORKGROUP;
+    let k = KernelBuilder::new("byte_histogram", [WG, 1, 1]);
+    let words = k.input_vec(Scalar::U32, 4);
+    let hist = k.atomic_buffer(Scalar::U32);
+    let n4 = k.scalar_arg(Scalar::U32);
+    let bins = k.atomic_shared(Scalar::U32, 256);
+    let l = k.local_index();
+    k.atomic_store(bins, l, 0u32);
+    k.barrier();
+    let stride = k.mul(k.x(k.num_workgroups()), WG);
+    k.for_range_step(k.x(k.global_id()), n4, stride, |k, i| {
+        let v = k.load(words, i);
+        for lane in 0..4 {
+            let w = k.extract(v, lane);
+            for byte in 0..4u32 {
+                let b = k.and(k.shr(w, 8 * byte), 255u32);
+                k.atomic_add(bins, b, 1u32);
+            }
+        }
+    });
+    k.barrier();
+    let c = k.atomic_load(bins, l);
+    k.if_(k.ne(c, 0u32), |k| {
+        k.atomic_add(hist, l, c);
+    });
+    k.build()
+}

@@ -10,7 +10,7 @@ mod rows;
 mod scan;
 
 pub use add::{elementwise_add, elementwise_add_vec};
-pub use histogram::histogram;
+pub use histogram::{BYTE_HISTOGRAM_WORKGROUP, byte_histogram, histogram};
 pub use matmul::{MATMUL_TILE, tiled_matmul};
 pub use reduce::workgroup_sum;
 pub use rows::{ROW_WORKGROUP, layernorm, softmax};
