@@ -179,3 +179,36 @@ fn byte_histograms_match_the_host() {
     }
     assert_eq!(bytes_u32(&read(&mut s, &hist)), want);
 }
+
+#[test]
+fn register_matmul_matches_the_host() {
+    let mut s = server();
+    let (m, n, kk) = (256usize, 384usize, 72usize);
+    let mut r = Rng::spread(15);
+    let a = rows_of(&mut r, m, kk, 1.0);
+    let b = rows_of(&mut r, kk, n, 1.0);
+    let k = kernels::register_matmul().expect("kernel");
+    let handles = [
+        upload(&mut s, f32_bytes(&a)),
+        upload(&mut s, f32_bytes(&b)),
+        upload(&mut s, vec![0; m * n * 4]),
+    ];
+    let scalars = k
+        .pack_scalars(&[Lit::U32(m as u32), Lit::U32(n as u32), Lit::U32(kk as u32)])
+        .expect("scalars");
+    let tile = kernels::REGISTER_MATMUL_TILE as usize;
+    let groups = [(n / tile) as u32, (m / tile) as u32, 1];
+    run(&mut s, &k, groups, &handles, scalars);
+    let got = bytes_f32(&read(&mut s, &handles[2]));
+    let mut want = vec![0f64; m * n];
+    for i in 0..m {
+        for p in 0..kk {
+            let x = f64::from(a[i * kk + p]);
+            for j in 0..n {
+                want[i * n + j] += x * f64::from(b[p * n + j]);
+            }
+        }
+    }
+    // 72 products of values in [-1, 1), each fused-rounded in f32.
+    assert_close(&got, &want, (1e-5, 1e-5), "matmul");
+}

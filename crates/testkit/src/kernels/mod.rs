@@ -5,6 +5,7 @@
 mod add;
 mod histogram;
 mod matmul;
+mod matmul_regs;
 mod reduce;
 mod rows;
 mod scan;
@@ -12,6 +13,7 @@ mod scan;
 pub use add::{elementwise_add, elementwise_add_vec};
 pub use histogram::{BYTE_HISTOGRAM_WORKGROUP, byte_histogram, histogram};
 pub use matmul::{MATMUL_TILE, tiled_matmul};
+pub use matmul_regs::{REGISTER_MATMUL_K_STEP, REGISTER_MATMUL_TILE, register_matmul};
 pub use reduce::workgroup_sum;
 pub use rows::{ROW_WORKGROUP, layernorm, softmax};
 pub use scan::{SCAN_BLOCK, SCAN_WORKGROUP, scan_down, scan_reduce, scan_spine};
