@@ -9,6 +9,7 @@ mod matmul_regs;
 mod reduce;
 mod rows;
 mod scan;
+mod sort;
 
 pub use add::{elementwise_add, elementwise_add_vec};
 pub use histogram::{BYTE_HISTOGRAM_WORKGROUP, byte_histogram, histogram};
@@ -17,3 +18,4 @@ pub use matmul_regs::{REGISTER_MATMUL_K_STEP, REGISTER_MATMUL_TILE, register_mat
 pub use reduce::workgroup_sum;
 pub use rows::{ROW_WORKGROUP, layernorm, softmax};
 pub use scan::{SCAN_BLOCK, SCAN_WORKGROUP, scan_down, scan_reduce, scan_spine};
+pub use sort::{RADIX_BITS, RADIX_BLOCK, radix_count, radix_scatter};

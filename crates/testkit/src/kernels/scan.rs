@@ -22,7 +22,8 @@ pub const SCAN_BLOCK: u32 = SCAN_WORKGROUP * PER * 4;
 /// and the workgroup's total: a subgroup inclusive scan, the subgroups'
 /// totals scanned by one invocation in `totals` (at least one more element
 /// than `num_subgroups`), and each subgroup's offset added back. Two
-/// barriers; call in uniform control flow.
+/// barriers; call in uniform control flow. A second call on the same
+/// `totals` needs a barrier between this call's reads and its writes.
 pub(crate) fn workgroup_exclusive(k: &KernelBuilder, t: Val, totals: Shared) -> (Val, Val) {
     let incl = k.subgroup_inclusive_add(t);
     let sg = k.subgroup_id();
