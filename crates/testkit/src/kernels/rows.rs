@@ -79,33 +79,35 @@ fn lanes_max(k: &KernelBuilder, v: Val) -> Val {
     k.max(k.max(k.x(v), k.y(v)), k.max(k.z(v), k.extract(v, 3)))
 }
 
-/// A tree reduction over the workgroup of `(a, b)` pairs held one per
-/// invocation in `sa`, `sb`, combined by `f`: every invocation gets the
-/// workgroup's result. One barrier per level, in uniform control flow.
-fn reduce_pair(
+/// A tree reduction over the workgroup of tuples held one per invocation
+/// (component `i` in `shared[i]`), combined by `f`: every invocation gets
+/// the workgroup's result. One barrier per level, in uniform control flow;
+/// a second reduction on the same arrays needs a barrier before it.
+fn reduce(
     k: &KernelBuilder,
-    (sa, sb): (Shared, Shared),
-    (a, b): (Val, Val),
-    f: impl Fn(&KernelBuilder, (Val, Val), (Val, Val)) -> (Val, Val),
-) -> (Val, Val) {
+    shared: &[Shared],
+    mine: &[Val],
+    f: impl Fn(&KernelBuilder, &[Val], &[Val]) -> Vec<Val>,
+) -> Vec<Val> {
     let l = k.local_index();
-    k.store(sa, l, a);
-    k.store(sb, l, b);
+    for (&sh, &v) in shared.iter().zip(mine) {
+        k.store(sh, l, v);
+    }
     k.barrier();
     let levels = ROW_WORKGROUP.trailing_zeros();
     k.for_range(0u32, levels, |k, level| {
         let stride = k.shr(ROW_WORKGROUP / 2, level);
         k.if_(k.lt(l, stride), |k| {
             let o = k.add(l, stride);
-            let mine = (k.load(sa, l), k.load(sb, l));
-            let other = (k.load(sa, o), k.load(sb, o));
-            let (x, y) = f(k, mine, other);
-            k.store(sa, l, x);
-            k.store(sb, l, y);
+            let a: Vec<Val> = shared.iter().map(|&sh| k.load(sh, l)).collect();
+            let b: Vec<Val> = shared.iter().map(|&sh| k.load(sh, o)).collect();
+            for (&sh, v) in shared.iter().zip(f(k, &a, &b)) {
+                k.store(sh, l, v);
+            }
         });
         k.barrier();
     });
-    (k.load(sa, 0u32), k.load(sb, 0u32))
+    shared.iter().map(|&sh| k.load(sh, 0u32)).collect()
 }
 
 /// `y[r] = softmax(x[r])` for each row `r` of `cols` `f32`, with the
@@ -123,10 +125,10 @@ pub fn softmax(cols: u32) -> Result<Kernel, IrError> {
     let k = KernelBuilder::new(format!("softmax_{cols}"), [ROW_WORKGROUP, 1, 1]);
     let x = k.input_vec(Scalar::F32, 4);
     let y = k.output_vec(Scalar::F32, 4);
-    let shared = (
+    let shared = [
         k.shared(Scalar::F32, ROW_WORKGROUP),
         k.shared(Scalar::F32, ROW_WORKGROUP),
-    );
+    ];
     let share = Share::load(&k, x, cols)?;
     // A finite floor for the running maximum: no -inf literal in WGSL, and
     // exp(floor - m) is 0 for any real m of the row.
@@ -134,14 +136,15 @@ pub fn softmax(cols: u32) -> Result<Kernel, IrError> {
     let s = share.fold(&k, k.f32(0.0), |k, s, v| {
         k.add(s, lanes_sum(k, k.exp(k.sub(v, k.splat(m, 4)))))
     });
-    let (m, s) = reduce_pair(&k, shared, (m, s), |k, (ma, sa), (mb, sb)| {
-        let mx = k.max(ma, mb);
+    let r = reduce(&k, &shared, &[m, s], |k, a, b| {
+        let mx = k.max(a[0], b[0]);
         let s = k.add(
-            k.mul(sa, k.exp(k.sub(ma, mx))),
-            k.mul(sb, k.exp(k.sub(mb, mx))),
+            k.mul(a[1], k.exp(k.sub(a[0], mx))),
+            k.mul(b[1], k.exp(k.sub(b[0], mx))),
         );
-        (mx, s)
+        vec![mx, s]
     });
+    let (m, s) = (r[0], r[1]);
     let inv = k.splat(k.div(k.f32(1.0), s), 4);
     let m = k.splat(m, 4);
     share.store(&k, y, |k, v| k.mul(k.exp(k.sub(v, m)), inv));
@@ -164,24 +167,20 @@ pub fn layernorm(cols: u32) -> Result<Kernel, IrError> {
     let beta = k.input_vec(Scalar::F32, 4);
     let y = k.output_vec(Scalar::F32, 4);
     let eps = k.scalar_arg(Scalar::F32);
-    let shared = (
-        k.shared(Scalar::F32, ROW_WORKGROUP),
-        k.shared(Scalar::F32, ROW_WORKGROUP),
-    );
+    let shared = [k.shared(Scalar::F32, ROW_WORKGROUP)];
     let share = Share::load(&k, x, cols)?;
     let zero = k.f32(0.0);
     let n = k.f32(cols as f32);
+    let add = |k: &KernelBuilder, a: &[Val], b: &[Val]| vec![k.add(a[0], b[0])];
     let sum = share.fold(&k, zero, |k, s, v| k.add(s, lanes_sum(k, v)));
-    let add = |k: &KernelBuilder, (a, _): (Val, Val), (b, _): (Val, Val)| (k.add(a, b), zero);
-    let (sum, _) = reduce_pair(&k, shared, (sum, zero), add);
-    let mean = k.div(sum, n);
+    let mean = k.div(reduce(&k, &shared, &[sum], add)[0], n);
     let mean4 = k.splat(mean, 4);
     let dev = share.fold(&k, zero, |k, s, v| {
         let d = k.sub(v, mean4);
         k.add(s, lanes_sum(k, k.mul(d, d)))
     });
     k.barrier();
-    let (dev, _) = reduce_pair(&k, shared, (dev, zero), add);
+    let dev = reduce(&k, &shared, &[dev], add)[0];
     let rstd = k.splat(k.inverse_sqrt(k.add(k.div(dev, n), eps)), 4);
     let l = k.local_index();
     k.for_range(0u32, share.per, |k, j| {
