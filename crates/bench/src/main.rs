@@ -25,6 +25,8 @@ mod report;
 mod shaders;
 mod steps;
 mod stream;
+mod suite;
+mod suite_wgsl;
 mod transfer;
 mod workers;
 
@@ -63,6 +65,7 @@ fn main() -> Result<(), ServerError> {
     }
     if o.wants("compile.") || o.wants("kernel.") {
         kernel::figures(&o, &mut figures)?;
+        suite::figures(&o, &mut figures)?;
     }
     if o.wants("stream.") {
         stream::figures(&mut s, &o, &mut figures)?;

@@ -1,0 +1,99 @@
+//! `kernel.*` of the kernel suite (`compute_testkit::kernels`): softmax,
+//! layernorm, scan, byte histogram, radix sort and the register-tiled
+//! matmul, each written with the IR and launched through the server,
+//! against the same design handwritten in WGSL on raw wgpu
+//! (`suite_wgsl.rs`), both checked against the host before they are timed.
+
+mod job;
+mod jobs;
+
+use std::cell::RefCell;
+use std::time::Instant;
+
+use compute_runtime::{DeviceId, ServerError};
+
+use crate::harness::{Options, interleaved};
+use crate::report::Figure;
+use job::{Ir, Job, Ours, Raw};
+
+/// A check of a job's results, given a reader of its buffers (by index):
+/// what is wrong, if anything.
+pub type Check = Box<dyn Fn(&dyn Fn(usize) -> Vec<u8>) -> Result<(), String>>;
+
+/// A figure's job, its size in the figure's unit per run, and the check of
+/// its results (given a reader of the job's buffers).
+pub struct Measured {
+    pub name: &'static str,
+    pub unit: String,
+    pub baseline: &'static str,
+    pub job: Job,
+    /// Work per run, in the unit's numerator (bytes, keys, flops) over
+    /// `scale` (1e9 for GB/s, 1e6 for Mkeys/s, 1e12 for TFLOP/s).
+    pub work: f64,
+    pub scale: f64,
+    pub reps: u32,
+    pub check: Check,
+}
+
+pub fn figures(o: &Options, out: &mut Vec<Figure>) -> Result<(), ServerError> {
+    let mut s = Ir::try_init(DeviceId(0))?;
+    let cpu = compute_runtime::Server::utilities(&s).adapter.device_type == "Cpu";
+    let subgroups = s.device().features().contains(wgpu::Features::SUBGROUP);
+    for m in jobs::all(cpu, subgroups).map_err(|e| ServerError::InvalidArgument {
+        reason: e.to_string(),
+    })? {
+        if o.wants(m.name) {
+            out.push(measure(&mut s, o, m)?);
+        }
+    }
+    Ok(())
+}
+
+/// One run of each side, both checked; then interleaved timed rounds. A
+/// side whose results are wrong reports NaN (and says why on stderr).
+fn measure(s: &mut Ir, o: &Options, m: Measured) -> Result<Figure, ServerError> {
+    let ours = Ours::new(s, &m.job)?;
+    let raw = Raw::new(&s.device().clone(), &s.queue().clone(), &m.job);
+    ours.run(s, 1)?;
+    raw.run(1);
+    let cell = RefCell::new(&mut *s);
+    let ours_ok = report(
+        m.name,
+        "server",
+        (m.check)(&|i| ours.read(&mut cell.borrow_mut(), i).unwrap_or_default()),
+    );
+    let raw_ok = report(m.name, "raw", (m.check)(&|i| raw.read(i)));
+    let rate = |t: Instant| m.work * f64::from(m.reps) / t.elapsed().as_secs_f64() / m.scale;
+    let (v, b) = interleaved(
+        o.rounds(3, 7),
+        || {
+            let t = Instant::now();
+            match ours.run(&mut cell.borrow_mut(), m.reps) {
+                Ok(()) => rate(t),
+                Err(_) => f64::NAN,
+            }
+        },
+        || {
+            let t = Instant::now();
+            raw.run(m.reps);
+            rate(t)
+        },
+    );
+    Ok(Figure::new(
+        m.name,
+        if ours_ok { v } else { f64::NAN },
+        m.unit,
+        m.baseline,
+        if raw_ok { b } else { f64::NAN },
+    ))
+}
+
+fn report(name: &str, side: &str, r: Result<(), String>) -> bool {
+    match r {
+        Ok(()) => true,
+        Err(why) => {
+            eprintln!("bench: {name} ({side}) computed the wrong result: {why}");
+            false
+        }
+    }
+}

@@ -1,0 +1,388 @@
+//! The kernel suite's baselines, handwritten in WGSL: each the design of
+//! its IR kernel in `compute_testkit::kernels` (same tiling, same
+//! registers, same barriers and atomics), so a figure's ratio is the cost
+//! of writing it with the IR and launching it through the server.
+
+/// Row softmax, `PER` vectors per invocation in registers.
+pub fn softmax(per: u32) -> String {
+    format!("const PER: u32 = {per}u;\n{SOFTMAX}")
+}
+
+const SOFTMAX: &str = r#"
+@group(0) @binding(0) var<storage, read> x: array<vec4<f32>>;
+@group(0) @binding(1) var<storage, read_write> y: array<vec4<f32>>;
+var<workgroup> sm: array<f32, 256>;
+var<workgroup> ss: array<f32, 256>;
+@compute @workgroup_size(256)
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) l: u32) {
+    let base = wid.x * PER * 256u + l;
+    var regs: array<vec4<f32>, PER>;
+    var m = -3.40282347e38;
+    for (var j = 0u; j < PER; j++) {
+        let v = x[base + j * 256u];
+        regs[j] = v;
+        m = max(m, max(max(v.x, v.y), max(v.z, v.w)));
+    }
+    var s = 0.0;
+    for (var j = 0u; j < PER; j++) {
+        let e = exp(regs[j] - vec4(m));
+        s += (e.x + e.y) + (e.z + e.w);
+    }
+    sm[l] = m;
+    ss[l] = s;
+    workgroupBarrier();
+    for (var stride = 128u; stride > 0u; stride >>= 1u) {
+        if (l < stride) {
+            let ma = sm[l];
+            let mb = sm[l + stride];
+            let mx = max(ma, mb);
+            ss[l] = ss[l] * exp(ma - mx) + ss[l + stride] * exp(mb - mx);
+            sm[l] = mx;
+        }
+        workgroupBarrier();
+    }
+    let mm = vec4(sm[0]);
+    let inv = vec4(1.0 / ss[0]);
+    for (var j = 0u; j < PER; j++) {
+        y[base + j * 256u] = exp(regs[j] - mm) * inv;
+    }
+}
+"#;
+
+/// Row layernorm of `cols` columns, `cols / 1024` vectors per invocation.
+pub fn layernorm(cols: u32) -> String {
+    format!(
+        "const PER: u32 = {}u;\nconst N: f32 = {cols}.0;\n{LAYERNORM}",
+        cols / 1024
+    )
+}
+
+const LAYERNORM: &str = r#"
+struct P { eps: f32, pad0: u32, pad1: u32, pad2: u32 }
+@group(0) @binding(0) var<storage, read> x: array<vec4<f32>>;
+@group(0) @binding(1) var<storage, read> gamma: array<vec4<f32>>;
+@group(0) @binding(2) var<storage, read> beta: array<vec4<f32>>;
+@group(0) @binding(3) var<storage, read_write> y: array<vec4<f32>>;
+@group(0) @binding(4) var<uniform> p: P;
+var<workgroup> red: array<f32, 256>;
+fn workgroup_sum(l: u32, v: f32) -> f32 {
+    red[l] = v;
+    workgroupBarrier();
+    for (var stride = 128u; stride > 0u; stride >>= 1u) {
+        if (l < stride) { red[l] += red[l + stride]; }
+        workgroupBarrier();
+    }
+    return red[0];
+}
+@compute @workgroup_size(256)
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) l: u32) {
+    let base = wid.x * PER * 256u + l;
+    var regs: array<vec4<f32>, PER>;
+    var s = 0.0;
+    for (var j = 0u; j < PER; j++) {
+        let v = x[base + j * 256u];
+        regs[j] = v;
+        s += (v.x + v.y) + (v.z + v.w);
+    }
+    let mean = vec4(workgroup_sum(l, s) / N);
+    var d = 0.0;
+    for (var j = 0u; j < PER; j++) {
+        let e = regs[j] - mean;
+        let q = e * e;
+        d += (q.x + q.y) + (q.z + q.w);
+    }
+    workgroupBarrier();
+    let rstd = vec4(inverseSqrt(workgroup_sum(l, d) / N + p.eps));
+    for (var j = 0u; j < PER; j++) {
+        let c = j * 256u + l;
+        y[base + j * 256u] = (regs[j] - mean) * rstd * gamma[c] + beta[c];
+    }
+}
+"#;
+
+/// The workgroup scan every scan and sort kernel shares (the IR's
+/// `workgroup_exclusive`): subgroup inclusive scans, the subgroups'
+/// totals scanned by invocation 0.
+const WG_EXCLUSIVE: &str = r#"
+var<workgroup> totals: array<u32, 257>;
+fn wg_exclusive(t: u32, l: u32, lane: u32, size: u32, sg: u32, nsg: u32) -> vec2<u32> {
+    let incl = subgroupInclusiveAdd(t);
+    if (lane + 1u == size) { totals[sg] = incl; }
+    workgroupBarrier();
+    if (l == 0u) {
+        var run = 0u;
+        for (var i = 0u; i < nsg; i++) {
+            let v = totals[i];
+            totals[i] = run;
+            run += v;
+        }
+        totals[nsg] = run;
+    }
+    workgroupBarrier();
+    return vec2(incl - t + totals[sg], totals[nsg]);
+}
+"#;
+
+/// The scan's entry point arguments.
+const SCAN_ARGS: &str = "@builtin(workgroup_id) wid: vec3<u32>, \
+    @builtin(local_invocation_index) l: u32, @builtin(subgroup_invocation_id) lane: u32, \
+    @builtin(subgroup_size) size: u32, @builtin(subgroup_id) sg: u32, \
+    @builtin(num_subgroups) nsg: u32";
+
+/// Block sums of the scan: `scan_reduce`.
+pub fn scan_reduce() -> String {
+    format!(
+        "{WG_EXCLUSIVE}
+struct P {{ n4: u32, pad0: u32, pad1: u32, pad2: u32 }}
+@group(0) @binding(0) var<storage, read> x: array<vec4<u32>>;
+@group(0) @binding(1) var<storage, read_write> sums: array<u32>;
+@group(0) @binding(2) var<uniform> p: P;
+@compute @workgroup_size(256)
+fn main({SCAN_ARGS}) {{
+    let first = wid.x * 1024u + l * 4u;
+    var t = 0u;
+    for (var j = 0u; j < 4u; j++) {{
+        if (first + j < p.n4) {{
+            let v = x[first + j];
+            t += (v.x + v.y) + (v.z + v.w);
+        }}
+    }}
+    let r = wg_exclusive(t, l, lane, size, sg, nsg);
+    if (l == 0u) {{ sums[wid.x] = r.y; }}
+}}
+"
+    )
+}
+
+/// The scan's spine: `scan_spine`.
+pub fn scan_spine() -> String {
+    format!(
+        "{WG_EXCLUSIVE}
+struct P {{ blocks: u32, pad0: u32, pad1: u32, pad2: u32 }}
+@group(0) @binding(0) var<storage, read_write> sums: array<u32>;
+@group(0) @binding(1) var<uniform> p: P;
+@compute @workgroup_size(256)
+fn main({SCAN_ARGS}) {{
+    let chunk = (p.blocks + 255u) / 256u;
+    let start = min(l * chunk, p.blocks);
+    let end = min(start + chunk, p.blocks);
+    var t = 0u;
+    for (var i = start; i < end; i++) {{ t += sums[i]; }}
+    var run = wg_exclusive(t, l, lane, size, sg, nsg).x;
+    for (var i = start; i < end; i++) {{
+        let v = sums[i];
+        sums[i] = run;
+        run += v;
+    }}
+}}
+"
+    )
+}
+
+/// The scan's down-sweep: `scan_down`.
+pub fn scan_down() -> String {
+    format!(
+        "{WG_EXCLUSIVE}
+struct P {{ n4: u32, pad0: u32, pad1: u32, pad2: u32 }}
+@group(0) @binding(0) var<storage, read> x: array<vec4<u32>>;
+@group(0) @binding(1) var<storage, read> offsets: array<u32>;
+@group(0) @binding(2) var<storage, read_write> y: array<vec4<u32>>;
+@group(0) @binding(3) var<uniform> p: P;
+@compute @workgroup_size(256)
+fn main({SCAN_ARGS}) {{
+    let first = wid.x * 1024u + l * 4u;
+    var regs: array<vec4<u32>, 4>;
+    var t = 0u;
+    for (var j = 0u; j < 4u; j++) {{
+        if (first + j < p.n4) {{
+            let v = x[first + j];
+            regs[j] = v;
+            t += (v.x + v.y) + (v.z + v.w);
+        }}
+    }}
+    var run = wg_exclusive(t, l, lane, size, sg, nsg).x + offsets[wid.x];
+    for (var j = 0u; j < 4u; j++) {{
+        if (first + j < p.n4) {{
+            let v = regs[j];
+            let a = run;
+            let b = a + v.x;
+            let c = b + v.y;
+            let d = c + v.z;
+            y[first + j] = vec4(a, b, c, d);
+            run = d + v.w;
+        }}
+    }}
+}}
+"
+    )
+}
+
+/// The byte histogram: `byte_histogram`.
+pub const BYTE_HISTOGRAM: &str = r#"
+struct P { n4: u32, pad0: u32, pad1: u32, pad2: u32 }
+@group(0) @binding(0) var<storage, read> words: array<vec4<u32>>;
+@group(0) @binding(1) var<storage, read_write> hist: array<atomic<u32>>;
+@group(0) @binding(2) var<uniform> p: P;
+var<workgroup> bins: array<atomic<u32>, 256>;
+@compute @workgroup_size(256)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+        @builtin(local_invocation_index) l: u32) {
+    atomicStore(&bins[l], 0u);
+    workgroupBarrier();
+    let stride = nwg.x * 256u;
+    for (var i = gid.x; i < p.n4; i += stride) {
+        let v = words[i];
+        for (var q = 0u; q < 4u; q++) {
+            let w = v[q];
+            atomicAdd(&bins[w & 255u], 1u);
+            atomicAdd(&bins[(w >> 8u) & 255u], 1u);
+            atomicAdd(&bins[(w >> 16u) & 255u], 1u);
+            atomicAdd(&bins[(w >> 24u) & 255u], 1u);
+        }
+    }
+    workgroupBarrier();
+    let c = atomicLoad(&bins[l]);
+    if (c != 0u) { atomicAdd(&hist[l], c); }
+}
+"#;
+
+/// The radix sort's parameters and digit counting, shared by both passes'
+/// kernels.
+const RADIX_COMMON: &str = r#"
+struct P { n: u32, shift: u32, blocks: u32, pad: u32 }
+var<workgroup> bins: array<atomic<u32>, 256>;
+fn count_digits(l: u32, block: u32) {
+    atomicStore(&bins[l], 0u);
+    workgroupBarrier();
+    for (var q = 0u; q < 4u; q++) {
+        let at = block * 1024u + l * 4u + q;
+        if (at < p.n) { atomicAdd(&bins[(keys[at] >> p.shift) & 255u], 1u); }
+    }
+    workgroupBarrier();
+}
+"#;
+
+/// Digit counts: `radix_count`.
+pub fn radix_count() -> String {
+    format!(
+        "@group(0) @binding(0) var<storage, read> keys: array<u32>;
+@group(0) @binding(1) var<storage, read_write> counts: array<u32>;
+@group(0) @binding(2) var<uniform> p: P;
+{RADIX_COMMON}
+@compute @workgroup_size(256)
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) l: u32) {{
+    count_digits(l, wid.x);
+    counts[l * p.blocks + wid.x] = atomicLoad(&bins[l]);
+}}
+"
+    )
+}
+
+/// The block sort and scatter: `radix_scatter`.
+pub fn radix_scatter() -> String {
+    format!(
+        "@group(0) @binding(0) var<storage, read> keys: array<u32>;
+@group(0) @binding(1) var<storage, read> offsets: array<u32>;
+@group(0) @binding(2) var<storage, read_write> out: array<u32>;
+@group(0) @binding(3) var<uniform> p: P;
+{RADIX_COMMON}{WG_EXCLUSIVE}
+var<workgroup> starts: array<u32, 256>;
+var<workgroup> sorted: array<u32, 1024>;
+@compute @workgroup_size(256)
+fn main({SCAN_ARGS}) {{
+    count_digits(l, wid.x);
+    for (var q = 0u; q < 4u; q++) {{
+        let at = wid.x * 1024u + l * 4u + q;
+        var key = 0xffffffffu;
+        if (at < p.n) {{ key = keys[at]; }}
+        sorted[l * 4u + q] = key;
+    }}
+    starts[l] = wg_exclusive(atomicLoad(&bins[l]), l, lane, size, sg, nsg).x;
+    workgroupBarrier();
+    for (var bit = 0u; bit < 8u; bit++) {{
+        var k: array<u32, 4>;
+        var clear: array<u32, 4>;
+        var mine = 0u;
+        for (var q = 0u; q < 4u; q++) {{
+            k[q] = sorted[l * 4u + q];
+            clear[q] = 1u - (((k[q] >> p.shift) >> bit) & 1u);
+            mine += clear[q];
+        }}
+        let r = wg_exclusive(mine, l, lane, size, sg, nsg);
+        var zeros_before = r.x;
+        for (var q = 0u; q < 4u; q++) {{
+            let ones_before = l * 4u + q - zeros_before;
+            let to = select(r.y + ones_before, zeros_before, clear[q] == 1u);
+            sorted[to] = k[q];
+            zeros_before += clear[q];
+        }}
+        workgroupBarrier();
+    }}
+    let valid = p.n - wid.x * 1024u;
+    for (var q = 0u; q < 4u; q++) {{
+        let at = l * 4u + q;
+        if (at < valid) {{
+            let key = sorted[at];
+            let d = (key >> p.shift) & 255u;
+            out[offsets[d * p.blocks + wid.x] + at - starts[d]] = key;
+        }}
+    }}
+}}
+"
+    )
+}
+
+/// The register-tiled matmul: `register_matmul`.
+pub const REGISTER_MATMUL: &str = r#"
+struct P { m: u32, n: u32, k: u32, pad: u32 }
+@group(0) @binding(0) var<storage, read> a: array<vec4<f32>>;
+@group(0) @binding(1) var<storage, read> b: array<vec4<f32>>;
+@group(0) @binding(2) var<storage, read_write> c: array<vec4<f32>>;
+@group(0) @binding(3) var<uniform> p: P;
+var<workgroup> sa: array<f32, 1024>;
+var<workgroup> sb: array<f32, 1024>;
+@compute @workgroup_size(256)
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) l: u32) {
+    let tx = l % 16u;
+    let ty = l / 16u;
+    let row0 = wid.y * 128u;
+    let col0 = wid.x * 128u;
+    var acc: array<vec4<f32>, 16>;
+    let a_row = l / 2u;
+    let a_quad = l % 2u;
+    let b_row = l / 32u;
+    let b_quad = l % 32u;
+    let a_at = ((row0 + a_row) * p.k + a_quad * 4u) / 4u;
+    let b_col = col0 + b_quad * 4u;
+    for (var k0 = 0u; k0 < p.k; k0 += 8u) {
+        workgroupBarrier();
+        let va = a[a_at + k0 / 4u];
+        let vb = b[((k0 + b_row) * p.n + b_col) / 4u];
+        for (var q = 0u; q < 4u; q++) {
+            sa[(a_quad * 4u + q) * 128u + a_row] = va[q];
+            sb[b_row * 128u + b_quad * 4u + q] = vb[q];
+        }
+        workgroupBarrier();
+        for (var s = 0u; s < 8u; s++) {
+            let at = s * 128u;
+            let a0 = vec4(sa[at + ty * 4u], sa[at + ty * 4u + 1u], sa[at + ty * 4u + 2u], sa[at + ty * 4u + 3u]);
+            let a1 = vec4(sa[at + 64u + ty * 4u], sa[at + 65u + ty * 4u], sa[at + 66u + ty * 4u], sa[at + 67u + ty * 4u]);
+            let b0 = vec4(sb[at + tx * 4u], sb[at + tx * 4u + 1u], sb[at + tx * 4u + 2u], sb[at + tx * 4u + 3u]);
+            let b1 = vec4(sb[at + 64u + tx * 4u], sb[at + 65u + tx * 4u], sb[at + 66u + tx * 4u], sb[at + 67u + tx * 4u]);
+            for (var i = 0u; i < 4u; i++) {
+                acc[i * 2u] = fma(vec4(a0[i]), b0, acc[i * 2u]);
+                acc[i * 2u + 1u] = fma(vec4(a0[i]), b1, acc[i * 2u + 1u]);
+                acc[8u + i * 2u] = fma(vec4(a1[i]), b0, acc[8u + i * 2u]);
+                acc[8u + i * 2u + 1u] = fma(vec4(a1[i]), b1, acc[8u + i * 2u + 1u]);
+            }
+        }
+    }
+    for (var i = 0u; i < 8u; i++) {
+        let row = row0 + (i / 4u) * 64u + ty * 4u + i % 4u;
+        for (var h = 0u; h < 2u; h++) {
+            let col = col0 + h * 64u + tx * 4u;
+            c[(row * p.n + col) / 4u] = acc[i * 2u + h];
+        }
+    }
+}
+"#;
