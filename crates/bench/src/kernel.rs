@@ -112,10 +112,7 @@ fn reported(s: &mut Ir, o: &Options, cpu: bool, out: &mut Vec<Figure>) -> Result
 /// module + pipeline of the handwritten WGSL.
 fn compile(s: &mut Ir, o: &Options, out: &mut Vec<Figure>) {
     let device = s.device().clone();
-    let caps = compute_wgsl::DeviceCaps {
-        limits: device.limits(),
-        features: device.features(),
-    };
+    let caps = compute_wgsl::DeviceCaps::of(device.limits(), device.features());
     let (v, b) = interleaved(
         o.rounds(3, 7),
         || {

@@ -127,6 +127,7 @@ impl Builtin {
     }
 }
 
+pub use crate::matrix::{Layout, MatrixDecl, MatrixId, MatrixRole, MatrixStmt};
 pub use crate::subgroup::{ShuffleOp, SubgroupOp};
 pub use crate::unop::UnOp;
 
@@ -388,6 +389,8 @@ pub enum Stmt {
     Return,
     /// A barrier (in uniform control flow).
     Barrier(Barrier),
+    /// A cooperative-matrix statement (a subgroup collective).
+    Matrix(MatrixStmt),
 }
 
 /// A whole kernel, as the builder produced it and the validator accepted it.
@@ -405,6 +408,8 @@ pub struct KernelDef {
     pub shared: Vec<SharedDecl>,
     /// Per-invocation arrays.
     pub locals: Vec<LocalDecl>,
+    /// Cooperative matrices, indexed by [`MatrixId`].
+    pub matrices: Vec<MatrixDecl>,
     /// The type of every value, indexed by [`ValueId`].
     pub values: Vec<Type>,
     /// The type of every variable, indexed by [`VarId`].
@@ -444,6 +449,12 @@ impl KernelDef {
         any(&self.body)
     }
 
+    /// Whether the kernel declares a cooperative matrix (WGSL's
+    /// `wgpu_cooperative_matrix` extension).
+    pub fn uses_matrices(&self) -> bool {
+        !self.matrices.is_empty()
+    }
+
     /// Whether any declaration or value has scalar type `s`.
     pub fn uses(&self, s: Scalar) -> bool {
         self.values
@@ -453,6 +464,7 @@ impl KernelDef {
             || self.buffers.iter().any(|b| b.elem == s)
             || self.shared.iter().any(|x| x.elem == s)
             || self.locals.iter().any(|x| x.ty.scalar == s)
+            || self.matrices.iter().any(|m| m.elem == s)
             || self.scalars.contains(&s)
     }
 }

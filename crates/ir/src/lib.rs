@@ -63,6 +63,7 @@ mod error;
 pub mod interp;
 pub mod ir;
 mod kernel;
+mod matrix;
 mod subgroup;
 mod typeck;
 mod types;
@@ -70,13 +71,13 @@ mod unop;
 mod validate;
 
 pub use builder::{
-    ArrayLike, AtomicBuf, AtomicLike, AtomicShared, Buf, BufferLike, KernelBuilder, Local, Shared,
-    Val, Var,
+    ArrayLike, AtomicBuf, AtomicLike, AtomicShared, Buf, BufferLike, KernelBuilder, Local, Matrix,
+    Shared, Val, Var,
 };
 pub use error::{IrError, RunError};
 pub use ir::{
-    Access, AtomicOp, BinOp, Builtin, KernelDef, Op, ShuffleOp, Stmt, SubgroupOp, UnOp, ValueId,
-    VarId,
+    Access, AtomicOp, BinOp, Builtin, KernelDef, Layout, MatrixDecl, MatrixId, MatrixRole,
+    MatrixStmt, Op, ShuffleOp, Stmt, SubgroupOp, UnOp, ValueId, VarId,
 };
 pub use kernel::{Kernel, KernelInfo, is_scalar_arg, pack_scalars, scalar_block_size};
 pub use typeck::{op_name, op_type};

@@ -105,6 +105,9 @@ fn interface(def: &KernelDef) -> Result<(), IrError> {
         }
         check_type("local_array", l.ty)?;
     }
+    for (i, m) in def.matrices.iter().enumerate() {
+        crate::matrix::check_decl(i, m)?;
+    }
     for t in def.values.iter().chain(def.vars.iter()) {
         check_type("type", *t)?;
     }
@@ -372,6 +375,9 @@ impl Checker<'_> {
                 Ok(())
             }
             Stmt::Return | Stmt::Barrier(_) => Ok(()),
+            Stmt::Matrix(m) => {
+                crate::matrix::check_stmt(self.def, m, |op, v| self.use_value(op, v))
+            }
         }
     }
 }

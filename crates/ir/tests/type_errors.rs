@@ -179,6 +179,7 @@ fn hand_built_ir_goes_through_the_same_checks() {
         scalars: vec![],
         shared: vec![],
         locals: vec![],
+        matrices: vec![],
         values: vec![Type::U32, Type::F32, Type::U32],
         vars: vec![],
         body: vec![

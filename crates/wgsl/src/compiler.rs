@@ -79,6 +79,32 @@ pub struct DeviceCaps {
     pub limits: wgpu_types::Limits,
     /// The device's features.
     pub features: wgpu_types::Features,
+    /// The cooperative-matrix configurations of its adapter
+    /// (`Adapter::cooperative_matrix_properties`), when the device has
+    /// `EXPERIMENTAL_COOPERATIVE_MATRIX`; empty otherwise.
+    pub cooperative_matrices: Vec<wgpu_types::CooperativeMatrixProperties>,
+}
+
+impl DeviceCaps {
+    /// The caps of `device`, with no cooperative-matrix configurations (a
+    /// device does not know its adapter's: see
+    /// [`DeviceCaps::with_cooperative_matrices`]).
+    pub fn of(limits: wgpu_types::Limits, features: wgpu_types::Features) -> Self {
+        DeviceCaps {
+            limits,
+            features,
+            cooperative_matrices: Vec::new(),
+        }
+    }
+
+    /// With the adapter's cooperative-matrix configurations.
+    pub fn with_cooperative_matrices(
+        mut self,
+        configurations: Vec<wgpu_types::CooperativeMatrixProperties>,
+    ) -> Self {
+        self.cooperative_matrices = configurations;
+        self
+    }
 }
 
 /// How a kernel uses one storage binding.

@@ -10,10 +10,7 @@ use compute_wgsl::{
 };
 
 fn caps(features: wgpu::Features) -> DeviceCaps {
-    DeviceCaps {
-        limits: wgpu::Limits::default(),
-        features,
-    }
+    DeviceCaps::of(wgpu::Limits::default(), features)
 }
 
 fn compile(k: &Kernel) -> Result<compute_wgsl::CompiledKernel, ServerError> {

@@ -9,10 +9,7 @@ use compute_wgsl::{
 use proptest::prelude::*;
 
 fn caps() -> DeviceCaps {
-    DeviceCaps {
-        limits: wgpu::Limits::default(),
-        features: wgpu::Features::empty(),
-    }
+    DeviceCaps::of(wgpu::Limits::default(), wgpu::Features::empty())
 }
 
 proptest! {

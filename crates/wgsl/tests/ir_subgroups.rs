@@ -13,10 +13,7 @@ fn compile(
     IrCompiler.compile(
         k,
         &WgpuCompilationOptions::default(),
-        &DeviceCaps {
-            limits: wgpu::Limits::default(),
-            features,
-        },
+        &DeviceCaps::of(wgpu::Limits::default(), features),
     )
 }
 

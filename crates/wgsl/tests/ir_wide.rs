@@ -7,10 +7,7 @@ use compute_runtime::ServerError;
 use compute_wgsl::{DeviceCaps, IrCompiler, WgpuCompilationOptions, WgpuCompiler};
 
 fn caps(features: wgpu::Features) -> DeviceCaps {
-    DeviceCaps {
-        limits: wgpu::Limits::default(),
-        features,
-    }
+    DeviceCaps::of(wgpu::Limits::default(), features)
 }
 
 fn compile(

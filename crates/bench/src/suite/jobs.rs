@@ -5,8 +5,8 @@ use compute_ir::{IrError, Kernel, Lit};
 use compute_testkit::bytes::{bytes_f32, bytes_u32, f32_bytes, u32_bytes};
 use compute_testkit::{Rng, kernels};
 
-use super::{Check, Measured};
 use super::job::{Job, Launch};
+use super::{Check, Measured};
 use crate::suite_wgsl as wgsl;
 
 pub fn all(cpu: bool, subgroups: bool) -> Result<Vec<Measured>, IrError> {

@@ -30,6 +30,7 @@ use crate::ir::{ArrayRef, KernelDef, Op, Stmt, ValueId, VarId};
 use crate::typeck::op_type;
 use crate::{IrError, Kernel, Scalar, Type};
 
+pub use matrix::Matrix;
 pub use operand::Operand;
 
 /// A value computed by the kernel.
@@ -214,6 +215,7 @@ macro_rules! atomics {
 
 mod control;
 mod interface;
+mod matrix;
 mod operand;
 mod ops;
 
@@ -229,6 +231,7 @@ impl KernelBuilder {
                     scalars: Vec::new(),
                     shared: Vec::new(),
                     locals: Vec::new(),
+                    matrices: Vec::new(),
                     values: Vec::new(),
                     vars: Vec::new(),
                     body: Vec::new(),

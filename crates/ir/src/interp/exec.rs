@@ -4,7 +4,8 @@
 use super::memory::{Memory, index, read_global, write_global};
 use super::value::{self, Value};
 use crate::ir::{
-    ArrayRef, AtomicOp, BinOp, Builtin, KernelDef, Op, ShuffleOp, Stmt, SubgroupOp, ValueId,
+    ArrayRef, AtomicOp, BinOp, Builtin, KernelDef, MatrixId, MatrixStmt, Op, ShuffleOp, Stmt,
+    SubgroupOp, ValueId,
 };
 use crate::{RunError, Scalar, Type};
 
@@ -36,6 +37,9 @@ pub(crate) enum Stop {
     /// It reached the subgroup operation at this address and waits for its
     /// subgroup; [`Invocation::pending`] says what it contributes.
     Subgroup(*const Stmt),
+    /// It reached the cooperative-matrix statement at this address and
+    /// waits for its subgroup ([`Invocation::pending_matrix`]).
+    Cooperative(*const Stmt),
 }
 
 /// A subgroup operation an invocation waits at.
@@ -68,6 +72,10 @@ pub(crate) struct Invocation<'k> {
     local_id: [u32; 3],
     /// The subgroup operation it waits at: result, operation, operand.
     pending: Option<(ValueId, Collective, Value, Value)>,
+    /// Its copy of the subgroup's cooperative matrices (row-major tiles).
+    matrices: Vec<Vec<f32>>,
+    /// The cooperative-matrix statement it waits at.
+    pending_matrix: Option<&'k MatrixStmt>,
 }
 
 fn vec3(v: [u32; 3]) -> Value {
@@ -90,7 +98,38 @@ impl<'k> Invocation<'k> {
             stack: vec![Frame::Block(&def.body, 0)],
             local_id,
             pending: None,
+            matrices: def
+                .matrices
+                .iter()
+                .map(|m| vec![0.0; usize::from(m.size) * usize::from(m.size)])
+                .collect(),
+            pending_matrix: None,
         }
+    }
+
+    /// The cooperative-matrix statement it waits at, if any.
+    pub fn pending_matrix(&self) -> Option<&'k MatrixStmt> {
+        self.pending_matrix
+    }
+
+    /// Its value `id`.
+    pub fn value(&self, id: ValueId) -> Value {
+        self.v(id)
+    }
+
+    /// Its copy of matrix `m`.
+    pub fn matrix(&self, m: MatrixId) -> &[f32] {
+        &self.matrices[m.0 as usize]
+    }
+
+    /// Sets its copy of matrix `m`.
+    pub fn set_matrix(&mut self, m: MatrixId, tile: Vec<f32>) {
+        self.matrices[m.0 as usize] = tile;
+    }
+
+    /// Done waiting at its cooperative-matrix statement.
+    pub fn resume(&mut self) {
+        self.pending_matrix = None;
     }
 
     /// `local_invocation_index`.
@@ -438,6 +477,10 @@ impl<'k> Invocation<'k> {
                 }
                 Stmt::Return => self.stack.clear(),
                 Stmt::Barrier(_) => return Ok(Stop::Barrier(s as *const Stmt)),
+                Stmt::Matrix(m) => {
+                    self.pending_matrix = Some(m);
+                    return Ok(Stop::Cooperative(s as *const Stmt));
+                }
             }
         }
     }

@@ -54,6 +54,7 @@
 mod bits;
 mod exec;
 pub mod f16;
+mod matrix;
 mod memory;
 mod subgroup;
 mod unary;
@@ -248,7 +249,7 @@ fn workgroup<'k>(
                 .collect();
             let at_subgroup = live
                 .iter()
-                .any(|i| matches!(group[*i], Some(Stop::Subgroup(_))));
+                .any(|i| matches!(group[*i], Some(Stop::Subgroup(_) | Stop::Cooperative(_))));
             if !at_subgroup {
                 continue;
             }
@@ -260,6 +261,23 @@ fn workgroup<'k>(
                 });
             }
             let members = &mut invocations[g * size..g * size + group.len()];
+            if let Some(m) = members[live[0]].pending_matrix() {
+                let at = matrix::At {
+                    workgroup: ctx.workgroup_id,
+                    subgroup: g as u32,
+                };
+                // Invocations that ended (or a workgroup's last, partial
+                // subgroup) leave the subgroup short.
+                if live.len() != size {
+                    return Err(at.not_whole(m, live.len(), size));
+                }
+                matrix::execute(ctx.def, mem, members, m, &at)?;
+                for i in &live {
+                    group[*i] = None;
+                }
+                progressed = true;
+                continue;
+            }
             let ops: Vec<subgroup::Waiting> = live
                 .iter()
                 .filter_map(|i| members[*i].pending().map(|(op, v, l)| (*i, op, v, l)))

@@ -142,7 +142,14 @@ fn enumerate() -> Vec<wgpu::Adapter> {
 /// devices together, in 1 of 12 runs (`docs/bench/h200-tests.txt`).
 /// Opening is rare (the pool keeps devices), so the lock costs nothing
 /// that matters.
-pub fn open(id: DeviceId) -> Result<(wgpu::Adapter, wgpu::Device, wgpu::Queue), ServerError> {
+///
+/// With `cooperative`, an adapter that has cooperative matrices is asked
+/// for them too (an experimental wgpu feature); if that request fails, the
+/// device is opened without them.
+pub fn open(
+    id: DeviceId,
+    cooperative: bool,
+) -> Result<(wgpu::Adapter, wgpu::Device, wgpu::Queue), ServerError> {
     let _one_at_a_time = driver_lock();
     let adapters = enumerate();
     let count = adapters.len();
@@ -163,21 +170,52 @@ pub fn open(id: DeviceId) -> Result<(wgpu::Adapter, wgpu::Device, wgpu::Queue), 
             },
         })?;
     let features = adapter.features() & OPTIONAL_FEATURES;
-    let (device, queue) = super::faults::ready(
+    let matrices = wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX;
+    if cooperative && adapter.features().contains(matrices) {
+        match request(&adapter, features | matrices, true)? {
+            Ok((device, queue)) => return Ok((adapter, device, queue)),
+            Err(e) => tracing::warn!(
+                error = %e,
+                "the adapter lists cooperative matrices but refused a device with them; \
+                 opening it without"
+            ),
+        }
+    }
+    let (device, queue) =
+        request(&adapter, features, false)?.map_err(|e| ServerError::DeviceLost {
+            reason: format!("request_device failed: {e}"),
+        })?;
+    Ok((adapter, device, queue))
+}
+
+/// A device of `adapter` with `features`, experimental ones allowed with
+/// `experimental`: the outer error is the wait for it, the inner wgpu's
+/// refusal.
+fn request(
+    adapter: &wgpu::Adapter,
+    features: wgpu::Features,
+    experimental: bool,
+) -> Result<Result<(wgpu::Device, wgpu::Queue), wgpu::RequestDeviceError>, ServerError> {
+    let experimental_features = if experimental {
+        // SAFETY: wgpu asks its caller to accept that experimental features
+        // may have bugs. The only one requested is cooperative matrices,
+        // used only by IR kernels whose every tile access the compiler
+        // guards (`compute-wgsl`'s `ir/matrix.rs`).
+        unsafe { wgpu::ExperimentalFeatures::enabled() }
+    } else {
+        wgpu::ExperimentalFeatures::disabled()
+    };
+    super::faults::ready(
         adapter.request_device(&wgpu::DeviceDescriptor {
             label: Some("wgpu-server"),
             required_features: features,
             required_limits: adapter.limits(),
-            experimental_features: wgpu::ExperimentalFeatures::disabled(),
+            experimental_features,
             memory_hints: wgpu::MemoryHints::Performance,
             trace: wgpu::Trace::Off,
         }),
         "requesting a device",
-    )?
-    .map_err(|e| ServerError::DeviceLost {
-        reason: format!("request_device failed: {e}"),
-    })?;
-    Ok((adapter, device, queue))
+    )
 }
 
 /// The memory properties of a device, from its limits.

@@ -38,17 +38,15 @@ pub(crate) struct Gpu {
 
 impl Gpu {
     pub fn new(
-        device: wgpu::Device,
-        queue: wgpu::Queue,
+        (device, queue): (wgpu::Device, wgpu::Queue),
         backend: wgpu::Backend,
         faults: Arc<faults::DeviceFaults>,
         poller: poller::DevicePoller,
         waiter: wait::Waiter,
+        cooperative_matrices: Vec<wgpu::wgt::CooperativeMatrixProperties>,
     ) -> Self {
-        let caps = DeviceCaps {
-            limits: device.limits(),
-            features: device.features(),
-        };
+        let caps = DeviceCaps::of(device.limits(), device.features())
+            .with_cooperative_matrices(cooperative_matrices);
         Gpu {
             device,
             queue,

@@ -66,6 +66,8 @@ fn idle_and_alive(device: &wgpu::Device, faults: &DeviceFaults) -> bool {
 pub(crate) struct PoolKey {
     pub index: usize,
     pub choice: Option<String>,
+    /// Whether the device was asked for cooperative matrices.
+    pub cooperative: bool,
 }
 
 static POOL: Mutex<Vec<Pooled>> = Mutex::new(Vec::new());

@@ -40,15 +40,24 @@ impl WgpuServerOptions {
     /// builds a server on a new device of it.
     pub fn open<C: WgpuCompiler + Default>(self) -> Result<WgpuServer<C>, ServerError> {
         let index = self.adapter.map_or(self.device_id.0, |i| i as u64);
+        let cooperative = !self.without_matrices;
         let key = PoolKey {
             index: usize::try_from(index).unwrap_or(usize::MAX),
             choice: std::env::var(adapter::ADAPTER_ENV).ok(),
+            cooperative,
         };
-        let mut lease = DeviceLease::take(key, || adapter::open(DeviceId(index)))?;
+        let mut lease = DeviceLease::take(key, || adapter::open(DeviceId(index), cooperative))?;
         let info = lease.adapter().get_info();
         let summary = adapter::summary(&info);
         let (device, queue) = (lease.device().clone(), lease.queue().clone());
-        let mut server = self.build::<C>(device, queue, info.backend, summary)?;
+        let mut options = self;
+        if device
+            .features()
+            .contains(wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX)
+        {
+            options.matrix_configurations = Some(lease.adapter().cooperative_matrix_properties());
+        }
+        let mut server = options.build::<C>(device, queue, info.backend, summary)?;
         lease.watch(Arc::clone(server.gpu.faults()));
         server.lease = Some(lease);
         Ok(server)
@@ -91,6 +100,7 @@ impl WgpuServerOptions {
                 transport: self.transport,
                 collective_timeout: self.collective_timeout,
                 collective_chunk_bytes: self.collective_chunk_bytes,
+                cooperative_matrices: self.matrix_configurations.unwrap_or_default(),
             },
             device,
             queue,
@@ -147,6 +157,8 @@ impl<C: WgpuCompiler + Default> WgpuServer<C> {
             transport: None,
             collective_timeout: None,
             collective_chunk_bytes: None,
+            // The seed's constructor has no adapter to ask.
+            cooperative_matrices: Vec::new(),
         };
         match assemble(wiring, device, queue, utilities) {
             Ok(server) => server,
@@ -168,6 +180,7 @@ struct Wiring {
     transport: Option<crate::CollectiveTransport>,
     collective_timeout: Option<std::time::Duration>,
     collective_chunk_bytes: Option<usize>,
+    cooperative_matrices: Vec<wgpu::wgt::CooperativeMatrixProperties>,
 }
 
 /// Makes every part of a server on `device`.
@@ -182,10 +195,7 @@ fn assemble<C: WgpuCompiler + Default>(
     let faults = DeviceFaults::install(&device);
     let poll_lock = PollLock::default();
     let poller = DevicePoller::start(device.clone(), Arc::clone(&faults), poll_lock.clone());
-    let caps = DeviceCaps {
-        limits: device.limits(),
-        features: device.features(),
-    };
+    let caps = DeviceCaps::of(device.limits(), device.features());
     let timestamps = caps.features.contains(wgpu::Features::TIMESTAMP_QUERY);
     // Device timing needs timestamp queries; without them it is System.
     let timing = match w.timing {
@@ -226,7 +236,14 @@ fn assemble<C: WgpuCompiler + Default>(
         poll_lock,
     );
     Ok(WgpuServer {
-        gpu: Gpu::new(device, queue, w.backend, faults, poller, waiter),
+        gpu: Gpu::new(
+            (device, queue),
+            w.backend,
+            faults,
+            poller,
+            waiter,
+            w.cooperative_matrices,
+        ),
         streams,
         memory: Memory::new(manager, upload),
         kernels: Kernels::new(C::default(), w.compilation),

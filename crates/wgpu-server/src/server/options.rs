@@ -45,6 +45,11 @@ pub struct WgpuServerOptions {
     pub(crate) transport: Option<CollectiveTransport>,
     pub(crate) collective_timeout: Option<std::time::Duration>,
     pub(crate) collective_chunk_bytes: Option<usize>,
+    /// Whether `open` leaves cooperative matrices off even on an adapter
+    /// that has them.
+    pub(crate) without_matrices: bool,
+    /// The adapter's cooperative-matrix configurations, for kernels.
+    pub(crate) matrix_configurations: Option<Vec<wgpu::wgt::CooperativeMatrixProperties>>,
 }
 
 impl WgpuServerOptions {
@@ -173,6 +178,27 @@ impl WgpuServerOptions {
     /// between servers of the same device only.
     pub fn captures(mut self, captures: DeviceCaptures) -> Self {
         self.captures = Some(captures);
+        self
+    }
+
+    /// Whether [`open`](Self::open) asks an adapter that has them for
+    /// cooperative matrices (`EXPERIMENTAL_COOPERATIVE_MATRIX`, an
+    /// experimental wgpu feature; default yes). Without them an IR kernel
+    /// with matrices is `Unsupported { what: "cooperative matrices" }`.
+    pub fn cooperative_matrices(mut self, enabled: bool) -> Self {
+        self.without_matrices = !enabled;
+        self
+    }
+
+    /// The cooperative-matrix configurations of the adapter of a device
+    /// given to [`build`](Self::build) (`Adapter::cooperative_matrix_properties`):
+    /// a device does not know them, and kernels are checked against them.
+    /// [`open`](Self::open) asks the adapter itself.
+    pub fn cooperative_matrix_configurations(
+        mut self,
+        configurations: Vec<wgpu::wgt::CooperativeMatrixProperties>,
+    ) -> Self {
+        self.matrix_configurations = Some(configurations);
         self
     }
 

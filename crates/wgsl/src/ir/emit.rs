@@ -21,7 +21,7 @@ use compute_ir::ir::{
 };
 use compute_ir::{Kernel, Lit, Scalar, Type};
 
-use super::{head, literal};
+use super::{head, literal, matrix};
 use crate::{REPORT_LOCAL_BIT, REPORT_SHARED_BIT, REPORT_VECTOR_BIT};
 
 /// The entry point every IR kernel is emitted with.
@@ -54,24 +54,25 @@ pub fn emit_wgsl_reporting(kernel: &Kernel, reports: bool) -> String {
             l.len
         ));
     }
+    matrix::declarations(&mut e);
     e.block(&def.body);
     e.out.push_str("}\n");
     e.out
 }
 
-struct Emitter<'k> {
-    def: &'k KernelDef,
+pub(super) struct Emitter<'k> {
+    pub(super) def: &'k KernelDef,
     out: String,
-    indent: usize,
+    pub(super) indent: usize,
     /// Whether accesses are reported (`BoundsChecks::Reported`).
-    reports: bool,
+    pub(super) reports: bool,
 }
 
-fn v(id: ValueId) -> String {
+pub(super) fn v(id: ValueId) -> String {
     format!("v{}", id.0)
 }
 
-fn array(a: ArrayRef) -> String {
+pub(super) fn array(a: ArrayRef) -> String {
     match a {
         ArrayRef::Global(i) => format!("b{i}"),
         ArrayRef::Shared(i) => format!("sh{i}"),
@@ -80,7 +81,7 @@ fn array(a: ArrayRef) -> String {
 }
 
 impl Emitter<'_> {
-    fn line(&mut self, s: &str) {
+    pub(super) fn line(&mut self, s: &str) {
         for _ in 0..self.indent {
             self.out.push_str("    ");
         }
@@ -470,6 +471,7 @@ impl Emitter<'_> {
             Stmt::Return => self.line("return;"),
             Stmt::Barrier(Barrier::Workgroup) => self.line("workgroupBarrier();"),
             Stmt::Barrier(Barrier::Storage) => self.line("storageBarrier();"),
+            Stmt::Matrix(m) => self.matrix(m),
         }
     }
 }

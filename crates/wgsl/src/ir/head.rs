@@ -19,8 +19,20 @@ pub(super) fn head(def: &KernelDef, reports: bool) -> String {
     // FLOAT64 validation capabilities, which wgpu derives from the device's
     // features).
     if def.uses_f16() {
-        head.push_str("enable f16;\n\n");
+        head.push_str("enable f16;\n");
     }
+    if def.uses_matrices() {
+        // naga's uniformity analysis counts every value read from a function
+        // variable as non-uniform (literals, loop indices: how this emitter
+        // binds them), so the guard of a tile access would fail its
+        // requirement that cooperative operations run in uniform control
+        // flow; the IR makes the guard uniform instead (index and stride
+        // the same on a whole subgroup, checked by the interpreter). naga 30
+        // files that requirement under the `derivative_uniformity` rule,
+        // which is what this turns off.
+        head.push_str("enable wgpu_cooperative_matrix;\ndiagnostic(off, derivative_uniformity);\n");
+    }
+    head.push('\n');
     for (i, b) in def.buffers.iter().enumerate() {
         let elem = if b.atomic {
             format!("atomic<{}>", b.elem.wgsl())

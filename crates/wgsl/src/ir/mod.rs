@@ -30,6 +30,7 @@
 mod emit;
 mod head;
 mod literal;
+mod matrix;
 
 use compute_ir::{Access, Kernel, KernelInfo, Scalar};
 use compute_runtime::{CubeKernel, ServerError};
@@ -144,7 +145,7 @@ fn check_device(kernel: &Kernel, caps: &DeviceCaps) -> Result<(), ServerError> {
             "the kernel uses f64 and the device lacks SHADER_F64",
         ));
     }
-    Ok(())
+    matrix::check_device(kernel, caps)
 }
 
 impl IrCompiler {
