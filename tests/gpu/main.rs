@@ -21,6 +21,7 @@ mod graph;
 mod ir;
 mod ir_atomics;
 mod ir_kernels;
+mod ir_matrices;
 mod ir_ops;
 mod ir_registers;
 mod ir_subgroups;

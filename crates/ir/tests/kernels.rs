@@ -199,3 +199,49 @@ fn kernel_ids_hash_the_ir_and_workgroup_size() {
     assert!(info.scalars);
     assert_eq!(info.workgroup_size, [64, 1, 1]);
 }
+
+/// f16 bits of values an f16 holds exactly (multiples of 1/8 in [-4, 4)).
+fn halves(rng: &mut Rng, n: usize) -> (Vec<f32>, Vec<u8>) {
+    let v: Vec<f32> = (0..n)
+        .map(|_| (rng.below(64) as f32 - 32.0) / 8.0)
+        .collect();
+    let b = v
+        .iter()
+        .flat_map(|&x| interp::f16::from_f32(x).to_le_bytes())
+        .collect();
+    (v, b)
+}
+
+/// The cooperative-matrix matmul in the interpreter, at the subgroup size
+/// it was built for and at another (every element NaN: never a wrong
+/// product passing for a right one).
+#[test]
+fn coop_matmul_matches_host_and_poisons_a_foreign_subgroup_size() {
+    let mut rng = Rng::new(0x5eed_c00b);
+    let (m, n, kk) = (128usize, 256usize, 64usize);
+    let (a, ab) = halves(&mut rng, m * kk);
+    let (b, bb) = halves(&mut rng, kk * n);
+    let scalars =
+        compute_ir::pack_scalars(&[Lit::U32(m as u32), Lit::U32(n as u32), Lit::U32(kk as u32)]);
+    let groups = [(n / 128) as u32, (m / 128) as u32, 1];
+    for size in [32u32, 16] {
+        let k = kernels::coop_matmul(size).expect("builds");
+        let mut bufs = vec![ab.clone(), bb.clone(), vec![0; 4 * m * n]];
+        interp::run_with_subgroup(&k, groups, &mut bufs, &scalars, size).expect("runs");
+        let c = bytes::bytes_f32(&bufs[2]);
+        for i in 0..m {
+            for j in 0..n {
+                // Sums of products of multiples of 1/8: exact in f32.
+                let want: f32 = (0..kk).map(|p| a[i * kk + p] * b[p * n + j]).sum();
+                assert_eq!(c[i * n + j], want, "subgroup {size}: c[{i}][{j}]");
+            }
+        }
+        let mut bufs = vec![ab.clone(), bb.clone(), vec![0; 4 * m * n]];
+        interp::run_with_subgroup(&k, groups, &mut bufs, &scalars, size * 2).expect("runs");
+        assert!(
+            bytes::bytes_f32(&bufs[2]).iter().all(|x| x.is_nan()),
+            "subgroup {size} run at {}",
+            size * 2
+        );
+    }
+}

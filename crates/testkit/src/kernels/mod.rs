@@ -5,6 +5,7 @@
 mod add;
 mod histogram;
 mod matmul;
+mod matmul_coop;
 mod matmul_regs;
 mod reduce;
 mod rows;
@@ -14,6 +15,7 @@ mod sort;
 pub use add::{elementwise_add, elementwise_add_vec};
 pub use histogram::{BYTE_HISTOGRAM_WORKGROUP, byte_histogram, histogram};
 pub use matmul::{MATMUL_TILE, tiled_matmul};
+pub use matmul_coop::{COOP_MATMUL_K_STEP, COOP_MATMUL_TILE, coop_matmul};
 pub use matmul_regs::{REGISTER_MATMUL_K_STEP, REGISTER_MATMUL_TILE, register_matmul};
 pub use reduce::workgroup_sum;
 pub use rows::{ROW_WORKGROUP, layernorm, softmax};

@@ -1,0 +1,159 @@
+//! Cooperative matrices on the device (the H200; skipped with a message
+//! on an adapter without them, lavapipe among them): one tile product in
+//! every layout against the interpreter, the kernel suite's matmul against
+//! the host, and a tile out of bounds reported under reported bounds
+//! checks rather than clamped.
+
+use compute_ir::{Kernel, KernelBuilder, Layout, Lit, MatrixRole, Scalar, interp};
+use compute_testkit::Rng;
+use compute_testkit::bytes::bytes_f32;
+use compute_testkit::kernels;
+use wgpu_server::prelude::{
+    BoundsChecks, CubeCount, KernelArguments, KernelArray, ServerError, WgpuServerOptions,
+};
+
+use crate::ir::{IrServer, read, run, server, upload};
+
+/// Whether the server's device has cooperative matrices; says so if not.
+fn has_matrices(s: &IrServer) -> bool {
+    let on = s
+        .device()
+        .features()
+        .contains(wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX);
+    if !on {
+        eprintln!(
+            "no EXPERIMENTAL_COOPERATIVE_MATRIX on this adapter: cooperative matrices not run"
+        );
+    }
+    on
+}
+
+fn halves(seed: u64, n: usize) -> (Vec<f32>, Vec<u8>) {
+    let mut r = Rng::spread(seed);
+    let v: Vec<f32> = (0..n).map(|_| (r.below(64) as f32 - 32.0) / 8.0).collect();
+    let b = v
+        .iter()
+        .flat_map(|&x| interp::f16::from_f32(x).to_le_bytes())
+        .collect();
+    (v, b)
+}
+
+/// `c = a * b + c` of one 16x16 tile by one subgroup of 32, `c` in `layout`.
+fn tile(layout: Layout) -> Kernel {
+    let k = KernelBuilder::new("tile", [32, 1, 1]);
+    let (a, b, c) = (
+        k.input(Scalar::F16),
+        k.input(Scalar::F16),
+        k.output(Scalar::F32),
+    );
+    let (ma, mb, mc) = (
+        k.matrix(MatrixRole::A, Scalar::F16, 16),
+        k.matrix(MatrixRole::B, Scalar::F16, 16),
+        k.matrix(MatrixRole::C, Scalar::F32, 16),
+    );
+    k.matrix_load(ma, a, 0u32, 16u32, Layout::RowMajor);
+    k.matrix_load(mb, b, 0u32, 16u32, Layout::ColumnMajor);
+    k.matrix_load(mc, c, 0u32, 16u32, layout);
+    k.matrix_multiply_add(mc, ma, mb, mc);
+    k.matrix_store(mc, c, 0u32, 16u32, layout);
+    k.build().expect("kernel")
+}
+
+#[test]
+fn a_tile_product_matches_the_interpreter_in_both_layouts() {
+    let mut s = server();
+    if !has_matrices(&s) {
+        return;
+    }
+    let ((_, a), (_, b)) = (halves(31, 256), halves(32, 256));
+    let c: Vec<u8> = (0..256)
+        .flat_map(|i| (i as f32 / 4.0).to_le_bytes())
+        .collect();
+    for layout in [Layout::RowMajor, Layout::ColumnMajor] {
+        let k = tile(layout);
+        let mut expected = vec![a.clone(), b.clone(), c.clone()];
+        interp::run_with_subgroup(&k, [1, 1, 1], &mut expected, &[], 32).expect("interpreter");
+        let handles = [
+            upload(&mut s, a.clone()),
+            upload(&mut s, b.clone()),
+            upload(&mut s, c.clone()),
+        ];
+        run(&mut s, &k, [1, 1, 1], &handles, Vec::new());
+        // Products of multiples of 1/8 and sums of 16 of them: exact in f32.
+        assert_eq!(
+            bytes_f32(&read(&mut s, &handles[2])),
+            bytes_f32(&expected[2]),
+            "{layout:?}"
+        );
+    }
+}
+
+#[test]
+fn the_coop_matmul_matches_the_host() {
+    let mut s = server();
+    if !has_matrices(&s) {
+        return;
+    }
+    let (m, n, kk) = (256usize, 384usize, 128usize);
+    let ((a, ab), (b, bb)) = (halves(33, m * kk), halves(34, kk * n));
+    let k = kernels::coop_matmul(32).expect("kernel");
+    let handles = [
+        upload(&mut s, ab),
+        upload(&mut s, bb),
+        upload(&mut s, vec![0; m * n * 4]),
+    ];
+    let scalars = k
+        .pack_scalars(&[Lit::U32(m as u32), Lit::U32(n as u32), Lit::U32(kk as u32)])
+        .expect("scalars");
+    run(
+        &mut s,
+        &k,
+        [(n / 128) as u32, (m / 128) as u32, 1],
+        &handles,
+        scalars,
+    );
+    let c = bytes_f32(&read(&mut s, &handles[2]));
+    for i in 0..m {
+        for j in 0..n {
+            let want: f32 = (0..kk).map(|p| a[i * kk + p] * b[p * n + j]).sum();
+            assert_eq!(c[i * n + j], want, "c[{i}][{j}]");
+        }
+    }
+}
+
+#[test]
+fn a_tile_past_its_buffer_is_reported() {
+    let c = WgpuServerOptions::new()
+        .bounds_checks(BoundsChecks::Reported)
+        .client()
+        .expect("adapter");
+    let k = KernelBuilder::new("past", [32, 1, 1]);
+    let (x, y) = (k.input(Scalar::F32), k.output(Scalar::F32));
+    let m = k.matrix(MatrixRole::C, Scalar::F32, 16);
+    // Row 15 of a tile at 8 with stride 16 ends at element 263 of 256.
+    k.matrix_load(m, x, 8u32, 16u32, Layout::RowMajor);
+    k.matrix_store(m, y, 0u32, 16u32, Layout::RowMajor);
+    let kernel = k.build().expect("kernel");
+    let (hx, hy) = (c.empty(1024).expect("x"), c.empty(1024).expect("y"));
+    let launched = c.launch(
+        kernel,
+        CubeCount::x(1),
+        KernelArguments::handles([&hx, &hy]),
+    );
+    if let Err(e) = &launched
+        && let ServerError::Unsupported { what, .. } = e.root_cause()
+        && what.starts_with("cooperative")
+    {
+        eprintln!("{what} unsupported on this adapter: the bounds report not run");
+        return;
+    }
+    launched.expect("launch");
+    match c.read_vec::<f32>(&hy).expect_err("poisoned").root_cause() {
+        ServerError::OutOfBoundsAccess {
+            array, index, len, ..
+        } => {
+            assert_eq!((*array, *index, *len), (KernelArray::Binding(0), 8, 256));
+        }
+        other => panic!("expected OutOfBoundsAccess, got {other}"),
+    }
+}
