@@ -386,3 +386,96 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     }
 }
 "#;
+
+/// The cooperative-matrix matmul: `coop_matmul(32)`, without its guards
+/// (tiles are in bounds by the sizes the figure uses) and without its
+/// subgroup-size check: the best the same design does by hand.
+pub const COOP_MATMUL: &str = r#"
+enable f16;
+enable wgpu_cooperative_matrix;
+struct P { m: u32, n: u32, k: u32, pad: u32 }
+@group(0) @binding(0) var<storage, read> a: array<vec4<f16>>;
+@group(0) @binding(1) var<storage, read> b: array<vec4<f16>>;
+@group(0) @binding(2) var<storage, read_write> c: array<f32>;
+@group(0) @binding(3) var<uniform> p: P;
+const SA: u32 = 40u;
+const SB: u32 = 136u;
+var<workgroup> sa: array<f16, 5120>;
+var<workgroup> sb: array<f16, 4352>;
+@compute @workgroup_size(128)
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) l: u32,
+        @builtin(subgroup_id) sg: u32) {
+    let row0 = wid.y * 128u;
+    let col0 = wid.x * 128u;
+    let sr = (sg / 2u) * 64u;
+    let sc = (sg % 2u) * 64u;
+    var acc: array<coop_mat16x16<f32, C>, 16>;
+    for (var k0 = 0u; k0 < p.k; k0 += 32u) {
+        workgroupBarrier();
+        for (var round = 0u; round < 8u; round++) {
+            let v = l + round * 128u;
+            let r = v / 8u;
+            let q = v % 8u;
+            let x = a[((row0 + r) * p.k + k0) / 4u + q];
+            let br = v / 32u;
+            let bq = v % 32u;
+            let y = b[((k0 + br) * p.n + col0) / 4u + bq];
+            for (var t = 0u; t < 4u; t++) {
+                sa[r * SA + q * 4u + t] = x[t];
+                sb[br * SB + bq * 4u + t] = y[t];
+            }
+        }
+        workgroupBarrier();
+        for (var half = 0u; half < 2u; half++) {
+            var ta: array<coop_mat16x16<f16, A>, 4>;
+            var tb: array<coop_mat16x16<f16, B>, 4>;
+            for (var i = 0u; i < 4u; i++) {
+                ta[i] = coopLoadT<coop_mat16x16<f16, A>>(&sa[(sr + i * 16u) * SA + half * 16u], SA);
+                tb[i] = coopLoadT<coop_mat16x16<f16, B>>(&sb[half * 16u * SB + sc + i * 16u], SB);
+            }
+            for (var i = 0u; i < 4u; i++) {
+                for (var j = 0u; j < 4u; j++) {
+                    acc[i * 4u + j] = coopMultiplyAdd(ta[i], tb[j], acc[i * 4u + j]);
+                }
+            }
+        }
+    }
+    for (var i = 0u; i < 4u; i++) {
+        for (var j = 0u; j < 4u; j++) {
+            let at = (row0 + sr + i * 16u) * p.n + col0 + sc + j * 16u;
+            coopStoreT(acc[i * 4u + j], &c[at], p.n);
+        }
+    }
+}
+"#;
+
+#[cfg(test)]
+mod tests {
+    /// Every baseline parses and validates, so a figure never fails on a
+    /// typo only the device would catch.
+    #[test]
+    fn every_baseline_validates() {
+        let sources = [
+            super::softmax(4),
+            super::layernorm(4096),
+            super::scan_reduce(),
+            super::scan_spine(),
+            super::scan_down(),
+            super::BYTE_HISTOGRAM.to_string(),
+            super::radix_count(),
+            super::radix_scatter(),
+            super::REGISTER_MATMUL.to_string(),
+            super::COOP_MATMUL.to_string(),
+        ];
+        for src in sources {
+            let module = wgpu::naga::front::wgsl::parse_str(&src)
+                .unwrap_or_else(|e| panic!("{}\n{src}", e.emit_to_string(&src)));
+            wgpu::naga::valid::Validator::new(
+                wgpu::naga::valid::ValidationFlags::all(),
+                wgpu::naga::valid::Capabilities::all(),
+            )
+            .validate(&module)
+            .unwrap_or_else(|e| panic!("{}\n{src}", e.emit_to_string(&src)));
+        }
+    }
+}

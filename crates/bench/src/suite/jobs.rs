@@ -9,7 +9,7 @@ use super::job::{Job, Launch};
 use super::{Check, Measured};
 use crate::suite_wgsl as wgsl;
 
-pub fn all(cpu: bool, subgroups: bool) -> Result<Vec<Measured>, IrError> {
+pub fn all(cpu: bool, subgroups: bool, matrices: bool) -> Result<Vec<Measured>, IrError> {
     let mut v = vec![
         softmax(cpu)?,
         layernorm(cpu)?,
@@ -24,10 +24,18 @@ pub fn all(cpu: bool, subgroups: bool) -> Result<Vec<Measured>, IrError> {
             "bench: no SUBGROUP on this adapter: kernel.scan_gbps and the radix sort skipped"
         );
     }
+    if matrices {
+        v.push(super::coop::matmul()?);
+    } else {
+        eprintln!(
+            "bench: no EXPERIMENTAL_COOPERATIVE_MATRIX on this adapter: \
+             kernel.matmul_f16_tc_tflops skipped"
+        );
+    }
     Ok(v)
 }
 
-fn launch(
+pub(super) fn launch(
     kernel: Kernel,
     wgsl: String,
     groups: [u32; 3],
@@ -59,7 +67,7 @@ fn words(seed: u64, n: usize) -> Vec<u32> {
 }
 
 /// Each of `got` within `rel` of `want` or `abs` of it.
-fn close(got: &[f32], want: &[f64], rel: f64, abs: f64) -> Result<(), String> {
+pub(super) fn close(got: &[f32], want: &[f64], rel: f64, abs: f64) -> Result<(), String> {
     for (i, (&g, &w)) in got.iter().zip(want).enumerate() {
         if (f64::from(g) - w).abs() > rel * w.abs() + abs || g.is_nan() {
             return Err(format!("element {i}: {g} against the host's {w}"));

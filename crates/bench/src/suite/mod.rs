@@ -4,6 +4,7 @@
 //! against the same design handwritten in WGSL on raw wgpu
 //! (`suite_wgsl.rs`), both checked against the host before they are timed.
 
+mod coop;
 mod job;
 mod jobs;
 
@@ -38,8 +39,10 @@ pub struct Measured {
 pub fn figures(o: &Options, out: &mut Vec<Figure>) -> Result<(), ServerError> {
     let mut s = Ir::try_init(DeviceId(0))?;
     let cpu = compute_runtime::Server::utilities(&s).adapter.device_type == "Cpu";
-    let subgroups = s.device().features().contains(wgpu::Features::SUBGROUP);
-    for m in jobs::all(cpu, subgroups).map_err(|e| ServerError::InvalidArgument {
+    let features = s.device().features();
+    let subgroups = features.contains(wgpu::Features::SUBGROUP);
+    let matrices = features.contains(wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX);
+    for m in jobs::all(cpu, subgroups, matrices).map_err(|e| ServerError::InvalidArgument {
         reason: e.to_string(),
     })? {
         if o.wants(m.name) {
