@@ -64,7 +64,9 @@ impl BridgeServer {
     /// ranking) and builds a server on it.
     pub fn open(device_id: DeviceId) -> Result<Self, Inner> {
         let index = inner_rt::DeviceId(u64::from(device_id.index_id));
-        let (adapter, device, queue) = wgpu_server::adapter::open(index)?;
+        // cubecl is not told about cooperative matrices (its properties
+        // come from the adapter without them), so they are not requested.
+        let (adapter, device, queue) = wgpu_server::adapter::open(index, false)?;
         let info = adapter.get_info();
         let props = crate::properties::device_properties(&adapter, &device);
         let inner_features = device.features();

@@ -9,7 +9,8 @@ use compute_testkit::Rng;
 use compute_testkit::bytes::bytes_f32;
 use compute_testkit::kernels;
 use wgpu_server::prelude::{
-    BoundsChecks, CubeCount, KernelArguments, KernelArray, ServerError, WgpuServerOptions,
+    BindingAccess, BoundsChecks, CubeCount, KernelArguments, KernelArray, ServerError,
+    WgpuServerOptions, WgslKernel,
 };
 
 use crate::ir::{IrServer, read, run, server, upload};
@@ -156,4 +157,54 @@ fn a_tile_past_its_buffer_is_reported() {
         }
         other => panic!("expected OutOfBoundsAccess, got {other}"),
     }
+}
+
+/// A kernel naga validates but its SPIR-V writer panics on (naga 30: a
+/// `coopStoreT` whose stride is an inline load is emitted after the store)
+/// is a compilation error at the call, and the server serves on.
+#[test]
+fn a_translation_panic_is_a_compilation_error() {
+    let c = WgpuServerOptions::new().client().expect("adapter");
+    if !c
+        .server()
+        .device()
+        .features()
+        .contains(wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX)
+    {
+        eprintln!(
+            "no EXPERIMENTAL_COOPERATIVE_MATRIX on this adapter: the translation panic not run"
+        );
+        return;
+    }
+    let source = "enable wgpu_cooperative_matrix;
+        @group(0) @binding(0) var<storage, read_write> c: array<f32>;
+        @group(0) @binding(1) var<storage, read> p: array<u32>;
+        @compute @workgroup_size(32) fn main() {
+            let m = coop_mat16x16<f32, C>();
+            coopStoreT(m, &c[0], p[0]);
+        }";
+    let broken = WgslKernel::new(
+        "uncached",
+        source,
+        "main",
+        [32, 1, 1],
+        vec![BindingAccess::ReadWrite, BindingAccess::ReadOnly],
+    );
+    let x = c.empty(1024).expect("x");
+    let n = c.create_from_slice(&[16u32]).expect("n");
+    let err = c
+        .launch(broken, CubeCount::x(1), KernelArguments::handles([&x, &n]))
+        .expect_err("the writer panics");
+    assert!(
+        matches!(err.root_cause(), ServerError::Compilation { kernel, .. } if kernel == "uncached"),
+        "{err}"
+    );
+    c.check(&[&x]).expect("x untouched");
+    c.launch(
+        crate::common::inc_kernel(),
+        CubeCount::x(4),
+        KernelArguments::handles([&x]),
+    )
+    .expect("a good kernel after it");
+    assert_eq!(c.read_vec::<u32>(&x).expect("read"), vec![1; 256]);
 }

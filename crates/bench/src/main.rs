@@ -50,41 +50,68 @@ fn main() -> Result<(), ServerError> {
         a.name, a.backend, a.device_type, a.driver, a.driver_info
     );
     let mut figures = Vec::new();
+    // A group that fails (or panics) is reported and the rest still run:
+    // one broken figure must not cost a device run's other figures.
+    let mut failed = Vec::new();
     // First, before any bulk transfer in this process (see the figure).
     if o.wants("transfer.") {
-        transfer::fresh_roundtrip(&mut s, &o, &mut figures)?;
+        group(&mut failed, "transfer::fresh_roundtrip", || {
+            transfer::fresh_roundtrip(&mut s, &o, &mut figures)
+        });
     }
     if o.wants("launch.") {
-        launch::figures(&mut s, &o, &mut figures)?;
+        group(&mut failed, "launch::figures", || {
+            launch::figures(&mut s, &o, &mut figures)
+        });
     }
     if o.wants("memory.") {
-        memory::figures(&mut s, &o, &mut figures)?;
+        group(&mut failed, "memory::figures", || {
+            memory::figures(&mut s, &o, &mut figures)
+        });
     }
     if o.wants("profile.") {
-        profile::figures(&mut s, &o, &mut figures)?;
+        group(&mut failed, "profile::figures", || {
+            profile::figures(&mut s, &o, &mut figures)
+        });
     }
     if o.wants("compile.") || o.wants("kernel.") {
-        kernel::figures(&o, &mut figures)?;
-        suite::figures(&o, &mut figures)?;
+        group(&mut failed, "kernel::figures", || {
+            kernel::figures(&o, &mut figures)
+        });
+        group(&mut failed, "suite::figures", || {
+            suite::figures(&o, &mut figures)
+        });
     }
     if o.wants("stream.") {
-        stream::figures(&mut s, &o, &mut figures)?;
+        group(&mut failed, "stream::figures", || {
+            stream::figures(&mut s, &o, &mut figures)
+        });
     }
     if o.wants("sync.") {
-        launch::sync_figures(&mut s, &o, &mut figures)?;
+        group(&mut failed, "launch::sync_figures", || {
+            launch::sync_figures(&mut s, &o, &mut figures)
+        });
     }
     if o.wants("graph.") {
-        graph::figures(&mut s, &o, &mut figures)?;
+        group(&mut failed, "graph::figures", || {
+            graph::figures(&mut s, &o, &mut figures)
+        });
     }
     if o.wants("transfer.") {
-        transfer::figures(&mut s, &o, &mut figures)?;
+        group(&mut failed, "transfer::figures", || {
+            transfer::figures(&mut s, &o, &mut figures)
+        });
     }
     if o.wants("collective.") {
-        collective::figures(&o, &mut figures)?;
+        group(&mut failed, "collective::figures", || {
+            collective::figures(&o, &mut figures)
+        });
     }
     // Step timings only when asked: they explain figures, they are not ones.
     if o.filter.as_deref().is_some_and(|f| f.starts_with("steps")) {
-        steps::figures(&mut s, &o, &mut figures)?;
+        group(&mut failed, "steps::figures", || {
+            steps::figures(&mut s, &o, &mut figures)
+        });
     }
     if let Some(f) = &o.filter {
         figures.retain(|x| x.name.starts_with(f.as_str()));
@@ -109,5 +136,28 @@ fn main() -> Result<(), ServerError> {
         reason: format!("writing {}: {e}", svg.display()),
     })?;
     println!("wrote {}", svg.display());
-    Ok(())
+    if failed.is_empty() {
+        Ok(())
+    } else {
+        Err(ServerError::InvalidArgument {
+            reason: format!("figure groups failed: {}", failed.join(", ")),
+        })
+    }
+}
+
+/// Runs one group of figures; a failure or a panic is printed and
+/// remembered in `failed` rather than ending the run.
+fn group(
+    failed: &mut Vec<&'static str>,
+    name: &'static str,
+    run: impl FnOnce() -> Result<(), ServerError>,
+) {
+    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(run));
+    let reason = match outcome {
+        Ok(Ok(())) => return,
+        Ok(Err(e)) => e.to_string(),
+        Err(_) => "panicked (message above)".to_string(),
+    };
+    eprintln!("bench: {name} failed: {reason}");
+    failed.push(name);
 }

@@ -443,7 +443,11 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     for (var i = 0u; i < 4u; i++) {
         for (var j = 0u; j < 4u; j++) {
             let at = (row0 + sr + i * 16u) * p.n + col0 + sc + j * 16u;
-            coopStoreT(acc[i * 4u + j], &c[at], p.n);
+            // The stride is named: naga 30's WGSL front end emits an
+            // inline stride expression after the store, and its SPIR-V
+            // writer then panics ("Expression is not cached").
+            let stride = p.n;
+            coopStoreT(acc[i * 4u + j], &c[at], stride);
         }
     }
 }
@@ -470,12 +474,17 @@ mod tests {
         for src in sources {
             let module = wgpu::naga::front::wgsl::parse_str(&src)
                 .unwrap_or_else(|e| panic!("{}\n{src}", e.emit_to_string(&src)));
-            wgpu::naga::valid::Validator::new(
+            let info = wgpu::naga::valid::Validator::new(
                 wgpu::naga::valid::ValidationFlags::all(),
                 wgpu::naga::valid::Capabilities::all(),
             )
             .validate(&module)
             .unwrap_or_else(|e| panic!("{}\n{src}", e.emit_to_string(&src)));
+            // The SPIR-V writer is what Vulkan runs; it can reject (or
+            // panic on) a module the validator accepts.
+            let options = wgpu::naga::back::spv::Options::default();
+            wgpu::naga::back::spv::write_vec(&module, &info, &options, None)
+                .unwrap_or_else(|e| panic!("{e}\n{src}"));
         }
     }
 }

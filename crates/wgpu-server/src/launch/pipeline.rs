@@ -11,6 +11,7 @@
 //! naga's) message. Failed compilations are not cached: a kernel fixed
 //! and relaunched under the same id compiles again.
 
+use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -198,6 +199,15 @@ fn bind_group_layout(
 
 /// The pipeline and bind group layout of a compiled, validated module, in
 /// an error scope (what wgpu refuses is an error, never a panic).
+///
+/// A panic inside wgpu's shader translation is caught and answered as
+/// [`ServerError::Compilation`]: naga 30's SPIR-V writer panics ("Expression
+/// is not cached") on some modules its validator accepts (a `coopStoreT`
+/// whose stride is an inline load), and a kernel a caller wrote must not
+/// take the caller's process down with it. Unwinding releases wgpu's
+/// lock guards and drops what the call made so far; the GPU test
+/// `a_translation_panic_is_a_compilation_error` launches a good kernel on
+/// the same server afterwards.
 fn create_pipeline(
     device: &wgpu::Device,
     compiled: &CompiledKernel,
@@ -205,36 +215,64 @@ fn create_pipeline(
     sizes: &BindingSizes,
     bounds_checks: BoundsChecks,
 ) -> Result<(wgpu::ComputePipeline, wgpu::BindGroupLayout), ServerError> {
-    scoped(device, || {
-        let bgl = bind_group_layout(device, &compiled.layout, sizes);
-        // A reporting kernel's slot is group 1 (`stream/reports.rs`).
-        let report = compiled.layout.reports.then(|| report_layout(device));
-        let pipeline_layout = device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
-            label: Some(&compiled.name),
-            bind_group_layouts: &[Some(&bgl), report.as_ref()],
-            immediate_size: 0,
-        });
-        let source = wgpu::ShaderModuleDescriptor {
-            label: Some(&compiled.name),
-            source: wgpu::ShaderSource::Naga(std::borrow::Cow::Owned(module)),
-        };
-        let module = match bounds_checks {
-            BoundsChecks::Checked | BoundsChecks::Reported => device.create_shader_module(source),
-            // SAFETY: the caller chose unchecked accesses (options or the
-            // kernel's own policy); the kernel's memory safety is then the
-            // caller's contract (`Server::launch` is unsafe for this reason).
-            BoundsChecks::Unchecked => unsafe {
-                device.create_shader_module_trusted(source, wgpu::ShaderRuntimeChecks::unchecked())
-            },
-        };
-        let pipeline = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
-            label: Some(&compiled.name),
-            layout: Some(&pipeline_layout),
-            module: &module,
-            entry_point: Some(&compiled.entry_point),
-            compilation_options: Default::default(),
-            cache: None,
-        });
-        (pipeline, bgl)
+    let built = scoped(device, || {
+        catch_unwind(AssertUnwindSafe(|| {
+            build_pipeline(device, compiled, module, sizes, bounds_checks)
+        }))
+    })?;
+    built.map_err(|panic| ServerError::Compilation {
+        kernel: compiled.name.clone(),
+        diagnostic: format!(
+            "wgpu's shader translation panicked: {}",
+            panic_message(panic.as_ref())
+        ),
     })
+}
+
+/// The text of a caught panic's payload.
+fn panic_message(payload: &(dyn std::any::Any + Send)) -> &str {
+    payload
+        .downcast_ref::<&str>()
+        .copied()
+        .or_else(|| payload.downcast_ref::<String>().map(String::as_str))
+        .unwrap_or("a panic without a message")
+}
+
+fn build_pipeline(
+    device: &wgpu::Device,
+    compiled: &CompiledKernel,
+    module: naga::Module,
+    sizes: &BindingSizes,
+    bounds_checks: BoundsChecks,
+) -> (wgpu::ComputePipeline, wgpu::BindGroupLayout) {
+    let bgl = bind_group_layout(device, &compiled.layout, sizes);
+    // A reporting kernel's slot is group 1 (`stream/reports.rs`).
+    let report = compiled.layout.reports.then(|| report_layout(device));
+    let pipeline_layout = device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
+        label: Some(&compiled.name),
+        bind_group_layouts: &[Some(&bgl), report.as_ref()],
+        immediate_size: 0,
+    });
+    let source = wgpu::ShaderModuleDescriptor {
+        label: Some(&compiled.name),
+        source: wgpu::ShaderSource::Naga(std::borrow::Cow::Owned(module)),
+    };
+    let module = match bounds_checks {
+        BoundsChecks::Checked | BoundsChecks::Reported => device.create_shader_module(source),
+        // SAFETY: the caller chose unchecked accesses (options or the
+        // kernel's own policy); the kernel's memory safety is then the
+        // caller's contract (`Server::launch` is unsafe for this reason).
+        BoundsChecks::Unchecked => unsafe {
+            device.create_shader_module_trusted(source, wgpu::ShaderRuntimeChecks::unchecked())
+        },
+    };
+    let pipeline = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+        label: Some(&compiled.name),
+        layout: Some(&pipeline_layout),
+        module: &module,
+        entry_point: Some(&compiled.entry_point),
+        compilation_options: Default::default(),
+        cache: None,
+    });
+    (pipeline, bgl)
 }
