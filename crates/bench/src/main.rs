@@ -17,6 +17,7 @@ mod graph;
 mod harness;
 mod kernel;
 mod launch;
+mod matmul_wgsl;
 mod memory;
 mod profile;
 mod raw;

@@ -332,126 +332,9 @@ fn main({SCAN_ARGS}) {{
     )
 }
 
-/// The register-tiled matmul: `register_matmul`.
-pub const REGISTER_MATMUL: &str = r#"
-struct P { m: u32, n: u32, k: u32, pad: u32 }
-@group(0) @binding(0) var<storage, read> a: array<vec4<f32>>;
-@group(0) @binding(1) var<storage, read> b: array<vec4<f32>>;
-@group(0) @binding(2) var<storage, read_write> c: array<vec4<f32>>;
-@group(0) @binding(3) var<uniform> p: P;
-var<workgroup> sa: array<f32, 1024>;
-var<workgroup> sb: array<f32, 1024>;
-@compute @workgroup_size(256)
-fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) l: u32) {
-    let tx = l % 16u;
-    let ty = l / 16u;
-    let row0 = wid.y * 128u;
-    let col0 = wid.x * 128u;
-    var acc: array<vec4<f32>, 16>;
-    let a_row = l / 2u;
-    let a_quad = l % 2u;
-    let b_row = l / 32u;
-    let b_quad = l % 32u;
-    let a_at = ((row0 + a_row) * p.k + a_quad * 4u) / 4u;
-    let b_col = col0 + b_quad * 4u;
-    for (var k0 = 0u; k0 < p.k; k0 += 8u) {
-        workgroupBarrier();
-        let va = a[a_at + k0 / 4u];
-        let vb = b[((k0 + b_row) * p.n + b_col) / 4u];
-        for (var q = 0u; q < 4u; q++) {
-            sa[(a_quad * 4u + q) * 128u + a_row] = va[q];
-            sb[b_row * 128u + b_quad * 4u + q] = vb[q];
-        }
-        workgroupBarrier();
-        for (var s = 0u; s < 8u; s++) {
-            let at = s * 128u;
-            let a0 = vec4(sa[at + ty * 4u], sa[at + ty * 4u + 1u], sa[at + ty * 4u + 2u], sa[at + ty * 4u + 3u]);
-            let a1 = vec4(sa[at + 64u + ty * 4u], sa[at + 65u + ty * 4u], sa[at + 66u + ty * 4u], sa[at + 67u + ty * 4u]);
-            let b0 = vec4(sb[at + tx * 4u], sb[at + tx * 4u + 1u], sb[at + tx * 4u + 2u], sb[at + tx * 4u + 3u]);
-            let b1 = vec4(sb[at + 64u + tx * 4u], sb[at + 65u + tx * 4u], sb[at + 66u + tx * 4u], sb[at + 67u + tx * 4u]);
-            for (var i = 0u; i < 4u; i++) {
-                acc[i * 2u] = fma(vec4(a0[i]), b0, acc[i * 2u]);
-                acc[i * 2u + 1u] = fma(vec4(a0[i]), b1, acc[i * 2u + 1u]);
-                acc[8u + i * 2u] = fma(vec4(a1[i]), b0, acc[8u + i * 2u]);
-                acc[8u + i * 2u + 1u] = fma(vec4(a1[i]), b1, acc[8u + i * 2u + 1u]);
-            }
-        }
-    }
-    for (var i = 0u; i < 8u; i++) {
-        let row = row0 + (i / 4u) * 64u + ty * 4u + i % 4u;
-        for (var h = 0u; h < 2u; h++) {
-            let col = col0 + h * 64u + tx * 4u;
-            c[(row * p.n + col) / 4u] = acc[i * 2u + h];
-        }
-    }
-}
-"#;
-
-/// The cooperative-matrix matmul: `coop_matmul(32)`, without its guards
-/// (tiles are in bounds by the sizes the figure uses) and without its
-/// subgroup-size check: the best the same design does by hand.
-pub const COOP_MATMUL: &str = r#"
-enable f16;
-enable wgpu_cooperative_matrix;
-struct P { m: u32, n: u32, k: u32, pad: u32 }
-@group(0) @binding(0) var<storage, read> a: array<vec4<f16>>;
-@group(0) @binding(1) var<storage, read> b: array<vec4<f16>>;
-@group(0) @binding(2) var<storage, read_write> c: array<f32>;
-@group(0) @binding(3) var<uniform> p: P;
-const SA: u32 = 40u;
-const SB: u32 = 136u;
-var<workgroup> sa: array<f16, 5120>;
-var<workgroup> sb: array<f16, 4352>;
-@compute @workgroup_size(128)
-fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) l: u32,
-        @builtin(subgroup_id) sg: u32) {
-    let row0 = wid.y * 128u;
-    let col0 = wid.x * 128u;
-    let sr = (sg / 2u) * 64u;
-    let sc = (sg % 2u) * 64u;
-    var acc: array<coop_mat16x16<f32, C>, 16>;
-    for (var k0 = 0u; k0 < p.k; k0 += 32u) {
-        workgroupBarrier();
-        for (var round = 0u; round < 8u; round++) {
-            let v = l + round * 128u;
-            let r = v / 8u;
-            let q = v % 8u;
-            let x = a[((row0 + r) * p.k + k0) / 4u + q];
-            let br = v / 32u;
-            let bq = v % 32u;
-            let y = b[((k0 + br) * p.n + col0) / 4u + bq];
-            for (var t = 0u; t < 4u; t++) {
-                sa[r * SA + q * 4u + t] = x[t];
-                sb[br * SB + bq * 4u + t] = y[t];
-            }
-        }
-        workgroupBarrier();
-        for (var half = 0u; half < 2u; half++) {
-            var ta: array<coop_mat16x16<f16, A>, 4>;
-            var tb: array<coop_mat16x16<f16, B>, 4>;
-            for (var i = 0u; i < 4u; i++) {
-                ta[i] = coopLoadT<coop_mat16x16<f16, A>>(&sa[(sr + i * 16u) * SA + half * 16u], SA);
-                tb[i] = coopLoadT<coop_mat16x16<f16, B>>(&sb[half * 16u * SB + sc + i * 16u], SB);
-            }
-            for (var i = 0u; i < 4u; i++) {
-                for (var j = 0u; j < 4u; j++) {
-                    acc[i * 4u + j] = coopMultiplyAdd(ta[i], tb[j], acc[i * 4u + j]);
-                }
-            }
-        }
-    }
-    for (var i = 0u; i < 4u; i++) {
-        for (var j = 0u; j < 4u; j++) {
-            let at = (row0 + sr + i * 16u) * p.n + col0 + sc + j * 16u;
-            // The stride is named: naga 30's WGSL front end emits an
-            // inline stride expression after the store, and its SPIR-V
-            // writer then panics ("Expression is not cached").
-            let stride = p.n;
-            coopStoreT(acc[i * 4u + j], &c[at], stride);
-        }
-    }
-}
-"#;
+// The two matmuls' baselines are `crate::matmul_wgsl`'s: written out
+// register by register, they do not fit here.
+pub use crate::matmul_wgsl::{coop_matmul, register_matmul};
 
 #[cfg(test)]
 mod tests {
@@ -468,8 +351,8 @@ mod tests {
             super::BYTE_HISTOGRAM.to_string(),
             super::radix_count(),
             super::radix_scatter(),
-            super::REGISTER_MATMUL.to_string(),
-            super::COOP_MATMUL.to_string(),
+            super::register_matmul(),
+            super::coop_matmul(),
         ];
         for src in sources {
             let module = wgpu::naga::front::wgsl::parse_str(&src)

@@ -32,7 +32,7 @@ pub fn matmul() -> Result<Measured, IrError> {
         buffers: vec![ab, bb, vec![0; d * d * 4]],
         launches: vec![launch(
             kernels::coop_matmul(32)?,
-            wgsl::COOP_MATMUL.to_string(),
+            wgsl::coop_matmul(),
             [d as u32 / t, d as u32 / t, 1],
             &[0, 1, 2],
             &[dim, dim, dim],
@@ -56,7 +56,7 @@ pub fn matmul() -> Result<Measured, IrError> {
     Ok(Measured {
         name: "kernel.matmul_f16_tc_tflops",
         unit: format!("TFLOP/s, {d}^3 f16 x f16 -> f32, cooperative matrices (higher is better)"),
-        baseline: "the same design handwritten in WGSL (suite_wgsl::COOP_MATMUL)",
+        baseline: "the same design handwritten in WGSL (matmul_wgsl::coop_matmul)",
         job,
         work: 2.0 * (d as f64).powi(3),
         scale: 1e12,

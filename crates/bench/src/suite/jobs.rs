@@ -369,7 +369,7 @@ fn matmul(cpu: bool) -> Result<Measured, IrError> {
         buffers: vec![f32_bytes(&a), f32_bytes(&b), vec![0; d * d * 4]],
         launches: vec![launch(
             kernels::register_matmul()?,
-            wgsl::REGISTER_MATMUL.to_string(),
+            wgsl::register_matmul(),
             [d as u32 / t, d as u32 / t, 1],
             &[0, 1, 2],
             &[dim, dim, dim],
@@ -392,7 +392,7 @@ fn matmul(cpu: bool) -> Result<Measured, IrError> {
     Ok(Measured {
         name: "kernel.matmul_f32_tflops",
         unit: format!("TFLOP/s, {d}^3 f32, register-tiled 128x128 (higher is better)"),
-        baseline: "the same design handwritten in WGSL (suite_wgsl::REGISTER_MATMUL)",
+        baseline: "the same design handwritten in WGSL (matmul_wgsl::register_matmul)",
         job,
         work: 2.0 * (d as f64).powi(3),
         scale: 1e12,
