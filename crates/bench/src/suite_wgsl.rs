@@ -3,102 +3,115 @@
 //! registers, same barriers and atomics), so a figure's ratio is the cost
 //! of writing it with the IR and launching it through the server.
 
-/// Row softmax, `PER` vectors per invocation in registers.
-pub fn softmax(per: u32) -> String {
-    format!("const PER: u32 = {per}u;\n{SOFTMAX}")
+/// Each line of `line(j)` for `j` in `0..per`, joined: a loop over the
+/// registers written out, so each register is a named value (an array
+/// indexed by a loop counter stayed in local memory on the H200; see
+/// `crate::matmul_wgsl`).
+fn unrolled(per: u32, line: impl Fn(u32) -> String) -> String {
+    (0..per).map(line).collect::<Vec<_>>().join("\n")
 }
 
-const SOFTMAX: &str = r#"
-@group(0) @binding(0) var<storage, read> x: array<vec4<f32>>;
+/// Row softmax, `per` vectors per invocation in registers.
+pub fn softmax(per: u32) -> String {
+    let load = unrolled(per, |j| {
+        format!(
+            "    let r{j} = x[base + {o}u];\n    m = max(m, max(max(r{j}.x, r{j}.y), max(r{j}.z, r{j}.w)));",
+            o = j * 256
+        )
+    });
+    let sum = unrolled(per, |j| {
+        format!(
+            "    let e{j} = exp(r{j} - vec4(m));\n    s += (e{j}.x + e{j}.y) + (e{j}.z + e{j}.w);"
+        )
+    });
+    let store = unrolled(per, |j| {
+        format!("    y[base + {o}u] = exp(r{j} - mm) * inv;", o = j * 256)
+    });
+    format!(
+        "@group(0) @binding(0) var<storage, read> x: array<vec4<f32>>;
 @group(0) @binding(1) var<storage, read_write> y: array<vec4<f32>>;
 var<workgroup> sm: array<f32, 256>;
 var<workgroup> ss: array<f32, 256>;
 @compute @workgroup_size(256)
-fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) l: u32) {
-    let base = wid.x * PER * 256u + l;
-    var regs: array<vec4<f32>, PER>;
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) l: u32) {{
+    let base = wid.x * {per}u * 256u + l;
     var m = -3.40282347e38;
-    for (var j = 0u; j < PER; j++) {
-        let v = x[base + j * 256u];
-        regs[j] = v;
-        m = max(m, max(max(v.x, v.y), max(v.z, v.w)));
-    }
+{load}
     var s = 0.0;
-    for (var j = 0u; j < PER; j++) {
-        let e = exp(regs[j] - vec4(m));
-        s += (e.x + e.y) + (e.z + e.w);
-    }
+{sum}
     sm[l] = m;
     ss[l] = s;
     workgroupBarrier();
-    for (var stride = 128u; stride > 0u; stride >>= 1u) {
-        if (l < stride) {
+    for (var stride = 128u; stride > 0u; stride >>= 1u) {{
+        if (l < stride) {{
             let ma = sm[l];
             let mb = sm[l + stride];
             let mx = max(ma, mb);
             ss[l] = ss[l] * exp(ma - mx) + ss[l + stride] * exp(mb - mx);
             sm[l] = mx;
-        }
+        }}
         workgroupBarrier();
-    }
+    }}
     let mm = vec4(sm[0]);
     let inv = vec4(1.0 / ss[0]);
-    for (var j = 0u; j < PER; j++) {
-        y[base + j * 256u] = exp(regs[j] - mm) * inv;
-    }
-}
-"#;
-
-/// Row layernorm of `cols` columns, `cols / 1024` vectors per invocation.
-pub fn layernorm(cols: u32) -> String {
-    format!(
-        "const PER: u32 = {}u;\nconst N: f32 = {cols}.0;\n{LAYERNORM}",
-        cols / 1024
+{store}
+}}
+"
     )
 }
 
-const LAYERNORM: &str = r#"
-struct P { eps: f32, pad0: u32, pad1: u32, pad2: u32 }
+/// Row layernorm of `cols` columns, `cols / 1024` vectors per invocation.
+pub fn layernorm(cols: u32) -> String {
+    let per = cols / 1024;
+    let load = unrolled(per, |j| {
+        format!(
+            "    let r{j} = x[base + {o}u];\n    s += (r{j}.x + r{j}.y) + (r{j}.z + r{j}.w);",
+            o = j * 256
+        )
+    });
+    let dev = unrolled(per, |j| {
+        format!(
+            "    let q{j} = (r{j} - mean) * (r{j} - mean);\n    d += (q{j}.x + q{j}.y) + (q{j}.z + q{j}.w);"
+        )
+    });
+    let store = unrolled(per, |j| {
+        format!(
+            "    y[base + {o}u] = (r{j} - mean) * rstd * gamma[l + {o}u] + beta[l + {o}u];",
+            o = j * 256
+        )
+    });
+    format!(
+        "struct P {{ eps: f32, pad0: u32, pad1: u32, pad2: u32 }}
 @group(0) @binding(0) var<storage, read> x: array<vec4<f32>>;
 @group(0) @binding(1) var<storage, read> gamma: array<vec4<f32>>;
 @group(0) @binding(2) var<storage, read> beta: array<vec4<f32>>;
 @group(0) @binding(3) var<storage, read_write> y: array<vec4<f32>>;
 @group(0) @binding(4) var<uniform> p: P;
 var<workgroup> red: array<f32, 256>;
-fn workgroup_sum(l: u32, v: f32) -> f32 {
+fn workgroup_sum(l: u32, v: f32) -> f32 {{
     red[l] = v;
     workgroupBarrier();
-    for (var stride = 128u; stride > 0u; stride >>= 1u) {
-        if (l < stride) { red[l] += red[l + stride]; }
+    for (var stride = 128u; stride > 0u; stride >>= 1u) {{
+        if (l < stride) {{ red[l] += red[l + stride]; }}
         workgroupBarrier();
-    }
+    }}
     return red[0];
-}
+}}
 @compute @workgroup_size(256)
-fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) l: u32) {
-    let base = wid.x * PER * 256u + l;
-    var regs: array<vec4<f32>, PER>;
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) l: u32) {{
+    let base = wid.x * {per}u * 256u + l;
     var s = 0.0;
-    for (var j = 0u; j < PER; j++) {
-        let v = x[base + j * 256u];
-        regs[j] = v;
-        s += (v.x + v.y) + (v.z + v.w);
-    }
-    let mean = vec4(workgroup_sum(l, s) / N);
+{load}
+    let mean = vec4(workgroup_sum(l, s) / {cols}.0);
     var d = 0.0;
-    for (var j = 0u; j < PER; j++) {
-        let e = regs[j] - mean;
-        let q = e * e;
-        d += (q.x + q.y) + (q.z + q.w);
-    }
+{dev}
     workgroupBarrier();
-    let rstd = vec4(inverseSqrt(workgroup_sum(l, d) / N + p.eps));
-    for (var j = 0u; j < PER; j++) {
-        let c = j * 256u + l;
-        y[base + j * 256u] = (regs[j] - mean) * rstd * gamma[c] + beta[c];
-    }
+    let rstd = vec4(inverseSqrt(workgroup_sum(l, d) / {cols}.0 + p.eps));
+{store}
+}}
+"
+    )
 }
-"#;
 
 /// The workgroup scan every scan and sort kernel shares (the IR's
 /// `workgroup_exclusive`): subgroup inclusive scans, the subgroups'
@@ -181,6 +194,24 @@ fn main({SCAN_ARGS}) {{
 
 /// The scan's down-sweep: `scan_down`.
 pub fn scan_down() -> String {
+    let load = unrolled(4, |j| {
+        format!(
+            "    var r{j} = vec4(0u);
+    if (first + {j}u < p.n4) {{ r{j} = x[first + {j}u]; t += (r{j}.x + r{j}.y) + (r{j}.z + r{j}.w); }}"
+        )
+    });
+    let store = unrolled(4, |j| {
+        format!(
+            "    if (first + {j}u < p.n4) {{
+        let a = run;
+        let b = a + r{j}.x;
+        let c = b + r{j}.y;
+        let d = c + r{j}.z;
+        y[first + {j}u] = vec4(a, b, c, d);
+        run = d + r{j}.w;
+    }}"
+        )
+    });
     format!(
         "{WG_EXCLUSIVE}
 struct P {{ n4: u32, pad0: u32, pad1: u32, pad2: u32 }}
@@ -191,27 +222,10 @@ struct P {{ n4: u32, pad0: u32, pad1: u32, pad2: u32 }}
 @compute @workgroup_size(256)
 fn main({SCAN_ARGS}) {{
     let first = wid.x * 1024u + l * 4u;
-    var regs: array<vec4<u32>, 4>;
     var t = 0u;
-    for (var j = 0u; j < 4u; j++) {{
-        if (first + j < p.n4) {{
-            let v = x[first + j];
-            regs[j] = v;
-            t += (v.x + v.y) + (v.z + v.w);
-        }}
-    }}
+{load}
     var run = wg_exclusive(t, l, lane, size, sg, nsg).x + offsets[wid.x];
-    for (var j = 0u; j < 4u; j++) {{
-        if (first + j < p.n4) {{
-            let v = regs[j];
-            let a = run;
-            let b = a + v.x;
-            let c = b + v.y;
-            let d = c + v.z;
-            y[first + j] = vec4(a, b, c, d);
-            run = d + v.w;
-        }}
-    }}
+{store}
 }}
 "
     )

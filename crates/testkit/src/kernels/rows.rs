@@ -1,8 +1,8 @@
 //! Row kernels: softmax and layernorm over rows of `f32`, one workgroup
-//! per row, each invocation keeping its share of the row in registers (a
-//! local array of `vec4<f32>`), so the row is read once and written once.
+//! per row, each invocation keeping its share of the row in registers
+//! (named `vec4<f32>` values), so the row is read once and written once.
 
-use compute_ir::{IrError, Kernel, KernelBuilder, Local, Scalar, Shared, Type, Val};
+use compute_ir::{IrError, Kernel, KernelBuilder, Scalar, Shared, Val};
 
 /// Invocations per workgroup of the row kernels.
 pub const ROW_WORKGROUP: u32 = 256;
@@ -22,10 +22,12 @@ fn per_invocation(cols: u32) -> Result<u32, IrError> {
 
 /// The row's vectors this invocation holds, loaded into registers:
 /// vector `j` is the row's `j * ROW_WORKGROUP + local_index`, so each load
-/// is coalesced across the workgroup.
+/// is coalesced across the workgroup. One named value per vector (the
+/// loops over them unrolled here), not a local array indexed by a loop
+/// counter: NVIDIA's compiler left such an array in local memory (the
+/// same lesson as the matmuls', `crates/bench/src/matmul_wgsl.rs`).
 struct Share {
-    regs: Local,
-    per: u32,
+    vals: Vec<Val>,
     /// Index of this invocation's first vector in the buffer.
     base: Val,
 }
@@ -35,16 +37,10 @@ impl Share {
         let per = per_invocation(cols)?;
         let row = k.x(k.workgroup_id());
         let base = k.add(k.mul(row, cols / 4), k.local_index());
-        let regs = k.local_array(Type::vec(Scalar::F32, 4), per);
-        let share = Share { regs, per, base };
-        k.for_range(0u32, per, |k, j| {
-            k.store(regs, j, k.load(x, share.at(k, j)));
-        });
-        Ok(share)
-    }
-
-    fn at(&self, k: &KernelBuilder, j: Val) -> Val {
-        k.add(self.base, k.mul(j, ROW_WORKGROUP))
+        let vals = (0..per)
+            .map(|j| k.load(x, k.add(base, j * ROW_WORKGROUP)))
+            .collect();
+        Ok(Share { vals, base })
     }
 
     /// Folds `f(acc, vector)` over the held vectors from `init`.
@@ -54,20 +50,19 @@ impl Share {
         init: Val,
         f: impl Fn(&KernelBuilder, Val, Val) -> Val,
     ) -> Val {
-        let acc = k.var(init);
-        k.for_range(0u32, self.per, |k, j| {
-            let v = k.load(self.regs, j);
-            k.set(acc, f(k, k.get(acc), v));
-        });
-        k.get(acc)
+        self.vals.iter().fold(init, |acc, &v| f(k, acc, v))
     }
 
-    /// Stores `f(vector)` for every held vector into `y`.
-    fn store(&self, k: &KernelBuilder, y: compute_ir::Buf, f: impl Fn(&KernelBuilder, Val) -> Val) {
-        k.for_range(0u32, self.per, |k, j| {
-            let v = k.load(self.regs, j);
-            k.store(y, self.at(k, j), f(k, v));
-        });
+    /// Stores `f(j, vector)` for every held vector `j` into `y`.
+    fn store(
+        &self,
+        k: &KernelBuilder,
+        y: compute_ir::Buf,
+        f: impl Fn(&KernelBuilder, u32, Val) -> Val,
+    ) {
+        for (j, &v) in (0u32..).zip(&self.vals) {
+            k.store(y, k.add(self.base, j * ROW_WORKGROUP), f(k, j, v));
+        }
     }
 }
 
@@ -147,7 +142,7 @@ pub fn softmax(cols: u32) -> Result<Kernel, IrError> {
     let (m, s) = (r[0], r[1]);
     let inv = k.splat(k.div(k.f32(1.0), s), 4);
     let m = k.splat(m, 4);
-    share.store(&k, y, |k, v| k.mul(k.exp(k.sub(v, m)), inv));
+    share.store(&k, y, |k, _, v| k.mul(k.exp(k.sub(v, m)), inv));
     k.build()
 }
 
@@ -183,11 +178,10 @@ pub fn layernorm(cols: u32) -> Result<Kernel, IrError> {
     let dev = reduce(&k, &shared, &[dev], add)[0];
     let rstd = k.splat(k.inverse_sqrt(k.add(k.div(dev, n), eps)), 4);
     let l = k.local_index();
-    k.for_range(0u32, share.per, |k, j| {
-        let v = k.load(share.regs, j);
-        let c = k.add(k.mul(j, ROW_WORKGROUP), l);
+    share.store(&k, y, |k, j, v| {
+        let c = k.add(l, j * ROW_WORKGROUP);
         let scaled = k.mul(k.mul(k.sub(v, mean4), rstd), k.load(gamma, c));
-        k.store(y, share.at(k, j), k.add(scaled, k.load(beta, c)));
+        k.add(scaled, k.load(beta, c))
     });
     k.build()
 }

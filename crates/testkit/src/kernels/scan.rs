@@ -9,7 +9,7 @@
 //! Sums wrap modulo 2^32, as `u32` addition does. All three need the
 //! device's `SUBGROUP` feature.
 
-use compute_ir::{Buf, IrError, Kernel, KernelBuilder, Local, Scalar, Shared, Type, Val};
+use compute_ir::{Buf, IrError, Kernel, KernelBuilder, Scalar, Shared, Val, Var};
 
 /// Invocations per workgroup of the scan kernels.
 pub const SCAN_WORKGROUP: u32 = 256;
@@ -45,21 +45,27 @@ pub(crate) fn workgroup_exclusive(k: &KernelBuilder, t: Val, totals: Shared) -> 
     (excl, k.load(totals, nsg))
 }
 
-/// This invocation's four vectors of the block, zero past `n4` vectors.
-fn held(k: &KernelBuilder, x: Buf, n4: Val) -> (Local, Val) {
+/// This invocation's run of `PER` vectors (zero past `n4`), one named
+/// variable each (not a local array indexed by a loop counter, which
+/// NVIDIA's compiler kept in local memory), and their sum.
+fn held(k: &KernelBuilder, x: Buf, n4: Val) -> (Vec<Var>, Val) {
     let block = k.x(k.workgroup_id());
     let first = k.add(k.mul(block, SCAN_BLOCK / 4), k.mul(k.local_index(), PER));
-    let regs = k.local_array(Type::vec(Scalar::U32, 4), PER);
+    let zero = k.splat(k.u32(0), 4);
     let sum = k.var(k.u32(0));
-    k.for_range(0u32, PER, |k, j| {
-        let at = k.add(first, j);
-        k.if_(k.lt(at, n4), |k| {
-            let v = k.load(x, at);
-            k.store(regs, j, v);
-            let s = k.add(k.add(k.x(v), k.y(v)), k.add(k.z(v), k.extract(v, 3)));
-            k.set(sum, k.add(k.get(sum), s));
-        });
-    });
+    let regs = (0..PER)
+        .map(|j| {
+            let r = k.var(zero);
+            let at = k.add(first, j);
+            k.if_(k.lt(at, n4), |k| {
+                let v = k.load(x, at);
+                k.set(r, v);
+                let s = k.add(k.add(k.x(v), k.y(v)), k.add(k.z(v), k.extract(v, 3)));
+                k.set(sum, k.add(k.get(sum), s));
+            });
+            r
+        })
+        .collect();
     (regs, k.get(sum))
 }
 
@@ -133,10 +139,10 @@ pub fn scan_down() -> Result<Kernel, IrError> {
     let block = k.x(k.workgroup_id());
     let run = k.var(k.add(excl, k.load(offsets, block)));
     let first = k.add(k.mul(block, SCAN_BLOCK / 4), k.mul(k.local_index(), PER));
-    k.for_range(0u32, PER, |k, j| {
+    for (j, &r) in (0u32..).zip(&regs) {
         let at = k.add(first, j);
         k.if_(k.lt(at, n4), |k| {
-            let v = k.load(regs, j);
+            let v = k.get(r);
             let a = k.get(run);
             let b = k.add(a, k.x(v));
             let c = k.add(b, k.y(v));
@@ -144,6 +150,6 @@ pub fn scan_down() -> Result<Kernel, IrError> {
             k.store(y, at, k.vec(&[a, b, c, d]));
             k.set(run, k.add(d, k.extract(v, 3)));
         });
-    });
+    }
     k.build()
 }
