@@ -381,6 +381,12 @@ fn compare(
 /// runs) 1 GiB.
 fn figures_2(ranks: &mut Ranks, o: &Options, out: &mut Vec<Figure>) -> Result<(), ServerError> {
     let large = if o.quick { FIGURE_SIZE } else { GIB };
+    let devices: Vec<(wgpu::Device, wgpu::Queue)> = ranks
+        .servers
+        .iter()
+        .map(|s| (s.device().clone(), s.queue().clone()))
+        .collect();
+    out.extend(crate::switch::figure(&devices, o));
     let mut raw = raw_group(ranks, large);
     let ar = |size| (Op::AllReduce, RawOp::AllReduceSum, size);
     out.push(compare(

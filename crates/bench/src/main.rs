@@ -28,6 +28,7 @@ mod steps;
 mod stream;
 mod suite;
 mod suite_wgsl;
+mod switch;
 mod transfer;
 mod workers;
 
