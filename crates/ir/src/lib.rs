@@ -38,7 +38,10 @@
 //! builtins and operations (`SUBGROUP`: reductions, scans, votes,
 //! broadcasts, ballots and shuffles, [`SubgroupOp`] and [`ShuffleOp`], on
 //! i32/u32/f32 and their vectors, `subgroup_invocation_id`,
-//! `subgroup_size`).
+//! `subgroup_size`), and cooperative matrices (square 8x8 or 16x16 tiles
+//! of f16 or f32 a subgroup holds together: load, store, multiply-add,
+//! zero; the `matrix` module; `compute-wgsl` checks the configuration
+//! against the adapter's).
 //!
 //! **Leaves to the layers below:** code generation (`compute-wgsl` turns a
 //! [`Kernel`] into WGSL that naga validates), pipelines, buffers and dispatch
@@ -52,7 +55,9 @@
 //! 64-bit atomics, 64-bit scalar arguments and loop indices, 64-bit bit
 //! counts and `reverseBits` (lavapipe dies compiling the latter), 16-bit
 //! integers, `subgroupElect` and `subgroupBarrier`, and subgroup operations
-//! on f16 or 64-bit values,
+//! on f16 or 64-bit values, non-square cooperative matrices and a
+//! matrix's elements addressed one by one (which lane holds what is the
+//! device's business),
 //! textures, pointers, structs, and optimisation passes (the IR is emitted
 //! as written; the driver optimises). Out-of-bounds accesses are an
 //! interpreter error rather than WGSL's implementation-defined clamping, so

@@ -106,7 +106,9 @@ fn warm_reps(raw: &Raw, reps: u32) -> u32 {
         one = one.min(t.elapsed());
     }
     let scale = ROUND.as_secs_f64() / one.as_secs_f64().max(1e-9);
-    (f64::from(reps) * scale.max(1.0)).ceil().min(f64::from(u32::MAX)) as u32
+    (f64::from(reps) * scale.max(1.0))
+        .ceil()
+        .min(f64::from(u32::MAX)) as u32
 }
 
 /// How long the device runs a job before its timing.
