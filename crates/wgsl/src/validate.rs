@@ -4,8 +4,40 @@
 use compute_runtime::ServerError;
 
 /// Parses and validates `source`, returning naga's diagnostic on failure as a
-/// [`ServerError::Compilation`] for `kernel`.
+/// [`ServerError::Compilation`] for `kernel`. A panic inside naga is that
+/// error too ([`without_panics`]): the source is the caller's.
 pub fn validate_wgsl(kernel: &str, source: &str) -> Result<naga::Module, ServerError> {
+    without_panics(kernel, "naga's WGSL parser or validator", || {
+        parse_and_validate(kernel, source)
+    })?
+}
+
+/// `f()`, or, if it panics, [`ServerError::Compilation`] for `kernel`
+/// naming `stage` and the panic's message. For the compiler stages a
+/// caller's kernel reaches (naga's front end and validator here, wgpu's
+/// shader translation in the server's pipeline cache): naga 30's SPIR-V
+/// writer panics ("Expression is not cached") on some modules its
+/// validator accepts, and a kernel must not take the caller's process down
+/// with it. The default panic hook still prints the panic on stderr.
+pub fn without_panics<T>(
+    kernel: &str,
+    stage: &'static str,
+    f: impl FnOnce() -> T,
+) -> Result<T, ServerError> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).map_err(|payload| {
+        let message = payload
+            .downcast_ref::<&str>()
+            .copied()
+            .or_else(|| payload.downcast_ref::<String>().map(String::as_str))
+            .unwrap_or("a panic without a message");
+        ServerError::Compilation {
+            kernel: kernel.to_string(),
+            diagnostic: format!("{stage} panicked: {message}"),
+        }
+    })
+}
+
+fn parse_and_validate(kernel: &str, source: &str) -> Result<naga::Module, ServerError> {
     let module = naga::front::wgsl::parse_str(source).map_err(|e| ServerError::Compilation {
         kernel: kernel.to_string(),
         diagnostic: e.emit_to_string(source),
@@ -85,5 +117,20 @@ mod tests {
 
         let err = validate_wgsl("types", "fn f() -> u32 { return 1.5; }").expect_err("type error");
         assert!(err.to_string().contains("types"));
+    }
+
+    #[test]
+    fn a_panic_is_a_compilation_error_naming_the_stage_and_the_message() {
+        let caught = without_panics("k", "the stage", || -> u32 {
+            panic!("inner {}", 7);
+        });
+        match caught {
+            Err(ServerError::Compilation { kernel, diagnostic }) => {
+                assert_eq!(kernel, "k");
+                assert_eq!(diagnostic, "the stage panicked: inner 7");
+            }
+            other => panic!("expected Compilation, got {other:?}"),
+        }
+        assert_eq!(without_panics("k", "s", || 3).ok(), Some(3));
     }
 }

@@ -11,14 +11,13 @@
 //! naga's) message. Failed compilations are not cached: a kernel fixed
 //! and relaunched under the same id compiles again.
 
-use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use compute_runtime::{CubeKernel, KernelId, LogCategory, LogLevel, ServerError, ServerLogger};
 use compute_wgsl::{
     BoundsChecks, CompiledKernel, DeviceCaps, KernelLayout, WgpuCompilationOptions, WgpuCompiler,
-    check_layout, make_storage_writable, module_interface, validate_wgsl,
+    check_layout, make_storage_writable, module_interface, validate_wgsl, without_panics,
 };
 use hashbrown::HashMap;
 
@@ -200,14 +199,12 @@ fn bind_group_layout(
 /// The pipeline and bind group layout of a compiled, validated module, in
 /// an error scope (what wgpu refuses is an error, never a panic).
 ///
-/// A panic inside wgpu's shader translation is caught and answered as
-/// [`ServerError::Compilation`]: naga 30's SPIR-V writer panics ("Expression
-/// is not cached") on some modules its validator accepts (a `coopStoreT`
-/// whose stride is an inline load), and a kernel a caller wrote must not
-/// take the caller's process down with it. Unwinding releases wgpu's
-/// lock guards and drops what the call made so far; the GPU test
-/// `a_translation_panic_is_a_compilation_error` launches a good kernel on
-/// the same server afterwards.
+/// A panic inside wgpu's shader translation is a [`ServerError::Compilation`]
+/// too ([`without_panics`]: naga 30's SPIR-V writer panics on a
+/// `coopStoreT` whose stride or index is an inline expression). Unwinding
+/// releases wgpu's lock guards and drops what the call made so far; the
+/// GPU test `a_translation_panic_is_a_compilation_error` launches a good
+/// kernel on the same server afterwards.
 fn create_pipeline(
     device: &wgpu::Device,
     compiled: &CompiledKernel,
@@ -215,27 +212,11 @@ fn create_pipeline(
     sizes: &BindingSizes,
     bounds_checks: BoundsChecks,
 ) -> Result<(wgpu::ComputePipeline, wgpu::BindGroupLayout), ServerError> {
-    let built = scoped(device, || {
-        catch_unwind(AssertUnwindSafe(|| {
+    scoped(device, || {
+        without_panics(&compiled.name, "wgpu's shader translation", || {
             build_pipeline(device, compiled, module, sizes, bounds_checks)
-        }))
-    })?;
-    built.map_err(|panic| ServerError::Compilation {
-        kernel: compiled.name.clone(),
-        diagnostic: format!(
-            "wgpu's shader translation panicked: {}",
-            panic_message(panic.as_ref())
-        ),
-    })
-}
-
-/// The text of a caught panic's payload.
-fn panic_message(payload: &(dyn std::any::Any + Send)) -> &str {
-    payload
-        .downcast_ref::<&str>()
-        .copied()
-        .or_else(|| payload.downcast_ref::<String>().map(String::as_str))
-        .unwrap_or("a panic without a message")
+        })
+    })?
 }
 
 fn build_pipeline(
