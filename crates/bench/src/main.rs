@@ -19,6 +19,7 @@ mod kernel;
 mod launch;
 mod matmul_wgsl;
 mod memory;
+mod probe_wgsl;
 mod profile;
 mod raw;
 mod raw_collective;
@@ -76,10 +77,13 @@ fn main() -> Result<(), ServerError> {
             profile::figures(&mut s, &o, &mut figures)
         });
     }
+    let probes = o.filter.as_deref().is_some_and(|f| f.starts_with("probe"));
     if o.wants("compile.") || o.wants("kernel.") {
         group(&mut failed, "kernel::figures", || {
             kernel::figures(&o, &mut figures)
         });
+    }
+    if o.wants("kernel.") || probes {
         group(&mut failed, "suite::figures", || {
             suite::figures(&o, &mut figures)
         });

@@ -367,6 +367,13 @@ mod tests {
             super::radix_scatter(),
             super::register_matmul(),
             super::coop_matmul(),
+            crate::probe_wgsl::coop_matmul_b_global(),
+            crate::probe_wgsl::coop_matmul_global(),
+            crate::probe_wgsl::coop_matmul_pipelined(false),
+            crate::probe_wgsl::coop_matmul_pipelined(true),
+            crate::probe_wgsl::sub_histograms(4),
+            crate::probe_wgsl::sub_histograms(8),
+            crate::probe_wgsl::sub_histograms(32),
         ];
         for src in sources {
             let module = wgpu::naga::front::wgsl::parse_str(&src)

@@ -24,6 +24,11 @@ fn halves(seed: u64, n: usize) -> (Vec<f32>, Vec<u8>) {
 
 /// 8192^3 of `f16 x f16 -> f32`, 64 entries checked against the host.
 pub fn matmul() -> Result<Measured, IrError> {
+    matmul_with("kernel.matmul_f16_tc_tflops", wgsl::coop_matmul())
+}
+
+/// The same job with `src` as its raw side (a probe's variant).
+pub fn matmul_with(name: &'static str, src: String) -> Result<Measured, IrError> {
     let d = 8192usize;
     let ((a, ab), (b, bb)) = (halves(31, d * d), halves(32, d * d));
     let t = kernels::COOP_MATMUL_TILE;
@@ -32,7 +37,7 @@ pub fn matmul() -> Result<Measured, IrError> {
         buffers: vec![ab, bb, vec![0; d * d * 4]],
         launches: vec![launch(
             kernels::coop_matmul(32)?,
-            wgsl::coop_matmul(),
+            src,
             [d as u32 / t, d as u32 / t, 1],
             &[0, 1, 2],
             &[dim, dim, dim],
@@ -54,7 +59,7 @@ pub fn matmul() -> Result<Measured, IrError> {
         Ok(())
     });
     Ok(Measured {
-        name: "kernel.matmul_f16_tc_tflops",
+        name,
         unit: format!("TFLOP/s, {d}^3 f16 x f16 -> f32, cooperative matrices (higher is better)"),
         baseline: "the same design handwritten in WGSL (matmul_wgsl::coop_matmul)",
         job,

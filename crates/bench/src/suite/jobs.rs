@@ -252,6 +252,19 @@ fn scan(cpu: bool) -> Result<Measured, IrError> {
 }
 
 fn histogram(cpu: bool) -> Result<Measured, IrError> {
+    histogram_with(
+        cpu,
+        "kernel.histogram_gbps",
+        wgsl::BYTE_HISTOGRAM.to_string(),
+    )
+}
+
+/// The same job with `src` as its raw side (a probe's variant).
+pub(super) fn histogram_with(
+    cpu: bool,
+    name: &'static str,
+    src: String,
+) -> Result<Measured, IrError> {
     let n: usize = if cpu { 1 << 22 } else { 1 << 28 };
     let data = u32_bytes(&words(26, n / 4));
     let mut want = vec![0u32; 256];
@@ -263,7 +276,7 @@ fn histogram(cpu: bool) -> Result<Measured, IrError> {
         buffers: vec![data, vec![0; 256 * 4]],
         launches: vec![launch(
             kernels::byte_histogram()?,
-            wgsl::BYTE_HISTOGRAM.to_string(),
+            src,
             [groups, 1, 1],
             &[0, 1],
             &[Lit::U32((n / 16) as u32)],
@@ -282,7 +295,7 @@ fn histogram(cpu: bool) -> Result<Measured, IrError> {
         }
     });
     Ok(Measured {
-        name: "kernel.histogram_gbps",
+        name,
         unit: format!("GB/s of input, {n} bytes into 256 bins (higher is better)"),
         baseline: "the same design handwritten in WGSL (suite_wgsl::BYTE_HISTOGRAM)",
         job,

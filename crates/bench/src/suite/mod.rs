@@ -7,6 +7,7 @@
 mod coop;
 mod job;
 mod jobs;
+mod probe;
 
 use std::cell::RefCell;
 use std::time::{Duration, Instant};
@@ -42,9 +43,26 @@ pub fn figures(o: &Options, out: &mut Vec<Figure>) -> Result<(), ServerError> {
     let features = s.device().features();
     let subgroups = features.contains(wgpu::Features::SUBGROUP);
     let matrices = features.contains(wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX);
-    for m in jobs::all(cpu, subgroups, matrices).map_err(|e| ServerError::InvalidArgument {
+    let invalid = |e: compute_ir::IrError| ServerError::InvalidArgument {
         reason: e.to_string(),
-    })? {
+    };
+    // Probes only when asked: they explain figures, they are not ones.
+    if o.filter.as_deref().is_some_and(|f| f.starts_with("probe")) {
+        for m in probe::all(cpu, matrices).map_err(invalid)? {
+            if o.wants(m.name) {
+                let f = measure(&mut s, o, m)?;
+                out.push(Figure::new(
+                    f.name,
+                    f.baseline_value,
+                    f.unit,
+                    "the IR kernel of the figure, same run",
+                    f.value,
+                ));
+            }
+        }
+        return Ok(());
+    }
+    for m in jobs::all(cpu, subgroups, matrices).map_err(invalid)? {
         if o.wants(m.name) {
             out.push(measure(&mut s, o, m)?);
         }

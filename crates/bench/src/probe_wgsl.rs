@@ -1,0 +1,291 @@
+//! The probes' variants (`cargo xtask bench --filter probe.`): other designs
+//! of two kernels the H200 misses its target on, written by hand, each
+//! measured against the IR kernel of the figure in the same run. They are
+//! what `docs/benchmarks.md` cites for the misses of
+//! `kernel.matmul_f16_tc_tflops` and `kernel.histogram_gbps`; kept so the
+//! numbers can be measured again, not as figures.
+//!
+//! The coop variants are the committed baseline (`matmul_wgsl::coop_matmul`)
+//! rewritten line by line, so they stay the same design but for the one
+//! change each names.
+
+use std::fmt::Write;
+
+use crate::matmul_wgsl::coop_matmul;
+
+/// `coop_matmul` with B read straight from storage (`coopLoadT` from the
+/// buffer, stride `n`), only A staged through workgroup memory.
+pub fn coop_matmul_b_global() -> String {
+    let s = coop_matmul().replace(
+        "@group(0) @binding(1) var<storage, read> b: array<vec4<f16>>;",
+        "@group(0) @binding(1) var<storage, read> b: array<f16>;",
+    );
+    let mut out = String::new();
+    for line in s.lines() {
+        if line.contains("let y = b[") || line.contains("sb[br * SB") {
+            continue;
+        }
+        if let Some((i, h)) = tile_load(line, "tb", "&sb[") {
+            let _ = writeln!(
+                out,
+                "        let bt{i}{h} = (k0 + {h}u) * n + col0 + sc + {}u;\n        tb{i} = coopLoadT<coop_mat16x16<f16, B>>(&b[bt{i}{h}], n);",
+                i * 16
+            );
+            continue;
+        }
+        out.push_str(line);
+        out.push('\n');
+    }
+    out
+}
+
+/// `coop_matmul` with no staging at all: A and B both read straight from
+/// storage (the raw kernel of issue 22's measurement, in this tiling).
+pub fn coop_matmul_global() -> String {
+    let s = coop_matmul_b_global().replace(
+        "@group(0) @binding(0) var<storage, read> a: array<vec4<f16>>;",
+        "@group(0) @binding(0) var<storage, read> a: array<f16>;",
+    );
+    let mut out = String::new();
+    let mut staging = false;
+    for line in s.lines() {
+        // The staging rounds are the blocks that open a line of their own.
+        if line.trim_start().starts_with('{') {
+            staging = true;
+        }
+        if staging {
+            staging = line.trim() != "}";
+            continue;
+        }
+        if line.contains("workgroupBarrier") {
+            continue;
+        }
+        if let Some((i, h)) = tile_load(line, "ta", "SA + ") {
+            let _ = writeln!(
+                out,
+                "        let at_{i}{h} = (row0 + sr + {}u) * kk + k0 + {h}u;\n        ta{i} = coopLoadT<coop_mat16x16<f16, A>>(&a[at_{i}{h}], kk);",
+                i * 16
+            );
+            continue;
+        }
+        out.push_str(line);
+        out.push('\n');
+    }
+    out
+}
+
+/// The tile index and the half (0 or 16) of a `ta{i}`/`tb{i}` load of the
+/// baseline, read from the number that follows `marker` in the line.
+fn tile_load(line: &str, var: &str, marker: &str) -> Option<(u32, u32)> {
+    let t = line.trim();
+    if !(t.starts_with(var) && t.contains("coopLoadT")) {
+        return None;
+    }
+    let i = t[var.len()..].chars().next()?.to_digit(10)?;
+    let h = t.split(marker).nth(1)?.split('u').next()?.parse().ok()?;
+    Some((i, h))
+}
+
+/// `coop_matmul` with the next step's A and B loaded into registers before
+/// the multiply-adds of this one; with `double`, also two staging buffers
+/// and one barrier per step.
+pub fn coop_matmul_pipelined(double: bool) -> String {
+    let bufs = if double { 2 } else { 1 };
+    let mut s = format!(
+        "enable f16;
+enable wgpu_cooperative_matrix;
+struct P {{ m: u32, n: u32, k: u32, pad: u32 }}
+@group(0) @binding(0) var<storage, read> a: array<vec4<f16>>;
+@group(0) @binding(1) var<storage, read> b: array<vec4<f16>>;
+@group(0) @binding(2) var<storage, read_write> c: array<f32>;
+@group(0) @binding(3) var<uniform> p: P;
+const SA: u32 = 40u;
+const SB: u32 = 136u;
+var<workgroup> sa: array<f16, {}>;
+var<workgroup> sb: array<f16, {}>;
+@compute @workgroup_size(128)
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) l: u32,
+        @builtin(subgroup_id) sg: u32) {{
+    let row0 = wid.y * 128u;
+    let col0 = wid.x * 128u;
+    let sr = (sg / 2u) * 64u;
+    let sc = (sg % 2u) * 64u;
+    let n = p.n;
+    let kk = p.k;
+",
+        5120 * bufs,
+        4352 * bufs
+    );
+    for i in 0..16 {
+        let _ = writeln!(s, "    var acc{i} = coop_mat16x16<f32, C>();");
+    }
+    for i in 0..4 {
+        let _ = writeln!(
+            s,
+            "    var ta{i} = coop_mat16x16<f16, A>();\n    var tb{i} = coop_mat16x16<f16, B>();"
+        );
+    }
+    for round in 0..8 {
+        let _ = writeln!(
+            s,
+            "    var x{round} = vec4<f16>();\n    var y{round} = vec4<f16>();"
+        );
+    }
+    prefetch(&mut s, "0u");
+    if double {
+        // Step 0 staged first; each step computes from buffer t % 2 and
+        // stages step t + 1 (already in registers) into the other.
+        stage(&mut s, "0u", "0u");
+        s.push_str("    workgroupBarrier();\n    for (var k0 = 0u; k0 < kk; k0 += 32u) {\n");
+        s.push_str(
+            "        let cur = (k0 / 32u) % 2u;\n        let ca = cur * 5120u;\n        let cb = cur * 4352u;\n        let na = 5120u - ca;\n        let nb = 4352u - cb;\n",
+        );
+        s.push_str("        let more = k0 + 32u < kk;\n        if (more) {\n");
+        prefetch(&mut s, "(k0 + 32u)");
+        s.push_str("        }\n");
+        multiply(&mut s, "ca", "cb");
+        s.push_str("        if (more) {\n");
+        stage(&mut s, "na", "nb");
+        s.push_str("        }\n        workgroupBarrier();\n    }\n");
+    } else {
+        s.push_str("    for (var k0 = 0u; k0 < kk; k0 += 32u) {\n        workgroupBarrier();\n");
+        stage(&mut s, "0u", "0u");
+        s.push_str("        workgroupBarrier();\n        if (k0 + 32u < kk) {\n");
+        prefetch(&mut s, "(k0 + 32u)");
+        s.push_str("        }\n");
+        multiply(&mut s, "0u", "0u");
+        s.push_str("    }\n");
+    }
+    for i in 0..4 {
+        for j in 0..4 {
+            let m = i * 4 + j;
+            let _ = writeln!(
+                s,
+                "    let at{m} = (row0 + sr + {}u) * n + col0 + sc + {}u;\n    coopStoreT(acc{m}, &c[at{m}], n);",
+                i * 16,
+                j * 16
+            );
+        }
+    }
+    s.push_str("}\n");
+    s
+}
+
+/// The eight rounds of A and B vectors of the step at `k` into registers.
+fn prefetch(s: &mut String, k: &str) {
+    for round in 0..8 {
+        let _ = writeln!(
+            s,
+            "        {{ let v = l + {o}u; x{round} = a[((row0 + v / 8u) * kk + {k}) / 4u + v % 8u]; y{round} = b[(({k} + v / 32u) * n + col0) / 4u + v % 32u]; }}",
+            o = round * 128
+        );
+    }
+}
+
+/// The registers into the staging buffers at `base_a` and `base_b`.
+fn stage(s: &mut String, base_a: &str, base_b: &str) {
+    for round in 0..8 {
+        let _ = writeln!(
+            s,
+            "        {{ let v = l + {o}u; let r = v / 8u; let q = v % 8u; let br = v / 32u; let bq = v % 32u;",
+            o = round * 128
+        );
+        for t in 0..4 {
+            let _ = writeln!(
+                s,
+                "            sa[{base_a} + r * SA + q * 4u + {t}u] = x{round}[{t}]; sb[{base_b} + br * SB + bq * 4u + {t}u] = y{round}[{t}];"
+            );
+        }
+        s.push_str("        }\n");
+    }
+}
+
+/// One step's tile loads from the staging buffers and its 32 multiply-adds.
+fn multiply(s: &mut String, base_a: &str, base_b: &str) {
+    for half in 0..2 {
+        for i in 0..4 {
+            let _ = writeln!(
+                s,
+                "        ta{i} = coopLoadT<coop_mat16x16<f16, A>>(&sa[{base_a} + (sr + {}u) * SA + {}u], SA);
+        tb{i} = coopLoadT<coop_mat16x16<f16, B>>(&sb[{base_b} + {}u * SB + sc + {}u], SB);",
+                i * 16,
+                half * 16,
+                half * 16,
+                i * 16
+            );
+        }
+        for i in 0..4 {
+            for j in 0..4 {
+                let m = i * 4 + j;
+                let _ = writeln!(s, "        acc{m} = coopMultiplyAdd(ta{i}, tb{j}, acc{m});");
+            }
+        }
+    }
+}
+
+/// The byte histogram (`suite_wgsl::BYTE_HISTOGRAM`) with `copies`
+/// sub-histograms in workgroup memory: 4 interleaved by lane
+/// (`bin * 4 + lane % 4`), 8 one per 32 invocations (`(l / 32) * 256 +
+/// bin`), or 32 interleaved by lane (`bin * 32 + lane % 32`).
+pub fn sub_histograms(copies: u32) -> String {
+    let (decl, idx, flush) = match copies {
+        4 => (
+            "var<workgroup> bins: array<atomic<u32>, 1024>;",
+            "(BIN) * 4u + (l & 3u)",
+            "let c = atomicLoad(&bins[l * 4u]) + atomicLoad(&bins[l * 4u + 1u]) + atomicLoad(&bins[l * 4u + 2u]) + atomicLoad(&bins[l * 4u + 3u]);",
+        ),
+        8 => (
+            "var<workgroup> bins: array<atomic<u32>, 2048>;",
+            "(l / 32u) * 256u + (BIN)",
+            "var c = 0u; for (var q = 0u; q < 8u; q++) { c += atomicLoad(&bins[q * 256u + l]); }",
+        ),
+        _ => (
+            "var<workgroup> bins: array<atomic<u32>, 8192>;",
+            "(BIN) * 32u + (l & 31u)",
+            "var c = 0u; for (var q = 0u; q < 32u; q++) { c += atomicLoad(&bins[l * 32u + q]); }",
+        ),
+    };
+    let zero = match copies {
+        4 => 4,
+        8 => 8,
+        _ => 32,
+    };
+    let adds: String = [
+        "w & 255u",
+        "(w >> 8u) & 255u",
+        "(w >> 16u) & 255u",
+        "(w >> 24u) & 255u",
+    ]
+    .iter()
+    .map(|b| {
+        format!(
+            "            atomicAdd(&bins[{}], 1u);\n",
+            idx.replace("BIN", b)
+        )
+    })
+    .collect();
+    format!(
+        "struct P {{ n4: u32, pad0: u32, pad1: u32, pad2: u32 }}
+@group(0) @binding(0) var<storage, read> words: array<vec4<u32>>;
+@group(0) @binding(1) var<storage, read_write> hist: array<atomic<u32>>;
+@group(0) @binding(2) var<uniform> p: P;
+{decl}
+@compute @workgroup_size(256)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+        @builtin(local_invocation_index) l: u32) {{
+    for (var q = 0u; q < {zero}u; q++) {{ atomicStore(&bins[q * 256u + l], 0u); }}
+    workgroupBarrier();
+    let stride = nwg.x * 256u;
+    for (var i = gid.x; i < p.n4; i += stride) {{
+        let v = words[i];
+        for (var q = 0u; q < 4u; q++) {{
+            let w = v[q];
+{adds}        }}
+    }}
+    workgroupBarrier();
+    {flush}
+    if (c != 0u) {{ atomicAdd(&hist[l], c); }}
+}}
+"
+    )
+}

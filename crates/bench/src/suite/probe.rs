@@ -1,0 +1,39 @@
+//! `probe.*` (only with `--filter probe`): the variants of
+//! `crate::probe_wgsl`, each on the raw side of its figure's job, so the
+//! IR kernel of the figure runs beside it in the same run. A probe's value
+//! is the variant's; its baseline the IR kernel's.
+
+use compute_ir::IrError;
+
+use super::Measured;
+use super::coop::matmul_with;
+use super::jobs::histogram_with;
+use crate::probe_wgsl as v;
+
+/// The probes this adapter can run.
+pub fn all(cpu: bool, matrices: bool) -> Result<Vec<Measured>, IrError> {
+    let mut out = vec![
+        histogram_with(cpu, "probe.histogram_4_copies_gbps", v::sub_histograms(4))?,
+        histogram_with(cpu, "probe.histogram_8_copies_gbps", v::sub_histograms(8))?,
+        histogram_with(cpu, "probe.histogram_32_copies_gbps", v::sub_histograms(32))?,
+    ];
+    if matrices {
+        out.push(matmul_with(
+            "probe.coop_b_from_storage_tflops",
+            v::coop_matmul_b_global(),
+        )?);
+        out.push(matmul_with(
+            "probe.coop_unstaged_tflops",
+            v::coop_matmul_global(),
+        )?);
+        out.push(matmul_with(
+            "probe.coop_prefetched_tflops",
+            v::coop_matmul_pipelined(false),
+        )?);
+        out.push(matmul_with(
+            "probe.coop_prefetched_double_buffered_tflops",
+            v::coop_matmul_pipelined(true),
+        )?);
+    }
+    Ok(out)
+}
