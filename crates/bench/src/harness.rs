@@ -48,6 +48,14 @@ impl Options {
             .is_none_or(|f| prefix.starts_with(f) || f.starts_with(prefix))
     }
 
+    /// Whether the filter names `prefix` itself: for groups that run only
+    /// when asked (`steps`, `probe`), never in a full run.
+    pub fn asks_for(&self, prefix: &str) -> bool {
+        self.filter
+            .as_deref()
+            .is_some_and(|f| f.starts_with(prefix))
+    }
+
     /// `quick` rounds in a quick run, `full` otherwise.
     pub fn rounds(&self, quick: usize, full: usize) -> usize {
         if self.quick { quick } else { full }

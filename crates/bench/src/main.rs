@@ -77,13 +77,12 @@ fn main() -> Result<(), ServerError> {
             profile::figures(&mut s, &o, &mut figures)
         });
     }
-    let probes = o.filter.as_deref().is_some_and(|f| f.starts_with("probe"));
     if o.wants("compile.") || o.wants("kernel.") {
         group(&mut failed, "kernel::figures", || {
             kernel::figures(&o, &mut figures)
         });
     }
-    if o.wants("kernel.") || probes {
+    if o.wants("kernel.") || o.asks_for("probe") {
         group(&mut failed, "suite::figures", || {
             suite::figures(&o, &mut figures)
         });
@@ -114,7 +113,7 @@ fn main() -> Result<(), ServerError> {
         });
     }
     // Step timings only when asked: they explain figures, they are not ones.
-    if o.filter.as_deref().is_some_and(|f| f.starts_with("steps")) {
+    if o.asks_for("steps") {
         group(&mut failed, "steps::figures", || {
             steps::figures(&mut s, &o, &mut figures)
         });

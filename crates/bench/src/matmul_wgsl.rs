@@ -103,41 +103,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
 /// and 136 halves). Without the IR kernel's guards (the figure's sizes keep
 /// every tile in bounds) or its subgroup-size check.
 pub fn coop_matmul() -> String {
-    let mut s = String::from(
-        "enable f16;
-enable wgpu_cooperative_matrix;
-struct P { m: u32, n: u32, k: u32, pad: u32 }
-@group(0) @binding(0) var<storage, read> a: array<vec4<f16>>;
-@group(0) @binding(1) var<storage, read> b: array<vec4<f16>>;
-@group(0) @binding(2) var<storage, read_write> c: array<f32>;
-@group(0) @binding(3) var<uniform> p: P;
-const SA: u32 = 40u;
-const SB: u32 = 136u;
-var<workgroup> sa: array<f16, 5120>;
-var<workgroup> sb: array<f16, 4352>;
-@compute @workgroup_size(128)
-fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) l: u32,
-        @builtin(subgroup_id) sg: u32) {
-    let row0 = wid.y * 128u;
-    let col0 = wid.x * 128u;
-    let sr = (sg / 2u) * 64u;
-    let sc = (sg % 2u) * 64u;
-    // A store's stride and index are named, not inline: naga 30's WGSL
-    // front end emits a `coopStoreT`'s inline arguments after the store,
-    // and its SPIR-V writer then panics (\"Expression is not cached\").
-    let n = p.n;
-    let kk = p.k;
-",
-    );
-    for i in 0..16 {
-        let _ = writeln!(s, "    var acc{i} = coop_mat16x16<f32, C>();");
-    }
-    for i in 0..4 {
-        let _ = writeln!(
-            s,
-            "    var ta{i} = coop_mat16x16<f16, A>();\n    var tb{i} = coop_mat16x16<f16, B>();"
-        );
-    }
+    let mut s = coop_head(1);
     s.push_str("    for (var k0 = 0u; k0 < kk; k0 += 32u) {\n        workgroupBarrier();\n");
     for round in 0..8 {
         let _ = writeln!(
@@ -162,12 +128,66 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         s.push_str("        }\n");
     }
     s.push_str("        workgroupBarrier();\n");
+    coop_multiply(&mut s, "", "");
+    s.push_str("    }\n");
+    coop_store(&mut s);
+    s
+}
+
+/// The coop matmul's module up to its loop: bindings, `buffers` staging
+/// buffers of A and B, the tile coordinates, and the 16 accumulators and 8
+/// tiles of the subgroup (shared with `crate::probe_wgsl`'s variants).
+pub(crate) fn coop_head(buffers: u32) -> String {
+    let mut s = format!(
+        "enable f16;
+enable wgpu_cooperative_matrix;
+struct P {{ m: u32, n: u32, k: u32, pad: u32 }}
+@group(0) @binding(0) var<storage, read> a: array<vec4<f16>>;
+@group(0) @binding(1) var<storage, read> b: array<vec4<f16>>;
+@group(0) @binding(2) var<storage, read_write> c: array<f32>;
+@group(0) @binding(3) var<uniform> p: P;
+const SA: u32 = 40u;
+const SB: u32 = 136u;
+var<workgroup> sa: array<f16, {}>;
+var<workgroup> sb: array<f16, {}>;
+@compute @workgroup_size(128)
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) l: u32,
+        @builtin(subgroup_id) sg: u32) {{
+    let row0 = wid.y * 128u;
+    let col0 = wid.x * 128u;
+    let sr = (sg / 2u) * 64u;
+    let sc = (sg % 2u) * 64u;
+    // A store's stride and index are named, not inline: naga 30's WGSL
+    // front end emits a `coopStoreT`'s inline arguments after the store,
+    // and its SPIR-V writer then panics (\"Expression is not cached\").
+    let n = p.n;
+    let kk = p.k;
+",
+        5120 * buffers,
+        4352 * buffers
+    );
+    for i in 0..16 {
+        let _ = writeln!(s, "    var acc{i} = coop_mat16x16<f32, C>();");
+    }
+    for i in 0..4 {
+        let _ = writeln!(
+            s,
+            "    var ta{i} = coop_mat16x16<f16, A>();\n    var tb{i} = coop_mat16x16<f16, B>();"
+        );
+    }
+    s
+}
+
+/// One step's tile loads from the staging buffers (at `base_a` and
+/// `base_b`, each empty or an offset followed by ` + `) and its 32
+/// multiply-adds.
+pub(crate) fn coop_multiply(s: &mut String, base_a: &str, base_b: &str) {
     for half in 0..2 {
         for i in 0..4 {
             let _ = writeln!(
                 s,
-                "        ta{i} = coopLoadT<coop_mat16x16<f16, A>>(&sa[(sr + {}u) * SA + {}u], SA);
-        tb{i} = coopLoadT<coop_mat16x16<f16, B>>(&sb[{}u * SB + sc + {}u], SB);",
+                "        ta{i} = coopLoadT<coop_mat16x16<f16, A>>(&sa[{base_a}(sr + {}u) * SA + {}u], SA);
+        tb{i} = coopLoadT<coop_mat16x16<f16, B>>(&sb[{base_b}{}u * SB + sc + {}u], SB);",
                 i * 16,
                 half * 16,
                 half * 16,
@@ -181,7 +201,10 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
             }
         }
     }
-    s.push_str("    }\n");
+}
+
+/// The 16 accumulators stored into `c`, and the module's end.
+pub(crate) fn coop_store(s: &mut String) {
     for i in 0..4 {
         for j in 0..4 {
             let m = i * 4 + j;
@@ -195,5 +218,4 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         }
     }
     s.push_str("}\n");
-    s
 }

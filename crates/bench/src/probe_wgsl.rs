@@ -11,7 +11,7 @@
 
 use std::fmt::Write;
 
-use crate::matmul_wgsl::coop_matmul;
+use crate::matmul_wgsl::{coop_head, coop_matmul, coop_multiply, coop_store};
 
 /// `coop_matmul` with B read straight from storage (`coopLoadT` from the
 /// buffer, stride `n`), only A staged through workgroup memory.
@@ -90,41 +90,7 @@ fn tile_load(line: &str, var: &str, marker: &str) -> Option<(u32, u32)> {
 /// the multiply-adds of this one; with `double`, also two staging buffers
 /// and one barrier per step.
 pub fn coop_matmul_pipelined(double: bool) -> String {
-    let bufs = if double { 2 } else { 1 };
-    let mut s = format!(
-        "enable f16;
-enable wgpu_cooperative_matrix;
-struct P {{ m: u32, n: u32, k: u32, pad: u32 }}
-@group(0) @binding(0) var<storage, read> a: array<vec4<f16>>;
-@group(0) @binding(1) var<storage, read> b: array<vec4<f16>>;
-@group(0) @binding(2) var<storage, read_write> c: array<f32>;
-@group(0) @binding(3) var<uniform> p: P;
-const SA: u32 = 40u;
-const SB: u32 = 136u;
-var<workgroup> sa: array<f16, {}>;
-var<workgroup> sb: array<f16, {}>;
-@compute @workgroup_size(128)
-fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) l: u32,
-        @builtin(subgroup_id) sg: u32) {{
-    let row0 = wid.y * 128u;
-    let col0 = wid.x * 128u;
-    let sr = (sg / 2u) * 64u;
-    let sc = (sg % 2u) * 64u;
-    let n = p.n;
-    let kk = p.k;
-",
-        5120 * bufs,
-        4352 * bufs
-    );
-    for i in 0..16 {
-        let _ = writeln!(s, "    var acc{i} = coop_mat16x16<f32, C>();");
-    }
-    for i in 0..4 {
-        let _ = writeln!(
-            s,
-            "    var ta{i} = coop_mat16x16<f16, A>();\n    var tb{i} = coop_mat16x16<f16, B>();"
-        );
-    }
+    let mut s = coop_head(if double { 2 } else { 1 });
     for round in 0..8 {
         let _ = writeln!(
             s,
@@ -143,7 +109,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         s.push_str("        let more = k0 + 32u < kk;\n        if (more) {\n");
         prefetch(&mut s, "(k0 + 32u)");
         s.push_str("        }\n");
-        multiply(&mut s, "ca", "cb");
+        coop_multiply(&mut s, "ca + ", "cb + ");
         s.push_str("        if (more) {\n");
         stage(&mut s, "na", "nb");
         s.push_str("        }\n        workgroupBarrier();\n    }\n");
@@ -153,21 +119,10 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         s.push_str("        workgroupBarrier();\n        if (k0 + 32u < kk) {\n");
         prefetch(&mut s, "(k0 + 32u)");
         s.push_str("        }\n");
-        multiply(&mut s, "0u", "0u");
+        coop_multiply(&mut s, "0u + ", "0u + ");
         s.push_str("    }\n");
     }
-    for i in 0..4 {
-        for j in 0..4 {
-            let m = i * 4 + j;
-            let _ = writeln!(
-                s,
-                "    let at{m} = (row0 + sr + {}u) * n + col0 + sc + {}u;\n    coopStoreT(acc{m}, &c[at{m}], n);",
-                i * 16,
-                j * 16
-            );
-        }
-    }
-    s.push_str("}\n");
+    coop_store(&mut s);
     s
 }
 
@@ -197,29 +152,6 @@ fn stage(s: &mut String, base_a: &str, base_b: &str) {
             );
         }
         s.push_str("        }\n");
-    }
-}
-
-/// One step's tile loads from the staging buffers and its 32 multiply-adds.
-fn multiply(s: &mut String, base_a: &str, base_b: &str) {
-    for half in 0..2 {
-        for i in 0..4 {
-            let _ = writeln!(
-                s,
-                "        ta{i} = coopLoadT<coop_mat16x16<f16, A>>(&sa[{base_a} + (sr + {}u) * SA + {}u], SA);
-        tb{i} = coopLoadT<coop_mat16x16<f16, B>>(&sb[{base_b} + {}u * SB + sc + {}u], SB);",
-                i * 16,
-                half * 16,
-                half * 16,
-                i * 16
-            );
-        }
-        for i in 0..4 {
-            for j in 0..4 {
-                let m = i * 4 + j;
-                let _ = writeln!(s, "        acc{m} = coopMultiplyAdd(ta{i}, tb{j}, acc{m});");
-            }
-        }
     }
 }
 

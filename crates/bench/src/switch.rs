@@ -55,26 +55,16 @@ pub fn figure(devices: &[(wgpu::Device, wgpu::Queue)], o: &Options) -> Option<Fi
     let (a, b) = (Trip::new(d0, q0), Trip::new(d1, q1));
     let data = vec![5u8; 4096];
     let n = if o.quick { 50 } else { 200 };
-    let per_trip = |t: Instant| t.elapsed().as_secs_f64() * 1e6 / (2 * n) as f64;
-    let (alternating, one) = interleaved(
-        o.rounds(3, 7),
-        || {
-            let t = Instant::now();
-            for _ in 0..n {
-                a.run(&data);
-                b.run(&data);
-            }
-            per_trip(t)
-        },
-        || {
-            let t = Instant::now();
-            for _ in 0..n {
-                a.run(&data);
-                a.run(&data);
-            }
-            per_trip(t)
-        },
-    );
+    // µs per round trip of `n` pairs: one on `a`, then one on `second`.
+    let pairs = |second: &Trip| {
+        let t = Instant::now();
+        for _ in 0..n {
+            a.run(&data);
+            second.run(&data);
+        }
+        t.elapsed().as_secs_f64() * 1e6 / (2 * n) as f64
+    };
+    let (alternating, one) = interleaved(o.rounds(3, 7), || pairs(&b), || pairs(&a));
     Some(Figure::new(
         "collective.device_switch_roundtrip_4kib_us",
         alternating,

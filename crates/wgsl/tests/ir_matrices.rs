@@ -4,6 +4,8 @@
 //! device cannot run: without the feature, or with a configuration the
 //! adapter does not report.
 
+mod common;
+
 use compute_ir::{Kernel, KernelBuilder, Layout, MatrixRole, Scalar};
 use compute_runtime::ServerError;
 use compute_wgsl::{BoundsChecks, DeviceCaps, IrCompiler, WgpuCompilationOptions, WgpuCompiler};
@@ -39,25 +41,6 @@ fn kernel(size: u8, elem: Scalar, acc: Scalar, layout: Layout, shared: bool) -> 
     k.matrix_store(c, out, 0u32, n, layout);
     k.matrix_zero(c);
     k.build().expect("builds")
-}
-
-/// naga validates the module and its SPIR-V writer (what Vulkan runs)
-/// takes it without panicking: naga 30 panics there on some modules its
-/// validator accepts (an inline `coopStoreT` stride), and lavapipe, having
-/// no cooperative matrices, would never get that far.
-fn naga_validate(source: &str) -> Result<(), String> {
-    let module = naga::front::wgsl::parse_str(source).map_err(|e| e.emit_to_string(source))?;
-    let info = naga::valid::Validator::new(
-        naga::valid::ValidationFlags::all(),
-        naga::valid::Capabilities::all(),
-    )
-    .validate(&module)
-    .map_err(|e| e.emit_to_string(source))?;
-    let options = naga::back::spv::Options::default();
-    std::panic::catch_unwind(|| naga::back::spv::write_vec(&module, &info, &options, None))
-        .map_err(|_| "naga's SPIR-V writer panicked".to_string())?
-        .map(|_| ())
-        .map_err(|e| e.to_string())
 }
 
 fn config(
@@ -123,7 +106,7 @@ fn every_shape_type_layout_and_memory_validates() {
                         } else {
                             "coopStore("
                         }));
-                        if let Err(e) = naga_validate(&src) {
+                        if let Err(e) = common::naga_spirv(&src) {
                             panic!(
                                 "{size} {elem} {acc} {layout:?} shared {shared} reports {reports}:\n{e}\n{src}"
                             );

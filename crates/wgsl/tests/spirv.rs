@@ -7,6 +7,8 @@
 //! into a `Compilation` error; this test keeps the IR's own output clear
 //! of it on a machine without a GPU, cooperative-matrix kernels included.
 
+mod common;
+
 use compute_ir::Kernel;
 use compute_runtime::CubeKernel;
 use compute_testkit::kernels;
@@ -46,18 +48,7 @@ fn spirv(k: &Kernel, checks: BoundsChecks) -> Result<(), String> {
         .compile(k, &options, &caps())
         .map_err(|e| e.to_string())?;
     let source = &compiled.source;
-    let module = naga::front::wgsl::parse_str(source).map_err(|e| e.emit_to_string(source))?;
-    let info = naga::valid::Validator::new(
-        naga::valid::ValidationFlags::all(),
-        naga::valid::Capabilities::all(),
-    )
-    .validate(&module)
-    .map_err(|e| e.emit_to_string(source))?;
-    let options = naga::back::spv::Options::default();
-    std::panic::catch_unwind(|| naga::back::spv::write_vec(&module, &info, &options, None))
-        .map_err(|_| format!("naga's SPIR-V writer panicked on\n{source}"))?
-        .map(|_| ())
-        .map_err(|e| format!("{e}\n{source}"))
+    common::naga_spirv(source).map_err(|e| format!("{e}\n{source}"))
 }
 
 fn each_check(k: &Kernel) {

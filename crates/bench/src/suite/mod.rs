@@ -47,7 +47,7 @@ pub fn figures(o: &Options, out: &mut Vec<Figure>) -> Result<(), ServerError> {
         reason: e.to_string(),
     };
     // Probes only when asked: they explain figures, they are not ones.
-    if o.filter.as_deref().is_some_and(|f| f.starts_with("probe")) {
+    if o.asks_for("probe") {
         for m in probe::all(cpu, matrices).map_err(invalid)? {
             if o.wants(m.name) {
                 let f = measure(&mut s, o, m)?;
