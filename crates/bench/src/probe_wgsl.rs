@@ -155,7 +155,37 @@ fn stage(s: &mut String, base_a: &str, base_b: &str) {
     }
 }
 
-/// The byte histogram (`suite_wgsl::BYTE_HISTOGRAM`) with `copies`
+/// The byte histogram as it was committed before 16-bit counters: one
+/// workgroup atomic per byte into one shared histogram.
+pub const SHARED_ATOMICS_HISTOGRAM: &str = r#"
+struct P { n4: u32, pad0: u32, pad1: u32, pad2: u32 }
+@group(0) @binding(0) var<storage, read> words: array<vec4<u32>>;
+@group(0) @binding(1) var<storage, read_write> hist: array<atomic<u32>>;
+@group(0) @binding(2) var<uniform> p: P;
+var<workgroup> bins: array<atomic<u32>, 256>;
+@compute @workgroup_size(256)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+        @builtin(local_invocation_index) l: u32) {
+    atomicStore(&bins[l], 0u);
+    workgroupBarrier();
+    let stride = nwg.x * 256u;
+    for (var i = gid.x; i < p.n4; i += stride) {
+        let v = words[i];
+        for (var q = 0u; q < 4u; q++) {
+            let w = v[q];
+            atomicAdd(&bins[w & 255u], 1u);
+            atomicAdd(&bins[(w >> 8u) & 255u], 1u);
+            atomicAdd(&bins[(w >> 16u) & 255u], 1u);
+            atomicAdd(&bins[(w >> 24u) & 255u], 1u);
+        }
+    }
+    workgroupBarrier();
+    let c = atomicLoad(&bins[l]);
+    if (c != 0u) { atomicAdd(&hist[l], c); }
+}
+"#;
+
+/// [`SHARED_ATOMICS_HISTOGRAM`] with `copies`
 /// sub-histograms in workgroup memory: 4 interleaved by lane
 /// (`bin * 4 + lane % 4`), 8 one per 32 invocations (`(l / 32) * 256 +
 /// bin`), or 32 interleaved by lane (`bin * 32 + lane % 32`).
