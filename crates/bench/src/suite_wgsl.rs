@@ -231,60 +231,32 @@ fn main({SCAN_ARGS}) {{
     )
 }
 
-/// The byte histogram: `byte_histogram` (16-bit counters per invocation in
-/// workgroup memory, merged after each round of 4095 vectors).
+/// The byte histogram: `byte_histogram`.
 pub const BYTE_HISTOGRAM: &str = r#"
 struct P { n4: u32, pad0: u32, pad1: u32, pad2: u32 }
 @group(0) @binding(0) var<storage, read> words: array<vec4<u32>>;
 @group(0) @binding(1) var<storage, read_write> hist: array<atomic<u32>>;
 @group(0) @binding(2) var<uniform> p: P;
-var<workgroup> counts: array<u32, 8192>;
-fn count(l: u32, v: vec4<u32>) {
-    for (var q = 0u; q < 4u; q++) {
-        let w = v[q];
-        for (var s = 0u; s < 32u; s += 8u) {
-            let at = extractBits(w, s + 1u, 7u) * 64u + l;
-            counts[at] += 1u << (extractBits(w, s, 1u) * 16u);
-        }
-    }
-}
-@compute @workgroup_size(64)
+var<workgroup> bins: array<atomic<u32>, 256>;
+@compute @workgroup_size(256)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
         @builtin(local_invocation_index) l: u32) {
-    let stride = nwg.x * 64u;
-    let per_round = stride * 4095u;
-    for (var start = 0u; start < p.n4; start += per_round) {
-        let end = start + min(per_round, p.n4 - start);
-        var i = start + gid.x;
-        for (; i + 3u * stride < end; i += 4u * stride) {
-            let v0 = words[i];
-            let v1 = words[i + stride];
-            let v2 = words[i + 2u * stride];
-            let v3 = words[i + 3u * stride];
-            count(l, v0);
-            count(l, v1);
-            count(l, v2);
-            count(l, v3);
+    atomicStore(&bins[l], 0u);
+    workgroupBarrier();
+    let stride = nwg.x * 256u;
+    for (var i = gid.x; i < p.n4; i += stride) {
+        let v = words[i];
+        for (var q = 0u; q < 4u; q++) {
+            let w = v[q];
+            atomicAdd(&bins[w & 255u], 1u);
+            atomicAdd(&bins[(w >> 8u) & 255u], 1u);
+            atomicAdd(&bins[(w >> 16u) & 255u], 1u);
+            atomicAdd(&bins[(w >> 24u) & 255u], 1u);
         }
-        for (; i < end; i += stride) {
-            count(l, words[i]);
-        }
-        workgroupBarrier();
-        for (var w = l; w < 128u; w += 64u) {
-            var lo = 0u;
-            var hi = 0u;
-            for (var j = 0u; j < 64u; j++) {
-                let at = w * 64u + ((j + l) & 63u);
-                let c = counts[at];
-                counts[at] = 0u;
-                lo += c & 0xffffu;
-                hi += c >> 16u;
-            }
-            if (lo != 0u) { atomicAdd(&hist[2u * w], lo); }
-            if (hi != 0u) { atomicAdd(&hist[2u * w + 1u], hi); }
-        }
-        workgroupBarrier();
     }
+    workgroupBarrier();
+    let c = atomicLoad(&bins[l]);
+    if (c != 0u) { atomicAdd(&hist[l], c); }
 }
 "#;
 
@@ -391,7 +363,7 @@ mod tests {
             super::scan_spine(),
             super::scan_down(),
             super::BYTE_HISTOGRAM.to_string(),
-            crate::probe_wgsl::SHARED_ATOMICS_HISTOGRAM.to_string(),
+            crate::probe_wgsl::PRIVATE_COUNTERS_HISTOGRAM.to_string(),
             super::radix_count(),
             super::radix_scatter(),
             super::register_matmul(),

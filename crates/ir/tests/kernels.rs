@@ -140,28 +140,6 @@ fn atomic_histogram_matches_host() {
     assert_eq!(bytes::bytes_u32(&bufs[1]), want);
 }
 
-/// The 16-bit-counter byte histogram in rounds of 5 vectors: many merges,
-/// the 4-vector loop and its remainder, and one skewed bin that would pass
-/// a round's worth of counts in a narrower counter.
-#[test]
-fn byte_histogram_in_rounds_matches_host() {
-    let mut rng = Rng::new(43);
-    let k = kernels::byte_histogram_in_rounds(5).expect("builds");
-    for (vectors, groups) in [(1usize, 1u32), (64 * 5 + 5, 1), (64 * 2 * 11 + 129, 2)] {
-        let bytes: Vec<u8> = (0..16 * vectors)
-            .map(|i| if i % 3 == 0 { 0xff } else { rng.u32() as u8 })
-            .collect();
-        let mut bufs = vec![bytes.clone(), vec![0; 256 * 4]];
-        let scalars = k.pack_scalars(&[Lit::U32(vectors as u32)]).expect("types");
-        interp::run(&k, [groups, 1, 1], &mut bufs, &scalars).expect("runs");
-        let mut want = vec![0u32; 256];
-        for &b in &bytes {
-            want[usize::from(b)] += 1;
-        }
-        assert_eq!(bytes::bytes_u32(&bufs[1]), want, "{vectors} vectors");
-    }
-}
-
 #[test]
 fn tiled_matmul_matches_host() {
     let mut rng = Rng::new(1234);

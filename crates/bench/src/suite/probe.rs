@@ -15,8 +15,8 @@ pub fn all(cpu: bool, matrices: bool) -> Result<Vec<Measured>, IrError> {
     let mut out = vec![
         histogram_with(
             cpu,
-            "probe.histogram_shared_atomics_gbps",
-            v::SHARED_ATOMICS_HISTOGRAM.to_string(),
+            "probe.histogram_private_counters_gbps",
+            v::PRIVATE_COUNTERS_HISTOGRAM.to_string(),
         )?,
         histogram_with(cpu, "probe.histogram_4_copies_gbps", v::sub_histograms(4))?,
         histogram_with(cpu, "probe.histogram_8_copies_gbps", v::sub_histograms(8))?,
