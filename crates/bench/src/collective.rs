@@ -387,6 +387,7 @@ fn figures_2(ranks: &mut Ranks, o: &Options, out: &mut Vec<Figure>) -> Result<()
         .map(|s| (s.device().clone(), s.queue().clone()))
         .collect();
     out.extend(crate::switch::figure(&devices, o));
+    out.extend(crate::switch::duplex(&devices, o));
     let mut raw = raw_group(ranks, large);
     let ar = |size| (Op::AllReduce, RawOp::AllReduceSum, size);
     out.push(compare(

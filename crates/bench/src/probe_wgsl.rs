@@ -39,6 +39,52 @@ pub fn coop_matmul_b_global() -> String {
     out
 }
 
+/// `coop_matmul` staged through matrix registers: each subgroup loads 4 of
+/// the step's 16 A tiles and 4 of its 16 B tiles straight from storage
+/// (`coopLoadT`) and stores them into the staging buffers (`coopStoreT`),
+/// where the scalar design stores 64 single f16 per invocation.
+pub fn coop_matmul_matrix_staged() -> String {
+    let mut s = coop_head(1)
+        .replace(
+            "@group(0) @binding(0) var<storage, read> a: array<vec4<f16>>;",
+            "@group(0) @binding(0) var<storage, read> a: array<f16>;",
+        )
+        .replace(
+            "@group(0) @binding(1) var<storage, read> b: array<vec4<f16>>;",
+            "@group(0) @binding(1) var<storage, read> b: array<f16>;",
+        );
+    s.push_str("    let sa_stride = SA;\n    let sb_stride = SB;\n");
+    s.push_str("    for (var k0 = 0u; k0 < kk; k0 += 32u) {\n        workgroupBarrier();\n");
+    for t in 0..4 {
+        // A tile (row block t / 2 of this subgroup's pair, k half t % 2);
+        // B tile (k half t / 2, column block of this subgroup's pair).
+        let _ = writeln!(
+            s,
+            "        {{
+            let rb = sg * 2u + {ra}u;
+            let ga = (row0 + rb * 16u) * kk + k0 + {ka}u;
+            let sa_at = rb * 16u * SA + {ka}u;
+            let ma = coopLoadT<coop_mat16x16<f16, A>>(&a[ga], kk);
+            coopStoreT(ma, &sa[sa_at], sa_stride);
+            let cb = sg * 2u + {cb}u;
+            let gb = (k0 + {kb}u) * n + col0 + cb * 16u;
+            let sb_at = {kb}u * SB + cb * 16u;
+            let mb = coopLoadT<coop_mat16x16<f16, B>>(&b[gb], n);
+            coopStoreT(mb, &sb[sb_at], sb_stride);
+        }}",
+            ra = t / 2,
+            ka = (t % 2) * 16,
+            cb = t % 2,
+            kb = (t / 2) * 16,
+        );
+    }
+    s.push_str("        workgroupBarrier();\n");
+    coop_multiply(&mut s, "", "");
+    s.push_str("    }\n");
+    coop_store(&mut s);
+    s
+}
+
 /// `coop_matmul` with no staging at all: A and B both read straight from
 /// storage (the raw kernel of issue 22's measurement, in this tiling).
 pub fn coop_matmul_global() -> String {

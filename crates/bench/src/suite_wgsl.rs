@@ -364,6 +364,7 @@ mod tests {
             super::scan_down(),
             super::BYTE_HISTOGRAM.to_string(),
             crate::probe_wgsl::PRIVATE_COUNTERS_HISTOGRAM.to_string(),
+            crate::probe_wgsl::coop_matmul_matrix_staged(),
             super::radix_count(),
             super::radix_scatter(),
             super::register_matmul(),

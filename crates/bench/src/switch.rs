@@ -10,6 +10,14 @@
 //! round trip; its baseline is the same round trip on the first device
 //! only. Their difference is the switch; it bounds a small collective from
 //! below whatever the server does.
+//!
+//! `collective.two_device_duplex_gbps` asks the same of large copies: one
+//! device copies 64 MiB to the host while the other copies 64 MiB from
+//! it, from two threads at once, against the same two copies one after
+//! the other. PCIe moves both directions at once, so copies that overlap
+//! approach twice the baseline; a ratio near 1 says the devices' copies
+//! take turns, and a host-staged all-reduce (every byte down, then up)
+//! cannot beat one direction's rate.
 
 use std::time::Instant;
 
@@ -45,6 +53,79 @@ impl Trip {
                 .read(&self.device, &self.queue, &self.buffer, 4096, |b| b[0]),
         );
     }
+}
+
+/// One device's half of the duplex figure: `reps` copies of 64 MiB, each
+/// submitted and waited for, between a storage buffer and a host-visible
+/// one that is never mapped, so no host memcpy joins the DMA.
+struct Copies {
+    device: wgpu::Device,
+    queue: wgpu::Queue,
+    from: wgpu::Buffer,
+    to: wgpu::Buffer,
+}
+
+const DUPLEX_BYTES: u64 = 64 << 20;
+
+impl Copies {
+    fn new(device: &wgpu::Device, queue: &wgpu::Queue, down: bool) -> Self {
+        use wgpu::BufferUsages as U;
+        let storage = U::STORAGE | U::COPY_SRC | U::COPY_DST;
+        let (from, to) = if down {
+            (storage, U::MAP_READ | U::COPY_DST)
+        } else {
+            (U::MAP_WRITE | U::COPY_SRC, storage)
+        };
+        Copies {
+            device: device.clone(),
+            queue: queue.clone(),
+            from: raw::buffer(device, DUPLEX_BYTES, from),
+            to: raw::buffer(device, DUPLEX_BYTES, to),
+        }
+    }
+
+    fn run(&self, reps: usize) {
+        for _ in 0..reps {
+            let mut enc = self.device.create_command_encoder(&Default::default());
+            enc.copy_buffer_to_buffer(&self.from, 0, &self.to, 0, DUPLEX_BYTES);
+            self.queue.submit(Some(enc.finish()));
+            raw::wait(&self.device);
+        }
+    }
+}
+
+/// `collective.two_device_duplex_gbps` over the first two of `devices`.
+pub fn duplex(devices: &[(wgpu::Device, wgpu::Queue)], o: &Options) -> Option<Figure> {
+    let [(d0, q0), (d1, q1), ..] = devices else {
+        return None;
+    };
+    let (down, up) = (Copies::new(d0, q0, true), Copies::new(d1, q1, false));
+    let reps = if o.quick { 2 } else { 8 };
+    let gbps =
+        |t: Instant| (2 * reps) as f64 * DUPLEX_BYTES as f64 / t.elapsed().as_secs_f64() / 1e9;
+    let together = || {
+        let t = Instant::now();
+        std::thread::scope(|s| {
+            s.spawn(|| down.run(reps));
+            up.run(reps);
+        });
+        gbps(t)
+    };
+    let in_turn = || {
+        let t = Instant::now();
+        down.run(reps);
+        up.run(reps);
+        gbps(t)
+    };
+    let (both, turns) = interleaved(o.rounds(3, 7), together, in_turn);
+    Some(Figure::new(
+        "collective.two_device_duplex_gbps",
+        both,
+        "GB/s, 64 MiB device-to-host on one device while 64 MiB host-to-device on the \
+         other, from two threads (higher is better)",
+        "the same two copies one after the other",
+        turns,
+    ))
 }
 
 /// The figure over the first two of `devices`; none if there are fewer.

@@ -28,6 +28,10 @@ pub fn all(cpu: bool, matrices: bool) -> Result<Vec<Measured>, IrError> {
             v::coop_matmul_b_global(),
         )?);
         out.push(matmul_with(
+            "probe.coop_matrix_staged_tflops",
+            v::coop_matmul_matrix_staged(),
+        )?);
+        out.push(matmul_with(
             "probe.coop_unstaged_tflops",
             v::coop_matmul_global(),
         )?);
