@@ -14,15 +14,16 @@ const KS: u32 = COOP_MATMUL_K_STEP;
 const SA: u32 = KS + 8;
 const SB: u32 = T + 8;
 
-/// `c = a * b` for row-major `a: m x k`, `b: k x n` of `f16` and `c: m x n` of `f32`, on a device whose subgroups have
+/// `c = a * b` for row-major `a: m x k`, `b: k x n` of `f16` (bound as
+/// `vec4<f16>`) and `c: m x n` of `f32`, on a device whose subgroups have
 /// `subgroup` invocations and which has 16 x 16 x 16 `f16 -> f32`
 /// cooperative matrices.
 ///
 /// A workgroup of four subgroups computes a 128 x 128 tile of `c`; subgroup
 /// `(sr, sc)` of its 2 x 2 grid owns a 64 x 64 quarter as 4 x 4
 /// accumulators. Each step along `k` stages `a[tile rows, 32]` and `b[32,
-/// tile columns]` in workgroup memory (tile by tile, through the matrix
-/// registers, see `stage`) and does two rounds of 16 multiply-adds per subgroup
+/// tile columns]` in workgroup memory (`vec4` loads, every invocation
+/// taking its share) and does two rounds of 16 multiply-adds per subgroup
 /// from there.
 ///
 /// Bindings: 0 `a`, 1 `b` (read), 2 `c` (read-write). Scalars: `m, n, k:
@@ -35,8 +36,8 @@ const SB: u32 = T + 8;
 pub fn coop_matmul(subgroup: u32) -> Result<Kernel, IrError> {
     let wg = 4 * subgroup;
     let k = KernelBuilder::new(format!("matmul_coop_f16_{subgroup}"), [wg, 1, 1]);
-    let a = k.input(Scalar::F16);
-    let b = k.input(Scalar::F16);
+    let a = k.input_vec(Scalar::F16, 4);
+    let b = k.input_vec(Scalar::F16, 4);
     let c = k.output(Scalar::F32);
     let _m = k.scalar_arg(Scalar::U32);
     let n = k.scalar_arg(Scalar::U32);
@@ -63,8 +64,7 @@ pub fn coop_matmul(subgroup: u32) -> Result<Kernel, IrError> {
     k.if_(right_size, |k| {
         k.for_range_step(0u32, kk, KS, |k, k0| {
             k.barrier();
-            let [ta, tb] = tiles[0];
-            stage(k, (a, b), (sa, sb), (row0, col0, k0), (n, kk), (sg, ta, tb));
+            stage(k, (a, b), (sa, sb), (row0, col0, k0), (n, kk), (l, wg));
             k.barrier();
             for half in 0..KS / 16 {
                 for (i, [ta, tb]) in tiles.iter().enumerate() {
@@ -98,33 +98,30 @@ pub fn coop_matmul(subgroup: u32) -> Result<Kernel, IrError> {
 }
 
 /// `a[row0.., k0..k0 + 32]` into `sa` and `b[k0.., col0..col0 + 128]` into
-/// `sb` through the matrix registers `ta` and `tb`: each of the four
-/// subgroups loads 4 of a's 16 tiles of 16 x 16 and 4 of b's from storage
-/// and stores them, which the device does in wide accesses where a scalar
-/// staging does 64 single-f16 stores per invocation.
+/// `sb`, one `vec4<f16>` per invocation per round.
 fn stage(
     k: &KernelBuilder,
     (a, b): (compute_ir::Buf, compute_ir::Buf),
     (sa, sb): (compute_ir::Shared, compute_ir::Shared),
     (row0, col0, k0): (Val, Val, Val),
     (n, kk): (Val, Val),
-    (sg, ta, tb): (Val, Matrix, Matrix),
+    (l, wg): (Val, u32),
 ) {
-    for t in 0..4u32 {
-        // a: row block sg * 2 + t / 2, k half t % 2.
-        let rb = k.add(k.mul(sg, 2u32), t / 2);
-        let ka = (t % 2) * 16;
-        let from = k.add(k.add(k.mul(k.add(row0, k.mul(rb, 16u32)), kk), k0), ka);
-        k.matrix_load(ta, a, from, kk, Layout::RowMajor);
-        let to = k.add(k.mul(rb, 16 * SA), ka);
-        k.matrix_store(ta, sa, to, SA, Layout::RowMajor);
-        // b: k half t / 2, column block sg * 2 + t % 2.
-        let cb = k.add(k.mul(sg, 2u32), t % 2);
-        let kb = (t / 2) * 16;
-        let from = k.add(k.mul(k.add(k0, kb), n), k.add(col0, k.mul(cb, 16u32)));
-        k.matrix_load(tb, b, from, n, Layout::RowMajor);
-        let to = k.add(k.mul(cb, 16u32), kb * SB);
-        k.matrix_store(tb, sb, to, SB, Layout::RowMajor);
+    // Both tiles are 1024 vectors: 8 per row of a's, 32 per row of b's.
+    for round in 0..1024 / wg {
+        let v = k.add(l, round * wg);
+        let (r, q) = (k.div(v, 8u32), k.rem(v, 8u32));
+        let from = k.add(k.div(k.add(k.mul(k.add(row0, r), kk), k0), 4u32), q);
+        let x = k.load(a, from);
+        let (br, bq) = (k.div(v, 32u32), k.rem(v, 32u32));
+        let from = k.add(k.div(k.add(k.mul(k.add(k0, br), n), col0), 4u32), bq);
+        let y = k.load(b, from);
+        for lane in 0..4u8 {
+            let to = k.add(k.add(k.mul(r, SA), k.mul(q, 4u32)), u32::from(lane));
+            k.store(sa, to, k.extract(x, lane));
+            let to = k.add(k.add(k.mul(br, SB), k.mul(bq, 4u32)), u32::from(lane));
+            k.store(sb, to, k.extract(y, lane));
+        }
     }
 }
 
