@@ -388,6 +388,7 @@ fn figures_2(ranks: &mut Ranks, o: &Options, out: &mut Vec<Figure>) -> Result<()
         .collect();
     out.extend(crate::switch::figure(&devices, o));
     out.extend(crate::switch::duplex(&devices, o));
+    out.extend(crate::switch::kernels_at_once(&devices, o));
     let mut raw = raw_group(ranks, large);
     let ar = |size| (Op::AllReduce, RawOp::AllReduceSum, size);
     out.push(compare(

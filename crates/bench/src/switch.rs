@@ -12,12 +12,20 @@
 //! below whatever the server does.
 //!
 //! `collective.two_device_duplex_gbps` asks the same of large copies: one
-//! device copies 64 MiB to the host while the other copies 64 MiB from
-//! it, from two threads at once, against the same two copies one after
-//! the other. PCIe moves both directions at once, so copies that overlap
-//! approach twice the baseline; a ratio near 1 says the devices' copies
-//! take turns, and a host-staged all-reduce (every byte down, then up)
-//! cannot beat one direction's rate.
+//! device copies 64 MiB into a mappable buffer while the other copies 64
+//! MiB out of one, from two threads at once, against the same two copies
+//! one after the other. Where the allocator puts a mappable buffer is its
+//! choice (on the H200 the pair moves more than PCIe carries one way, so
+//! at least one side stays in device memory); what the figure asks is
+//! only whether the two devices' copies overlap.
+//!
+//! `collective.two_device_kernels_per_s` asks it without any transfer: a
+//! one-workgroup kernel that runs for milliseconds, launched on both
+//! devices at once, against the same launches in turn. Either would fit
+//! on the GPU beside the other many times over, so about 2x says the
+//! devices run at once and about 1x that the driver gives the GPU to one
+//! device at a time, which a host-staged collective of these ranks pays
+//! on every step.
 
 use std::time::Instant;
 
@@ -124,6 +132,89 @@ pub fn duplex(devices: &[(wgpu::Device, wgpu::Queue)], o: &Options) -> Option<Fi
         "GB/s, 64 MiB device-to-host on one device while 64 MiB host-to-device on the \
          other, from two threads (higher is better)",
         "the same two copies one after the other",
+        turns,
+    ))
+}
+
+/// A kernel of one workgroup that runs a long chain of dependent
+/// multiply-adds: milliseconds of one SM's time, no memory traffic.
+const SPIN: &str = "
+@group(0) @binding(0) var<storage, read_write> out: array<u32>;
+@compute @workgroup_size(64)
+fn main(@builtin(local_invocation_index) l: u32) {
+    var x = l;
+    for (var i = 0u; i < 4000000u; i++) { x = x * 1664525u + 1013904223u; }
+    out[l] = x;
+}
+";
+
+/// One device's spinning kernel, launched and waited for `reps` times.
+struct Spin {
+    device: wgpu::Device,
+    queue: wgpu::Queue,
+    pipeline: wgpu::ComputePipeline,
+    group: wgpu::BindGroup,
+}
+
+impl Spin {
+    fn new(device: &wgpu::Device, queue: &wgpu::Queue) -> Self {
+        let pipeline = raw::pipeline(device, SPIN);
+        let out = raw::buffer(device, 256, wgpu::BufferUsages::STORAGE);
+        let group = raw::bind_whole(device, &pipeline, &[&out]);
+        Spin {
+            device: device.clone(),
+            queue: queue.clone(),
+            pipeline,
+            group,
+        }
+    }
+
+    fn run(&self, reps: usize) {
+        for _ in 0..reps {
+            let mut enc = self.device.create_command_encoder(&Default::default());
+            {
+                let mut pass = enc.begin_compute_pass(&Default::default());
+                pass.set_pipeline(&self.pipeline);
+                pass.set_bind_group(0, &self.group, &[]);
+                pass.dispatch_workgroups(1, 1, 1);
+            }
+            self.queue.submit(Some(enc.finish()));
+            raw::wait(&self.device);
+        }
+    }
+}
+
+/// `collective.two_device_kernels_per_s` over the first two of `devices`.
+pub fn kernels_at_once(devices: &[(wgpu::Device, wgpu::Queue)], o: &Options) -> Option<Figure> {
+    let [(d0, q0), (d1, q1), ..] = devices else {
+        return None;
+    };
+    let (a, b) = (Spin::new(d0, q0), Spin::new(d1, q1));
+    a.run(1);
+    b.run(1);
+    let reps = if o.quick { 2 } else { 6 };
+    let per_s = |t: Instant| (2 * reps) as f64 / t.elapsed().as_secs_f64();
+    let together = || {
+        let t = Instant::now();
+        std::thread::scope(|s| {
+            s.spawn(|| a.run(reps));
+            b.run(reps);
+        });
+        per_s(t)
+    };
+    let in_turn = || {
+        let t = Instant::now();
+        a.run(reps);
+        b.run(reps);
+        per_s(t)
+    };
+    let (both, turns) = interleaved(o.rounds(3, 5), together, in_turn);
+    Some(Figure::new(
+        "collective.two_device_kernels_per_s",
+        both,
+        "launches/s of a one-workgroup kernel of milliseconds, on both devices at once \
+         from two threads (higher is better)",
+        "the same launches in turn",
         turns,
     ))
 }
