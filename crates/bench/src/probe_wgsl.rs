@@ -201,6 +201,26 @@ fn stage(s: &mut String, base_a: &str, base_b: &str) {
     }
 }
 
+/// The committed byte histogram (`suite_wgsl::BYTE_HISTOGRAM`) with `kib`
+/// KiB of workgroup memory it never needs beside its 1 KiB of bins: how
+/// many workgroups an SM holds at that size, seen as bandwidth. The pad is
+/// read once (a test the zero-filled memory never passes), so no compiler
+/// drops it.
+pub fn padded_histogram(kib: u32) -> String {
+    let words = kib * 256;
+    crate::suite_wgsl::BYTE_HISTOGRAM
+        .replace(
+            "var<workgroup> bins: array<atomic<u32>, 256>;",
+            &format!(
+                "var<workgroup> bins: array<atomic<u32>, 256>;\nvar<workgroup> pad: array<u32, {words}>;"
+            ),
+        )
+        .replace(
+            "    if (c != 0u) { atomicAdd(&hist[l], c); }",
+            "    if (c != 0u) { atomicAdd(&hist[l], c); }\n    if (pad[l] == 12345u) { atomicAdd(&hist[0], 1u); }",
+        )
+}
+
 /// The byte histogram without an atomic per byte: each invocation owns 256
 /// 16-bit counters (two to a word, `counts[word * 64 + l]`, no bank
 /// conflict) in 32 KiB of workgroup memory, a plain load and store per

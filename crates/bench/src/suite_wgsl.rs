@@ -352,6 +352,15 @@ pub use crate::matmul_wgsl::{coop_matmul, register_matmul};
 
 #[cfg(test)]
 mod tests {
+    /// A probe built by text replacement measures the base design if a
+    /// replacement misses: make sure both landed.
+    #[test]
+    fn the_padded_histograms_carry_their_pad() {
+        let s = crate::probe_wgsl::padded_histogram(8);
+        assert!(s.contains("var<workgroup> pad: array<u32, 2048>;"), "{s}");
+        assert!(s.contains("if (pad[l] == 12345u)"), "{s}");
+    }
+
     /// Every baseline parses and validates, so a figure never fails on a
     /// typo only the device would catch.
     #[test]
@@ -364,6 +373,8 @@ mod tests {
             super::scan_down(),
             super::BYTE_HISTOGRAM.to_string(),
             crate::probe_wgsl::PRIVATE_COUNTERS_HISTOGRAM.to_string(),
+            crate::probe_wgsl::padded_histogram(8),
+            crate::probe_wgsl::padded_histogram(31),
             crate::probe_wgsl::coop_matmul_matrix_staged(),
             super::radix_count(),
             super::radix_scatter(),

@@ -21,6 +21,26 @@ pub fn all(cpu: bool, matrices: bool) -> Result<Vec<Measured>, IrError> {
         histogram_with(cpu, "probe.histogram_4_copies_gbps", v::sub_histograms(4))?,
         histogram_with(cpu, "probe.histogram_8_copies_gbps", v::sub_histograms(8))?,
         histogram_with(cpu, "probe.histogram_32_copies_gbps", v::sub_histograms(32))?,
+        histogram_with(
+            cpu,
+            "probe.histogram_padded_8kib_gbps",
+            v::padded_histogram(8),
+        )?,
+        histogram_with(
+            cpu,
+            "probe.histogram_padded_16kib_gbps",
+            v::padded_histogram(16),
+        )?,
+        histogram_with(
+            cpu,
+            "probe.histogram_padded_24kib_gbps",
+            v::padded_histogram(24),
+        )?,
+        histogram_with(
+            cpu,
+            "probe.histogram_padded_31kib_gbps",
+            v::padded_histogram(31),
+        )?,
     ];
     if matrices {
         out.push(matmul_with(
