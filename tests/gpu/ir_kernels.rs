@@ -164,6 +164,19 @@ fn byte_histograms_match_the_host() {
     assert_eq!(bytes_u32(&read(&mut s, &hist)), want);
 }
 
+/// A loop with a barrier inside that ends on a uniform load, on the
+/// device: every invocation of every workgroup counts every round.
+#[test]
+fn uniform_loads_end_a_loop_with_a_barrier_together() {
+    let mut s = server();
+    let k = kernels::uniform_rounds().expect("kernel");
+    let n = 300 * kernels::UNIFORM_ROUNDS_WORKGROUP as usize;
+    let out = upload(&mut s, vec![0xff; n * 4]);
+    let scalars = k.pack_scalars(&[Lit::U32(7)]).expect("rounds");
+    run(&mut s, &k, [300, 1, 1], std::slice::from_ref(&out), scalars);
+    assert_eq!(bytes_u32(&read(&mut s, &out)), vec![7; n]);
+}
+
 #[test]
 fn register_matmul_matches_the_host() {
     let mut s = server();

@@ -389,6 +389,13 @@ pub enum Stmt {
     Return,
     /// A barrier (in uniform control flow).
     Barrier(Barrier),
+    /// `var = workgroupUniformLoad(&shared[index])`: a workgroup barrier,
+    /// then every invocation reads the same element of a (non-atomic)
+    /// workgroup array, a value uniform across the workgroup, so control
+    /// flow that depends on it stays uniform (a loop with a barrier inside
+    /// may end on it). In uniform control flow, with the same `index` in
+    /// every invocation.
+    UniformLoad(VarId, u32, ValueId),
     /// A cooperative-matrix statement (a subgroup collective).
     Matrix(MatrixStmt),
 }

@@ -22,7 +22,9 @@
 //! and whether it exchanged, as a `vec2`), array length, subgroup
 //! collectives: [`SubgroupOp`]) and
 //! its structured control flow (if/else, range loops over i32/u32,
-//! loop/break/continue, return, barriers). The semantics are WGSL's where
+//! loop/break/continue, return, barriers, and uniform loads: a barrier,
+//! then one workgroup element every invocation reads, so a loop with a
+//! barrier inside may end on it). The semantics are WGSL's where
 //! WGSL defines them (integer wrap, `x / 0 == x`, `x % 0 == 0`, saturating
 //! float-to-int casts), written down in [`interp`], which executes them on
 //! the host: every invocation of a workgroup in lockstep between barriers,

@@ -213,6 +213,20 @@ impl std::hash::Hash for Lit {
 }
 
 impl Lit {
+    /// The zero (or `false`) of `scalar`.
+    pub const fn zero(scalar: Scalar) -> Self {
+        match scalar {
+            Scalar::Bool => Lit::Bool(false),
+            Scalar::I32 => Lit::I32(0),
+            Scalar::U32 => Lit::U32(0),
+            Scalar::F32 => Lit::F32(0.0),
+            Scalar::F16 => Lit::F16(0),
+            Scalar::I64 => Lit::I64(0),
+            Scalar::U64 => Lit::U64(0),
+            Scalar::F64 => Lit::F64(0.0),
+        }
+    }
+
     /// An `f32` literal (the same as `Lit::F32(v)`).
     pub const fn f32(v: f32) -> Self {
         Lit::F32(v)

@@ -5,7 +5,7 @@
 //! every value defined once and used only where it is in scope, `break` and
 //! `continue` only inside loops, stores only to writable, non-atomic arrays.
 
-use crate::ir::{Access, ArrayRef, KernelDef, Stmt, ValueId};
+use crate::ir::{Access, ArrayRef, KernelDef, Stmt, ValueId, VarId};
 use crate::typeck::{array_elem, check_type, op_name, op_type};
 use crate::{IrError, Scalar, Type};
 
@@ -375,10 +375,53 @@ impl Checker<'_> {
                 Ok(())
             }
             Stmt::Return | Stmt::Barrier(_) => Ok(()),
+            Stmt::UniformLoad(var, array, index) => self.uniform_load(*var, *array, *index),
             Stmt::Matrix(m) => {
                 crate::matrix::check_stmt(self.def, m, |op, v| self.use_value(op, v))
             }
         }
+    }
+}
+
+impl Checker<'_> {
+    /// `var = workgroupUniformLoad(&shared[index])`: a plain workgroup array,
+    /// a `u32` index, a variable in scope of the array's element type.
+    fn uniform_load(&mut self, var: VarId, array: u32, index: ValueId) -> Result<(), IrError> {
+        const OP: &str = "uniform_load";
+        let Some(decl) = self.def.shared.get(array as usize) else {
+            return Err(IrError::structure(
+                OP,
+                format!("no workgroup array {array}"),
+            ));
+        };
+        if decl.atomic {
+            return Err(IrError::ty(
+                OP,
+                "the array is atomic: use atomic_load".to_string(),
+            ));
+        }
+        let t = self.use_value(OP, index)?;
+        if t != Type::U32 {
+            return Err(IrError::ty(OP, format!("index must be u32, got {t}")));
+        }
+        let i = var.0 as usize;
+        if !self.var_live.get(i).copied().unwrap_or(false) {
+            return Err(IrError::structure(
+                OP,
+                format!("variable {i} is not in scope"),
+            ));
+        }
+        let elem = Type::scalar(decl.elem);
+        if self.def.vars[i] != elem {
+            return Err(IrError::ty(
+                OP,
+                format!(
+                    "variable {i} is {}, the array holds {elem}",
+                    self.def.vars[i]
+                ),
+            ));
+        }
+        Ok(())
     }
 }
 

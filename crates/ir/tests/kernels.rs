@@ -140,6 +140,43 @@ fn atomic_histogram_matches_host() {
     assert_eq!(bytes::bytes_u32(&bufs[1]), want);
 }
 
+/// A loop with a barrier inside, ended by a uniform load of what one
+/// invocation wrote: every invocation counts every round, none leaves
+/// early (the interpreter would report a barrier not all of them met).
+#[test]
+fn uniform_loads_end_a_loop_with_a_barrier_together() {
+    let k = kernels::uniform_rounds().expect("builds");
+    for rounds in [0u32, 1, 5] {
+        let wg = kernels::UNIFORM_ROUNDS_WORKGROUP as usize;
+        let mut bufs = vec![vec![0; 4 * 2 * wg]];
+        let scalars = k.pack_scalars(&[Lit::U32(rounds)]).expect("types");
+        interp::run(&k, [2, 1, 1], &mut bufs, &scalars).expect("runs");
+        assert_eq!(
+            bytes::bytes_u32(&bufs[0]),
+            vec![rounds; 2 * wg],
+            "{rounds} rounds"
+        );
+    }
+}
+
+/// A uniform load is a barrier: one that only some invocations reach is
+/// the interpreter's error, as a barrier's is.
+#[test]
+fn a_uniform_load_out_of_uniform_control_flow_is_an_error() {
+    use compute_ir::{KernelBuilder, RunError};
+    let k = KernelBuilder::new("half_uniform", [4, 1, 1]);
+    let out = k.output(Scalar::U32);
+    let sh = k.shared(Scalar::U32, 1);
+    k.if_(k.eq(k.local_index(), 0u32), |k| {
+        let v = k.uniform_load(sh, 0u32);
+        k.store(out, 0u32, v);
+    });
+    let k = k.build().expect("builds");
+    let mut bufs = vec![vec![0; 16]];
+    let err = interp::run(&k, [1, 1, 1], &mut bufs, &[]).expect_err("a lone invocation's load");
+    assert!(matches!(err, RunError::NonUniformBarrier { .. }), "{err:?}");
+}
+
 #[test]
 fn tiled_matmul_matches_host() {
     let mut rng = Rng::new(1234);

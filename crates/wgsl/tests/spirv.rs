@@ -74,6 +74,7 @@ fn the_kernel_suite_writes_spirv() {
         kernels::coop_matmul(32),
         kernels::tiled_matmul(),
         kernels::histogram(256),
+        kernels::uniform_rounds(),
     ];
     for k in all {
         each_check(&k.expect("builds"));

@@ -6,7 +6,7 @@ use super::{
     Shared, Val, Var,
 };
 use crate::ir::{Access, AtomicOp, BufferDecl, Op, SharedDecl, Stmt, VarId};
-use crate::{IrError, Scalar, Type};
+use crate::{IrError, Lit, Scalar, Type};
 
 impl KernelBuilder {
     // ---- interface ------------------------------------------------------
@@ -357,6 +357,20 @@ impl KernelBuilder {
     #[track_caller]
     pub fn array_length(&self, buffer: impl BufferLike) -> Val {
         self.emit(Op::ArrayLength(buffer.binding()))
+    }
+
+    /// `workgroupUniformLoad(&array[index])`: a workgroup barrier, then the
+    /// element every invocation reads, a value uniform across the
+    /// workgroup. Control flow that depends on it stays uniform, so a loop
+    /// with a barrier inside may end on it (one invocation decides, the
+    /// workgroup follows). Call in uniform control flow, with the same
+    /// `index` in every invocation.
+    #[track_caller]
+    pub fn uniform_load(&self, array: Shared, index: impl Operand) -> Val {
+        let index = self.operand(index, Some(Type::U32));
+        let var = self.var(self.lit(Lit::zero(array.elem)));
+        self.push(Stmt::UniformLoad(var.id, array.index, index.id));
+        self.get(var)
     }
 
     /// `atomicLoad(&array[index])` (an atomic buffer or workgroup array).

@@ -5,7 +5,7 @@ use super::memory::{Memory, index, read_global, write_global};
 use super::value::{self, Value};
 use crate::ir::{
     ArrayRef, AtomicOp, BinOp, Builtin, KernelDef, MatrixId, MatrixStmt, Op, ShuffleOp, Stmt,
-    SubgroupOp, ValueId,
+    SubgroupOp, ValueId, VarId,
 };
 use crate::{RunError, Scalar, Type};
 
@@ -76,6 +76,8 @@ pub(crate) struct Invocation<'k> {
     matrices: Vec<Vec<f32>>,
     /// The cooperative-matrix statement it waits at.
     pending_matrix: Option<&'k MatrixStmt>,
+    /// The uniform load it waits at, done when its barrier lets it go on.
+    pending_load: Option<(VarId, u32, ValueId)>,
 }
 
 fn vec3(v: [u32; 3]) -> Value {
@@ -104,6 +106,7 @@ impl<'k> Invocation<'k> {
                 .map(|m| vec![0.0; usize::from(m.size) * usize::from(m.size)])
                 .collect(),
             pending_matrix: None,
+            pending_load: None,
         }
     }
 
@@ -356,6 +359,12 @@ impl<'k> Invocation<'k> {
         mem: &mut Memory<'_>,
         budget: &mut u64,
     ) -> Result<Stop, RunError> {
+        if let Some((var, array, i)) = self.pending_load.take() {
+            let arr = &mem.shared[array as usize];
+            let at = index("uniform_load", self.v(i), arr.len() as u64)?;
+            let elem = ctx.def.shared[array as usize].elem;
+            self.vars[var.0 as usize] = Value::scalar(elem, arr[at]);
+        }
         loop {
             let (stmts, pc) = match self.stack.last_mut() {
                 None => return Ok(Stop::Done),
@@ -477,6 +486,10 @@ impl<'k> Invocation<'k> {
                 }
                 Stmt::Return => self.stack.clear(),
                 Stmt::Barrier(_) => return Ok(Stop::Barrier(s as *const Stmt)),
+                Stmt::UniformLoad(var, array, i) => {
+                    self.pending_load = Some((*var, *array, *i));
+                    return Ok(Stop::Barrier(s as *const Stmt));
+                }
                 Stmt::Matrix(m) => {
                     self.pending_matrix = Some(m);
                     return Ok(Stop::Cooperative(s as *const Stmt));

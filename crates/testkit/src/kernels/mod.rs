@@ -11,6 +11,7 @@ mod reduce;
 mod rows;
 mod scan;
 mod sort;
+mod uniform;
 
 pub use add::{elementwise_add, elementwise_add_vec};
 pub use histogram::{BYTE_HISTOGRAM_WORKGROUP, byte_histogram, histogram};
@@ -21,3 +22,4 @@ pub use reduce::workgroup_sum;
 pub use rows::{ROW_WORKGROUP, layernorm, softmax};
 pub use scan::{SCAN_BLOCK, SCAN_WORKGROUP, scan_down, scan_reduce, scan_spine};
 pub use sort::{RADIX_BITS, RADIX_BLOCK, radix_count, radix_scatter};
+pub use uniform::{UNIFORM_ROUNDS_WORKGROUP, uniform_rounds};

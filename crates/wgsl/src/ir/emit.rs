@@ -471,6 +471,14 @@ impl Emitter<'_> {
             Stmt::Return => self.line("return;"),
             Stmt::Barrier(Barrier::Workgroup) => self.line("workgroupBarrier();"),
             Stmt::Barrier(Barrier::Storage) => self.line("storageBarrier();"),
+            Stmt::UniformLoad(var, array, i) => {
+                self.bounds(ArrayRef::Shared(*array), *i);
+                self.line(&format!(
+                    "x{} = workgroupUniformLoad(&sh{array}[{}]);",
+                    var.0,
+                    v(*i)
+                ));
+            }
             Stmt::Matrix(m) => self.matrix(m),
         }
     }
