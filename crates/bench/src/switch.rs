@@ -102,6 +102,33 @@ impl Copies {
     }
 }
 
+/// Seconds (medians over `rounds`, interleaved) for `a` and `b` run from
+/// two threads at once, and for the two one after the other: the two sides
+/// of the two-device figures. `rounds` is odd, so a median is one round's
+/// time and the rate it converts to is that round's rate.
+fn at_once_and_in_turn(rounds: usize, a: impl Fn() + Sync, b: impl Fn() + Sync) -> (f64, f64) {
+    let timed = |f: &dyn Fn()| {
+        let t = Instant::now();
+        f();
+        t.elapsed().as_secs_f64()
+    };
+    let at_once = || {
+        timed(&|| {
+            std::thread::scope(|s| {
+                s.spawn(&a);
+                b();
+            })
+        })
+    };
+    let in_turn = || {
+        timed(&|| {
+            a();
+            b();
+        })
+    };
+    interleaved(rounds, at_once, in_turn)
+}
+
 /// `collective.two_device_duplex_gbps` over the first two of `devices`.
 pub fn duplex(devices: &[(wgpu::Device, wgpu::Queue)], o: &Options) -> Option<Figure> {
     let [(d0, q0), (d1, q1), ..] = devices else {
@@ -109,28 +136,14 @@ pub fn duplex(devices: &[(wgpu::Device, wgpu::Queue)], o: &Options) -> Option<Fi
     };
     let (down, up) = (Copies::new(d0, q0, true), Copies::new(d1, q1, false));
     let reps = if o.quick { 2 } else { 8 };
-    let gbps =
-        |t: Instant| (2 * reps) as f64 * DUPLEX_BYTES as f64 / t.elapsed().as_secs_f64() / 1e9;
-    let together = || {
-        let t = Instant::now();
-        std::thread::scope(|s| {
-            s.spawn(|| down.run(reps));
-            up.run(reps);
-        });
-        gbps(t)
-    };
-    let in_turn = || {
-        let t = Instant::now();
-        down.run(reps);
-        up.run(reps);
-        gbps(t)
-    };
-    let (both, turns) = interleaved(o.rounds(3, 7), together, in_turn);
+    let bytes = (2 * reps) as f64 * DUPLEX_BYTES as f64;
+    let (both, turns) = at_once_and_in_turn(o.rounds(3, 7), || down.run(reps), || up.run(reps));
+    let (both, turns) = (bytes / both / 1e9, bytes / turns / 1e9);
     Some(Figure::new(
         "collective.two_device_duplex_gbps",
         both,
-        "GB/s, 64 MiB device-to-host on one device while 64 MiB host-to-device on the \
-         other, from two threads (higher is better)",
+        "GB/s, 64 MiB copied into a mappable buffer on one device while 64 MiB is copied \
+         out of one on the other, from two threads (higher is better)",
         "the same two copies one after the other",
         turns,
     ))
@@ -193,22 +206,9 @@ pub fn kernels_at_once(devices: &[(wgpu::Device, wgpu::Queue)], o: &Options) -> 
     a.run(1);
     b.run(1);
     let reps = if o.quick { 2 } else { 6 };
-    let per_s = |t: Instant| (2 * reps) as f64 / t.elapsed().as_secs_f64();
-    let together = || {
-        let t = Instant::now();
-        std::thread::scope(|s| {
-            s.spawn(|| a.run(reps));
-            b.run(reps);
-        });
-        per_s(t)
-    };
-    let in_turn = || {
-        let t = Instant::now();
-        a.run(reps);
-        b.run(reps);
-        per_s(t)
-    };
-    let (both, turns) = interleaved(o.rounds(3, 5), together, in_turn);
+    let launches = (2 * reps) as f64;
+    let (both, turns) = at_once_and_in_turn(o.rounds(3, 5), || a.run(reps), || b.run(reps));
+    let (both, turns) = (launches / both, launches / turns);
     Some(Figure::new(
         "collective.two_device_kernels_per_s",
         both,
