@@ -222,11 +222,7 @@ impl<'k> Invocation<'k> {
                 }
                 out
             }
-            Op::Load(ArrayRef::Shared(s), i) => {
-                let arr = &mem.shared[*s as usize];
-                let i = index("load", self.v(*i), arr.len() as u64)?;
-                Value::scalar(def.shared[*s as usize].elem, arr[i])
-            }
+            Op::Load(ArrayRef::Shared(s), i) => mem.shared_value(def, *s, self.v(*i), "load")?,
             Op::Load(ArrayRef::Local(l), i) => {
                 let arr = &self.locals[*l as usize];
                 arr[index("load", self.v(*i), arr.len() as u64)?]
@@ -360,10 +356,8 @@ impl<'k> Invocation<'k> {
         budget: &mut u64,
     ) -> Result<Stop, RunError> {
         if let Some((var, array, i)) = self.pending_load.take() {
-            let arr = &mem.shared[array as usize];
-            let at = index("uniform_load", self.v(i), arr.len() as u64)?;
-            let elem = ctx.def.shared[array as usize].elem;
-            self.vars[var.0 as usize] = Value::scalar(elem, arr[at]);
+            self.vars[var.0 as usize] =
+                mem.shared_value(ctx.def, array, self.v(i), "uniform_load")?;
         }
         loop {
             let (stmts, pc) = match self.stack.last_mut() {

@@ -52,6 +52,19 @@ impl Memory<'_> {
         }
     }
 
+    /// Element `i` of plain workgroup array `s`, checked against its length.
+    pub(crate) fn shared_value(
+        &self,
+        def: &KernelDef,
+        s: u32,
+        i: Value,
+        what: &'static str,
+    ) -> Result<Value, RunError> {
+        let arr = &self.shared[s as usize];
+        let i = index(what, i, arr.len() as u64)?;
+        Ok(Value::scalar(def.shared[s as usize].elem, arr[i]))
+    }
+
     pub(crate) fn atomic_get(&self, at: AtomicAt, elem: Scalar) -> u64 {
         match at {
             AtomicAt::Global(b, i) => read_global(&self.globals[b], elem, i),
