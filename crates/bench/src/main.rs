@@ -19,6 +19,8 @@ mod kernel;
 mod launch;
 mod matmul_wgsl;
 mod memory;
+mod probe_coop;
+mod probe_scan;
 mod probe_wgsl;
 mod profile;
 mod raw;

@@ -387,8 +387,15 @@ mod tests {
             crate::probe_wgsl::sub_histograms(4),
             crate::probe_wgsl::sub_histograms(8),
             crate::probe_wgsl::sub_histograms(32),
+            crate::probe_wgsl::lane_histograms(false),
+            crate::probe_wgsl::lane_histograms(true),
+            crate::probe_scan::single_pass(4, 256),
+            crate::probe_scan::single_pass(8, 16),
         ];
-        for src in sources {
+        let coop = crate::probe_coop::variants()
+            .into_iter()
+            .map(|(_, v)| v.wgsl());
+        for src in sources.into_iter().chain(coop) {
             let module = wgpu::naga::front::wgsl::parse_str(&src)
                 .unwrap_or_else(|e| panic!("{}\n{src}", e.emit_to_string(&src)));
             let info = wgpu::naga::valid::Validator::new(

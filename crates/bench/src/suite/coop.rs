@@ -5,7 +5,7 @@ use compute_ir::{IrError, Lit};
 use compute_testkit::bytes::bytes_f32;
 use compute_testkit::{Rng, kernels};
 
-use super::job::Job;
+use super::job::{Job, RawLaunch};
 use super::jobs::{close, launch};
 use super::{Check, Measured};
 use crate::suite_wgsl as wgsl;
@@ -29,19 +29,37 @@ pub fn matmul() -> Result<Measured, IrError> {
 
 /// The same job with `src` as its raw side (a probe's variant).
 pub fn matmul_with(name: &'static str, src: String) -> Result<Measured, IrError> {
+    matmul_raw(name, src, None)
+}
+
+/// The same job with `src` as its raw side, dispatched over `groups` when
+/// given (a variant of another tiling).
+pub fn matmul_raw(
+    name: &'static str,
+    src: String,
+    groups: Option<[u32; 3]>,
+) -> Result<Measured, IrError> {
     let d = 8192usize;
     let ((a, ab), (b, bb)) = (halves(31, d * d), halves(32, d * d));
     let t = kernels::COOP_MATMUL_TILE;
     let dim = Lit::U32(d as u32);
+    let l = launch(
+        kernels::coop_matmul(32)?,
+        src,
+        [d as u32 / t, d as u32 / t, 1],
+        &[0, 1, 2],
+        &[dim, dim, dim],
+    )?;
+    let raw = groups.map(|groups| {
+        vec![RawLaunch {
+            groups,
+            ..l.raw.clone()
+        }]
+    });
     let job = Job {
         buffers: vec![ab, bb, vec![0; d * d * 4]],
-        launches: vec![launch(
-            kernels::coop_matmul(32)?,
-            src,
-            [d as u32 / t, d as u32 / t, 1],
-            &[0, 1, 2],
-            &[dim, dim, dim],
-        )?],
+        launches: vec![l],
+        raw,
     };
     let check: Check = Box::new(move |read| {
         let c = bytes_f32(&read(2));

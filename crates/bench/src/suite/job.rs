@@ -11,11 +11,18 @@ use crate::raw;
 
 pub type Ir = WgpuServer<IrCompiler>;
 
-/// One launch: the IR kernel and its WGSL twin, over buffers of the job
-/// (by index, in binding order), with the packed scalars (the WGSL side
-/// reads the same bytes as a uniform after the buffers).
+/// One launch: the IR kernel and its WGSL twin (`raw`), over the same
+/// dispatch.
 pub struct Launch {
     pub kernel: Kernel,
+    pub raw: RawLaunch,
+}
+
+/// A WGSL launch over buffers of the job (by index, in binding order), with
+/// packed scalars: the WGSL side reads them as a uniform after the buffers,
+/// the IR side as its scalar block.
+#[derive(Clone)]
+pub struct RawLaunch {
     pub wgsl: String,
     pub groups: [u32; 3],
     pub bufs: Vec<usize>,
@@ -26,6 +33,18 @@ pub struct Launch {
 pub struct Job {
     pub buffers: Vec<Vec<u8>>,
     pub launches: Vec<Launch>,
+    /// The raw side's own launches, when it is another design than the IR
+    /// kernels' twins (a probe's variant); `None`: the twins.
+    pub raw: Option<Vec<RawLaunch>>,
+}
+
+impl Job {
+    fn raw_launches(&self) -> Vec<&RawLaunch> {
+        match &self.raw {
+            Some(raw) => raw.iter().collect(),
+            None => self.launches.iter().map(|l| &l.raw).collect(),
+        }
+    }
 }
 
 /// The job on the server.
@@ -49,13 +68,14 @@ impl<'j> Ours<'j> {
     pub fn run(&self, s: &mut Ir, reps: u32) -> Result<(), ServerError> {
         for _ in 0..reps {
             for l in &self.job.launches {
+                let d = &l.raw;
                 let mut args = KernelArguments::buffers(
-                    l.bufs.iter().map(|&i| self.handles[i].binding()).collect(),
+                    d.bufs.iter().map(|&i| self.handles[i].binding()).collect(),
                 );
-                if !l.scalars.is_empty() {
-                    args = args.with_scalars(l.scalars.clone());
+                if !d.scalars.is_empty() {
+                    args = args.with_scalars(d.scalars.clone());
                 }
-                let [x, y, z] = l.groups;
+                let [x, y, z] = d.groups;
                 // SAFETY: every suite kernel stays inside the buffers its
                 // job sizes for it (and the default checked bounds contain
                 // it regardless).
@@ -110,8 +130,8 @@ impl Raw {
             })
             .collect();
         let steps = job
-            .launches
-            .iter()
+            .raw_launches()
+            .into_iter()
             .map(|l| {
                 let pipeline = raw::pipeline(device, &l.wgsl);
                 let uniform = (!l.scalars.is_empty()).then(|| {

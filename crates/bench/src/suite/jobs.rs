@@ -5,7 +5,7 @@ use compute_ir::{IrError, Kernel, Lit};
 use compute_testkit::bytes::{bytes_f32, bytes_u32, f32_bytes, u32_bytes};
 use compute_testkit::{Rng, kernels};
 
-use super::job::{Job, Launch};
+use super::job::{Job, Launch, RawLaunch};
 use super::{Check, Measured};
 use crate::suite_wgsl as wgsl;
 
@@ -49,10 +49,12 @@ pub(super) fn launch(
     };
     Ok(Launch {
         kernel,
-        wgsl,
-        groups,
-        bufs: bufs.to_vec(),
-        scalars,
+        raw: RawLaunch {
+            wgsl,
+            groups,
+            bufs: bufs.to_vec(),
+            scalars,
+        },
     })
 }
 
@@ -122,6 +124,7 @@ fn softmax(cpu: bool) -> Result<Measured, IrError> {
             &[0, 1],
             &[],
         )?],
+        raw: None,
     };
     let check: Check = Box::new(move |read| {
         let y = bytes_f32(&read(1));
@@ -165,6 +168,7 @@ fn layernorm(cpu: bool) -> Result<Measured, IrError> {
             &[0, 1, 2, 3],
             &[Lit::F32(eps)],
         )?],
+        raw: None,
     };
     let check: Check = Box::new(move |read| {
         let y = bytes_f32(&read(3));
@@ -219,12 +223,44 @@ fn scan_launches(input: usize, sums: usize, out: usize, len: u32) -> Result<Vec<
 }
 
 fn scan(cpu: bool) -> Result<Measured, IrError> {
+    scan_with(cpu, "kernel.scan_gbps", None)
+}
+
+/// The scan's job; with `single_pass`, a probe: the raw side is
+/// `probe_scan::single_pass(per, limit)` instead of the three launches.
+pub(super) fn scan_with(
+    cpu: bool,
+    name: &'static str,
+    single_pass: Option<(u32, u32)>,
+) -> Result<Measured, IrError> {
     let n: usize = if cpu { 1 << 20 } else { 1 << 26 };
     let x = words(25, n);
     let blocks = (n as u32).div_ceil(kernels::SCAN_BLOCK) as usize;
+    let raw = single_pass.map(|(per, limit)| {
+        let parts = (n as u32).div_ceil(256 * 4 * per);
+        let scalars = [(n / 4) as u32, parts, 0, 0]
+            .iter()
+            .flat_map(|v| v.to_le_bytes())
+            .collect();
+        (
+            parts,
+            RawLaunch {
+                wgsl: crate::probe_scan::single_pass(per, limit),
+                groups: [parts, 1, 1],
+                bufs: vec![0, 3, 2],
+                scalars,
+            },
+        )
+    });
+    let mut buffers = vec![u32_bytes(&x), vec![0; blocks * 4], vec![0; n * 4]];
+    if let Some((parts, _)) = &raw {
+        // The single pass's state: three counters and two words per part.
+        buffers.push(vec![0; (3 + 2 * *parts as usize) * 4]);
+    }
     let job = Job {
-        buffers: vec![u32_bytes(&x), vec![0; blocks * 4], vec![0; n * 4]],
+        buffers,
         launches: scan_launches(0, 1, 2, n as u32)?,
+        raw: raw.map(|(_, l)| vec![l]),
     };
     let check: Check = Box::new(move |read| {
         let y = bytes_u32(&read(2));
@@ -238,7 +274,7 @@ fn scan(cpu: bool) -> Result<Measured, IrError> {
         Ok(())
     });
     Ok(Measured {
-        name: "kernel.scan_gbps",
+        name,
         unit: format!(
             "GB/s moved, 8 B/element (read, written), exclusive scan of {n} u32 (higher is better)"
         ),
@@ -281,6 +317,7 @@ pub(super) fn histogram_with(
             &[0, 1],
             &[Lit::U32((n / 16) as u32)],
         )?],
+        raw: None,
     };
     let check: Check = Box::new(move |read| {
         let got = bytes_u32(&read(1));
@@ -348,6 +385,7 @@ fn sort(cpu: bool) -> Result<Measured, IrError> {
             vec![0; scan_blocks * 4],
         ],
         launches,
+        raw: None,
     };
     let mut sorted = keys;
     sorted.sort_unstable();
@@ -387,6 +425,7 @@ fn matmul(cpu: bool) -> Result<Measured, IrError> {
             &[0, 1, 2],
             &[dim, dim, dim],
         )?],
+        raw: None,
     };
     let check: Check = Box::new(move |read| {
         let c = bytes_f32(&read(2));

@@ -48,7 +48,7 @@ pub fn figures(o: &Options, out: &mut Vec<Figure>) -> Result<(), ServerError> {
     };
     // Probes only when asked: they explain figures, they are not ones.
     if o.asks_for("probe") {
-        for m in probe::all(cpu, matrices).map_err(invalid)? {
+        for m in probe::all(cpu, subgroups, matrices).map_err(invalid)? {
             if o.wants(m.name) {
                 let f = measure(&mut s, o, m)?;
                 out.push(Figure::new(

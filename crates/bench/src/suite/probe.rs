@@ -6,12 +6,12 @@
 use compute_ir::IrError;
 
 use super::Measured;
-use super::coop::matmul_with;
-use super::jobs::histogram_with;
+use super::coop::{matmul_raw, matmul_with};
+use super::jobs::{histogram_with, scan_with};
 use crate::probe_wgsl as v;
 
 /// The probes this adapter can run.
-pub fn all(cpu: bool, matrices: bool) -> Result<Vec<Measured>, IrError> {
+pub fn all(cpu: bool, subgroups: bool, matrices: bool) -> Result<Vec<Measured>, IrError> {
     let histograms = [
         (
             "probe.histogram_private_counters_gbps",
@@ -24,11 +24,25 @@ pub fn all(cpu: bool, matrices: bool) -> Result<Vec<Measured>, IrError> {
         ("probe.histogram_padded_16kib_gbps", v::padded_histogram(16)),
         ("probe.histogram_padded_24kib_gbps", v::padded_histogram(24)),
         ("probe.histogram_padded_31kib_gbps", v::padded_histogram(31)),
+        ("probe.histogram_32_lanes_gbps", v::lane_histograms(false)),
+        (
+            "probe.histogram_32_lanes_packed_gbps",
+            v::lane_histograms(true),
+        ),
     ];
     let mut out = histograms
         .into_iter()
         .map(|(name, src)| histogram_with(cpu, name, src))
         .collect::<Result<Vec<_>, _>>()?;
+    if subgroups {
+        for (name, per, limit) in [
+            ("probe.scan_single_pass_4_gbps", 4, 256),
+            ("probe.scan_single_pass_8_gbps", 8, 256),
+            ("probe.scan_single_pass_4_limit_16_gbps", 4, 16),
+        ] {
+            out.push(scan_with(cpu, name, Some((per, limit)))?);
+        }
+    }
     if matrices {
         let coop = [
             (
@@ -51,6 +65,9 @@ pub fn all(cpu: bool, matrices: bool) -> Result<Vec<Measured>, IrError> {
         ];
         for (name, src) in coop {
             out.push(matmul_with(name, src)?);
+        }
+        for (name, v) in crate::probe_coop::variants() {
+            out.push(matmul_raw(name, v.wgsl(), Some(v.groups(8192)))?);
         }
     }
     Ok(out)
