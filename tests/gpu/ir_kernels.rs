@@ -142,6 +142,97 @@ fn scans_match_the_host_across_blocks_and_a_partial_one() {
     }
 }
 
+/// `x` scanned by one launch of `scan_single_pass(per, limit)` over
+/// `state` (of at least `tiles` tiles, never cleared between launches).
+fn device_single_pass(
+    s: &mut crate::ir::IrServer,
+    x: &[u32],
+    (per, limit): (u32, u32),
+    state: &Handle,
+    tiles: u32,
+) -> Vec<u32> {
+    let k = kernels::scan_single_pass(per, limit).expect("kernel");
+    let hx = upload(s, u32_bytes(x));
+    let hy = upload(s, vec![0; x.len() * 4]);
+    let scalars = k
+        .pack_scalars(&[Lit::U32(x.len() as u32 / 4), Lit::U32(tiles)])
+        .expect("scalars");
+    run(
+        s,
+        &k,
+        [tiles, 1, 1],
+        &[hx, state.clone(), hy.clone()],
+        scalars,
+    );
+    let mut got = bytes_u32(&read(s, &hy));
+    got.truncate(x.len());
+    got
+}
+
+/// The single-pass scan on the device, launch after launch over one state
+/// (sizes of more and fewer tiles in turn, sums that wrap), with a poll
+/// limit its workgroups meet (fallback reductions) and one they rarely do.
+#[test]
+fn single_pass_scans_match_the_host_launch_after_launch() {
+    let mut s = server();
+    if !s.device().features().contains(wgpu::Features::SUBGROUP) {
+        eprintln!("no SUBGROUP: the single-pass scan not run on the device");
+        return;
+    }
+    let mut r = Rng::spread(16);
+    for (per, limit) in [(4u32, 1u32), (8, 4096)] {
+        let tile = kernels::scan_single_tile(per) as usize;
+        let words = kernels::scan_single_state_words(300) as usize;
+        let state = upload(&mut s, vec![0; 4 * words]);
+        for n in [300 * tile, 4, 3 * tile + 4 * 37, 41 * tile - 8] {
+            let x: Vec<u32> = (0..n).map(|_| r.u32()).collect();
+            let tiles = (n as u32).div_ceil(tile as u32);
+            for launch in 0..3 {
+                let got = device_single_pass(&mut s, &x, (per, limit), &state, tiles);
+                assert!(
+                    got == host_exclusive(&x),
+                    "per {per}, limit {limit}, n {n}, launch {launch}: first wrong at {:?}",
+                    got.iter()
+                        .zip(host_exclusive(&x))
+                        .position(|(g, w)| *g != w)
+                );
+            }
+        }
+    }
+}
+
+/// A tile whose workgroup never runs (its ticket taken before the launch)
+/// is reduced from the input by the next one, after its poll limit: the
+/// later tiles are right all the same.
+#[test]
+fn a_single_pass_tile_that_never_publishes_is_reduced_by_its_successor() {
+    let mut s = server();
+    if !s.device().features().contains(wgpu::Features::SUBGROUP) {
+        eprintln!("no SUBGROUP: the single-pass scan not run on the device");
+        return;
+    }
+    let per = 4;
+    let tile = kernels::scan_single_tile(per) as usize;
+    let mut r = Rng::spread(17);
+    let x: Vec<u32> = (0..5 * tile).map(|_| r.u32()).collect();
+    let mut state = vec![0u8; 4 * kernels::scan_single_state_words(5) as usize];
+    state[..4].copy_from_slice(&2u32.to_le_bytes());
+    let state = upload(&mut s, state);
+    let k = kernels::scan_single_pass(per, 16).expect("kernel");
+    let hx = upload(&mut s, u32_bytes(&x));
+    let hy = upload(&mut s, vec![0; x.len() * 4]);
+    let scalars = k
+        .pack_scalars(&[Lit::U32(x.len() as u32 / 4), Lit::U32(5)])
+        .expect("scalars");
+    run(&mut s, &k, [3, 1, 1], &[hx, state, hy.clone()], scalars);
+    let got = bytes_u32(&read(&mut s, &hy));
+    assert!(
+        got[..2 * tile].iter().all(|&v| v == 0),
+        "tiles 0 and 1 never ran"
+    );
+    assert!(got[2 * tile..] == host_exclusive(&x)[2 * tile..]);
+}
+
 #[test]
 fn byte_histograms_match_the_host() {
     let mut s = server();

@@ -282,3 +282,75 @@ fn coop_matmul_matches_host_and_poisons_a_foreign_subgroup_size() {
         );
     }
 }
+
+fn host_exclusive(x: &[u32]) -> Vec<u32> {
+    x.iter()
+        .scan(0u32, |run, &v| {
+            let before = *run;
+            *run = run.wrapping_add(v);
+            Some(before)
+        })
+        .collect()
+}
+
+/// `x` scanned by `scan_single_pass(per, limit)` over `state`, in the
+/// interpreter at subgroups of `subgroup`.
+fn single_pass(x: &[u32], per: u32, limit: u32, state: &mut Vec<u8>, subgroup: u32) -> Vec<u32> {
+    let k = kernels::scan_single_pass(per, limit).expect("builds");
+    let tiles = (x.len() as u32).div_ceil(kernels::scan_single_tile(per));
+    let mut bufs = vec![
+        bytes::u32_bytes(x),
+        std::mem::take(state),
+        vec![0; x.len() * 4],
+    ];
+    let scalars = k
+        .pack_scalars(&[Lit::U32(x.len() as u32 / 4), Lit::U32(tiles)])
+        .expect("types");
+    interp::run_with_subgroup(&k, [tiles, 1, 1], &mut bufs, &scalars, subgroup).expect("runs");
+    *state = std::mem::take(&mut bufs[1]);
+    bytes::bytes_u32(&bufs[2])
+}
+
+/// The single pass, launch after launch over one state never cleared
+/// (three launches per size, sizes of more and fewer tiles in turn), at
+/// two subgroup sizes, with sums that wrap.
+#[test]
+fn single_pass_scans_match_the_host_launch_after_launch() {
+    let mut r = Rng::spread(41);
+    for (per, subgroup) in [(4u32, 32u32), (8, 16)] {
+        let tile = kernels::scan_single_tile(per) as usize;
+        let mut state = vec![0u8; 4 * kernels::scan_single_state_words(5) as usize];
+        for n in [5 * tile, 4, 2 * tile + 4 * 37, 5 * tile - 8] {
+            let x: Vec<u32> = (0..n).map(|_| r.u32()).collect();
+            for launch in 0..3 {
+                let got = single_pass(&x, per, 64, &mut state, subgroup);
+                assert_eq!(got, host_exclusive(&x), "per {per}, n {n}, launch {launch}");
+            }
+        }
+        // Every launch reset the counters and moved the generation on.
+        let head = bytes::bytes_u32(&state[..12]);
+        assert_eq!(head, vec![0, 0, 12], "per {per}");
+    }
+}
+
+/// A tile whose workgroup never publishes (here: never runs, its ticket
+/// taken before the launch) is reduced by its successor from the input:
+/// every later tile is still right.
+#[test]
+fn a_tile_that_never_publishes_is_reduced_by_its_successor() {
+    let per = 4;
+    let tile = kernels::scan_single_tile(per) as usize;
+    let mut r = Rng::spread(42);
+    let x: Vec<u32> = (0..3 * tile).map(|_| r.u32()).collect();
+    let k = kernels::scan_single_pass(per, 3).expect("builds");
+    let mut state = vec![0u8; 4 * kernels::scan_single_state_words(3) as usize];
+    state[..4].copy_from_slice(&1u32.to_le_bytes());
+    let mut bufs = vec![bytes::u32_bytes(&x), state, vec![0; x.len() * 4]];
+    let scalars = k
+        .pack_scalars(&[Lit::U32(x.len() as u32 / 4), Lit::U32(3)])
+        .expect("types");
+    interp::run(&k, [2, 1, 1], &mut bufs, &scalars).expect("runs");
+    let got = bytes::bytes_u32(&bufs[2]);
+    assert!(got[..tile].iter().all(|&v| v == 0), "tile 0 never ran");
+    assert_eq!(got[tile..], host_exclusive(&x)[tile..]);
+}

@@ -222,45 +222,71 @@ fn scan_launches(input: usize, sums: usize, out: usize, len: u32) -> Result<Vec<
     ])
 }
 
-fn scan(cpu: bool) -> Result<Measured, IrError> {
-    scan_with(cpu, "kernel.scan_gbps", None)
+/// The figure's single pass: rows per invocation and polls before a
+/// fallback reduction.
+pub(super) const SCAN_ROWS: u32 = 8;
+pub(super) const SCAN_LIMIT: u32 = 256;
+
+/// The raw side of a scan job: the IR kernel's WGSL twin, another
+/// single pass (a probe), or the three launches (a probe).
+#[derive(Clone, Copy)]
+pub(super) enum ScanRaw {
+    Twin,
+    SinglePass { per: u32, limit: u32 },
+    ThreeLaunches,
 }
 
-/// The scan's job; with `single_pass`, a probe: the raw side is
-/// `probe_scan::single_pass(per, limit)` instead of the three launches.
-pub(super) fn scan_with(
-    cpu: bool,
-    name: &'static str,
-    single_pass: Option<(u32, u32)>,
-) -> Result<Measured, IrError> {
+fn scan(cpu: bool) -> Result<Measured, IrError> {
+    scan_with(cpu, "kernel.scan_gbps", ScanRaw::Twin)
+}
+
+/// The scan's job: the IR single pass (`kernels::scan_single_pass`) on
+/// buffers `[x, state, y]`, and `raw` on the raw side.
+pub(super) fn scan_with(cpu: bool, name: &'static str, raw: ScanRaw) -> Result<Measured, IrError> {
     let n: usize = if cpu { 1 << 20 } else { 1 << 26 };
     let x = words(25, n);
-    let blocks = (n as u32).div_ceil(kernels::SCAN_BLOCK) as usize;
-    let raw = single_pass.map(|(per, limit)| {
-        let parts = (n as u32).div_ceil(256 * 4 * per);
-        let scalars = [(n / 4) as u32, parts, 0, 0]
-            .iter()
-            .flat_map(|v| v.to_le_bytes())
-            .collect();
-        (
-            parts,
-            RawLaunch {
+    let per = SCAN_ROWS;
+    let tiles = (n as u32).div_ceil(kernels::scan_single_tile(per));
+    let scalars = [Lit::U32((n / 4) as u32), Lit::U32(tiles)];
+    let l = launch(
+        kernels::scan_single_pass(per, SCAN_LIMIT)?,
+        crate::probe_scan::single_pass(per, SCAN_LIMIT),
+        [tiles, 1, 1],
+        &[0, 1, 2],
+        &scalars,
+    )?;
+    let mut buffers = vec![
+        u32_bytes(&x),
+        vec![0; 4 * kernels::scan_single_state_words(tiles) as usize],
+        vec![0; n * 4],
+    ];
+    let raw = match raw {
+        ScanRaw::Twin => None,
+        ScanRaw::SinglePass { per, limit } => {
+            let tiles = (n as u32).div_ceil(kernels::scan_single_tile(per));
+            let state = 4 * kernels::scan_single_state_words(tiles) as usize;
+            buffers.push(vec![0; state]);
+            let scalars = [(n / 4) as u32, tiles, 0, 0];
+            Some(vec![RawLaunch {
                 wgsl: crate::probe_scan::single_pass(per, limit),
-                groups: [parts, 1, 1],
+                groups: [tiles, 1, 1],
                 bufs: vec![0, 3, 2],
-                scalars,
-            },
-        )
-    });
-    let mut buffers = vec![u32_bytes(&x), vec![0; blocks * 4], vec![0; n * 4]];
-    if let Some((parts, _)) = &raw {
-        // The single pass's state: three counters and two words per part.
-        buffers.push(vec![0; (3 + 2 * *parts as usize) * 4]);
-    }
+                scalars: scalars.iter().flat_map(|v| v.to_le_bytes()).collect(),
+            }])
+        }
+        ScanRaw::ThreeLaunches => {
+            buffers.push(vec![
+                0;
+                4 * (n as u32).div_ceil(kernels::SCAN_BLOCK) as usize
+            ]);
+            let three = scan_launches(0, 3, 2, n as u32)?;
+            Some(three.into_iter().map(|l| l.raw).collect())
+        }
+    };
     let job = Job {
         buffers,
-        launches: scan_launches(0, 1, 2, n as u32)?,
-        raw: raw.map(|(_, l)| vec![l]),
+        launches: vec![l],
+        raw,
     };
     let check: Check = Box::new(move |read| {
         let y = bytes_u32(&read(2));
@@ -278,7 +304,7 @@ pub(super) fn scan_with(
         unit: format!(
             "GB/s moved, 8 B/element (read, written), exclusive scan of {n} u32 (higher is better)"
         ),
-        baseline: "the same three launches handwritten in WGSL (suite_wgsl::scan_*)",
+        baseline: "the same single pass handwritten in WGSL (probe_scan::single_pass)",
         job,
         work: 8.0 * n as f64,
         scale: 1e9,

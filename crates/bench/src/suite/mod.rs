@@ -48,8 +48,9 @@ pub fn figures(o: &Options, out: &mut Vec<Figure>) -> Result<(), ServerError> {
     };
     // Probes only when asked: they explain figures, they are not ones.
     if o.asks_for("probe") {
-        for m in probe::all(cpu, subgroups, matrices).map_err(invalid)? {
-            if o.wants(m.name) {
+        let wants = |name: &str| o.wants(name);
+        for m in probe::all(cpu, subgroups, matrices, &wants).map_err(invalid)? {
+            {
                 let f = measure(&mut s, o, m)?;
                 out.push(Figure::new(
                     f.name,

@@ -10,6 +10,7 @@ mod matmul_regs;
 mod reduce;
 mod rows;
 mod scan;
+mod scan_single;
 mod sort;
 mod uniform;
 
@@ -21,5 +22,8 @@ pub use matmul_regs::{REGISTER_MATMUL_K_STEP, REGISTER_MATMUL_TILE, register_mat
 pub use reduce::workgroup_sum;
 pub use rows::{ROW_WORKGROUP, layernorm, softmax};
 pub use scan::{SCAN_BLOCK, SCAN_WORKGROUP, scan_down, scan_reduce, scan_spine};
+pub use scan_single::{
+    SCAN_SINGLE_WORKGROUP, scan_single_pass, scan_single_state_words, scan_single_tile,
+};
 pub use sort::{RADIX_BITS, RADIX_BLOCK, radix_count, radix_scatter};
 pub use uniform::{UNIFORM_ROUNDS_WORKGROUP, uniform_rounds};
