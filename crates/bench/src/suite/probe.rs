@@ -12,6 +12,8 @@ use super::jobs::{ScanRaw, histogram_with, scan_with};
 use crate::probe_wgsl as v;
 
 type Make = Box<dyn Fn() -> Result<Measured, IrError>>;
+/// A variant's figure name and the generator of its WGSL.
+type Source = (&'static str, fn() -> String);
 
 /// The probes this adapter can run that `wants` names; each job is built
 /// only when wanted (a coop job alone generates 512 MiB of inputs).
@@ -22,7 +24,7 @@ pub fn all(
     wants: &dyn Fn(&str) -> bool,
 ) -> Result<Vec<Measured>, IrError> {
     let mut makers: Vec<(&'static str, Make)> = Vec::new();
-    let histograms: [(&'static str, fn() -> String); 10] = [
+    let histograms: [Source; 10] = [
         ("probe.histogram_private_counters_gbps", || {
             v::PRIVATE_COUNTERS_HISTOGRAM.to_string()
         }),
@@ -70,7 +72,7 @@ pub fn all(
         }
     }
     if matrices {
-        let coop: [(&'static str, fn() -> String); 5] = [
+        let coop: [Source; 5] = [
             ("probe.coop_b_from_storage_tflops", v::coop_matmul_b_global),
             (
                 "probe.coop_matrix_staged_tflops",
