@@ -241,18 +241,23 @@ fn byte_histograms_match_the_host() {
     let bytes: Vec<u8> = (0..(1 << 20) + 48)
         .map(|_| if r.chance(33) { 0 } else { r.u32() as u8 })
         .collect();
-    let k = kernels::byte_histogram().expect("kernel");
-    let hx = upload(&mut s, bytes.clone());
-    let hist = upload(&mut s, vec![0; 256 * 4]);
-    let n4 = (bytes.len() / 16) as u32;
-    let scalars = k.pack_scalars(&[Lit::U32(n4)]).expect("n4");
-    // Fewer workgroups than vectors per invocation: the grid stride loops.
-    run(&mut s, &k, [7, 1, 1], &[hx, hist.clone()], scalars);
     let mut want = vec![0u32; 256];
     for &b in &bytes {
         want[usize::from(b)] += 1;
     }
-    assert_eq!(bytes_u32(&read(&mut s, &hist)), want);
+    for (what, k) in [
+        ("shared bins", kernels::byte_histogram()),
+        ("lane copies", kernels::byte_histogram_lanes()),
+    ] {
+        let k = k.expect("kernel");
+        let hx = upload(&mut s, bytes.clone());
+        let hist = upload(&mut s, vec![0; 256 * 4]);
+        let n4 = (bytes.len() / 16) as u32;
+        let scalars = k.pack_scalars(&[Lit::U32(n4)]).expect("n4");
+        // Fewer workgroups than vectors per invocation: the grid stride loops.
+        run(&mut s, &k, [7, 1, 1], &[hx, hist.clone()], scalars);
+        assert_eq!(bytes_u32(&read(&mut s, &hist)), want, "{what}");
+    }
 }
 
 /// A loop with a barrier inside that ends on a uniform load, on the

@@ -24,7 +24,10 @@ pub fn all(
     wants: &dyn Fn(&str) -> bool,
 ) -> Result<Vec<Measured>, IrError> {
     let mut makers: Vec<(&'static str, Make)> = Vec::new();
-    let histograms: [Source; 10] = [
+    let histograms: [Source; 11] = [
+        ("probe.histogram_shared_bins_gbps", || {
+            crate::suite_wgsl::BYTE_HISTOGRAM.to_string()
+        }),
         ("probe.histogram_private_counters_gbps", || {
             v::PRIVATE_COUNTERS_HISTOGRAM.to_string()
         }),

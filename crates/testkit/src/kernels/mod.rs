@@ -15,7 +15,7 @@ mod sort;
 mod uniform;
 
 pub use add::{elementwise_add, elementwise_add_vec};
-pub use histogram::{BYTE_HISTOGRAM_WORKGROUP, byte_histogram, histogram};
+pub use histogram::{BYTE_HISTOGRAM_WORKGROUP, byte_histogram, byte_histogram_lanes, histogram};
 pub use matmul::{MATMUL_TILE, tiled_matmul};
 pub use matmul_coop::{COOP_MATMUL_K_STEP, COOP_MATMUL_TILE, coop_matmul};
 pub use matmul_regs::{REGISTER_MATMUL_K_STEP, REGISTER_MATMUL_TILE, register_matmul};
