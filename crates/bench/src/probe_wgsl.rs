@@ -305,86 +305,18 @@ pub fn sub_histograms(copies: u32) -> String {
             "var c = 0u; for (var q = 0u; q < 32u; q++) { c += atomicLoad(&bins[l * 32u + q]); }",
         ),
     };
-    let zero = match copies {
-        4 => 4,
-        8 => 8,
-        _ => 32,
-    };
-    let adds: String = [
-        "w & 255u",
-        "(w >> 8u) & 255u",
-        "(w >> 16u) & 255u",
-        "(w >> 24u) & 255u",
-    ]
-    .iter()
-    .map(|b| {
-        format!(
-            "            atomicAdd(&bins[{}], 1u);\n",
-            idx.replace("BIN", b)
-        )
-    })
-    .collect();
-    format!(
-        "struct P {{ n4: u32, pad0: u32, pad1: u32, pad2: u32 }}
-@group(0) @binding(0) var<storage, read> words: array<vec4<u32>>;
-@group(0) @binding(1) var<storage, read_write> hist: array<atomic<u32>>;
-@group(0) @binding(2) var<uniform> p: P;
-{decl}
-@compute @workgroup_size(256)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
-        @builtin(local_invocation_index) l: u32) {{
-    for (var q = 0u; q < {zero}u; q++) {{ atomicStore(&bins[q * 256u + l], 0u); }}
-    workgroupBarrier();
-    let stride = nwg.x * 256u;
-    for (var i = gid.x; i < p.n4; i += stride) {{
-        let v = words[i];
-        for (var q = 0u; q < 4u; q++) {{
-            let w = v[q];
-{adds}        }}
-    }}
-    workgroupBarrier();
-    {flush}
-    if (c != 0u) {{ atomicAdd(&hist[l], c); }}
-}}
-"
-    )
+    copies_histogram(decl, copies * 256, idx, "1u", flush_and_add(flush))
 }
 
-/// The byte histogram with 32 copies interleaved by lane (`bin * 32 +
-/// lane`: each lane of a subgroup of 32 in a bank of its own, so no
-/// atomic of a subgroup waits on another's bank) and a flush that reads
-/// them rotated by lane (conflict-free too; `sub_histograms(32)` read them
-/// all from one bank). `packed`: two 16-bit counters a word (16 KiB
-/// instead of 32; this job's 2048 workgroups count at most 4,096 per lane
-/// and bin).
-pub fn lane_histograms(packed: bool) -> String {
-    let (words, idx, inc, flush) = if packed {
-        (
-            4096,
-            "((BIN) >> 1u) * 32u + lane",
-            "1u << (((BIN) & 1u) * 16u)",
-            "if (l < 128u) {
-        var lo = 0u;
-        var hi = 0u;
-        for (var q = 0u; q < 32u; q++) {
-            let c = atomicLoad(&bins[l * 32u + ((q + l) & 31u)]);
-            lo += c & 0xffffu;
-            hi += c >> 16u;
-        }
-        if (lo != 0u) { atomicAdd(&hist[2u * l], lo); }
-        if (hi != 0u) { atomicAdd(&hist[2u * l + 1u], hi); }
-    }",
-        )
-    } else {
-        (
-            8192,
-            "(BIN) * 32u + lane",
-            "1u",
-            "var c = 0u;
-    for (var q = 0u; q < 32u; q++) { c += atomicLoad(&bins[l * 32u + ((q + l) & 31u)]); }
-    if (c != 0u) { atomicAdd(&hist[l], c); }",
-        )
-    };
+/// A flush that sums bin `l`'s copies into `c`, then adds `c` to `hist[l]`.
+fn flush_and_add(sum: &str) -> String {
+    format!("{sum}\n    if (c != 0u) {{ atomicAdd(&hist[l], c); }}")
+}
+
+/// The byte histogram over `words` workgroup atomics (`bins`, declared by
+/// `decl`): byte `BIN` adds `inc` at `idx` (expressions of `BIN`, `l` and
+/// `lane`), then `flush` moves the counts into `hist`.
+fn copies_histogram(decl: &str, words: u32, idx: &str, inc: &str, flush: String) -> String {
     let adds: String = [
         "w & 255u",
         "(w >> 8u) & 255u",
@@ -405,7 +337,7 @@ pub fn lane_histograms(packed: bool) -> String {
 @group(0) @binding(0) var<storage, read> words: array<vec4<u32>>;
 @group(0) @binding(1) var<storage, read_write> hist: array<atomic<u32>>;
 @group(0) @binding(2) var<uniform> p: P;
-var<workgroup> bins: array<atomic<u32>, {words}>;
+{decl}
 @compute @workgroup_size(256)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
         @builtin(local_invocation_index) l: u32) {{
@@ -424,4 +356,45 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
 }}
 "
     )
+}
+
+/// The byte histogram with 32 copies interleaved by lane (`bin * 32 +
+/// lane`: each lane of a subgroup of 32 in a bank of its own, so no
+/// atomic of a subgroup waits on another's bank) and a flush that reads
+/// them rotated by lane (conflict-free too; `sub_histograms(32)` read them
+/// all from one bank). `packed`: two 16-bit counters a word (16 KiB
+/// instead of 32; this job's 2048 workgroups count at most 4,096 per lane
+/// and bin).
+pub fn lane_histograms(packed: bool) -> String {
+    if packed {
+        copies_histogram(
+            "var<workgroup> bins: array<atomic<u32>, 4096>;",
+            4096,
+            "((BIN) >> 1u) * 32u + lane",
+            "1u << (((BIN) & 1u) * 16u)",
+            "if (l < 128u) {
+        var lo = 0u;
+        var hi = 0u;
+        for (var q = 0u; q < 32u; q++) {
+            let c = atomicLoad(&bins[l * 32u + ((q + l) & 31u)]);
+            lo += c & 0xffffu;
+            hi += c >> 16u;
+        }
+        if (lo != 0u) { atomicAdd(&hist[2u * l], lo); }
+        if (hi != 0u) { atomicAdd(&hist[2u * l + 1u], hi); }
+    }"
+            .to_string(),
+        )
+    } else {
+        copies_histogram(
+            "var<workgroup> bins: array<atomic<u32>, 8192>;",
+            8192,
+            "(BIN) * 32u + lane",
+            "1u",
+            flush_and_add(
+                "var c = 0u;
+    for (var q = 0u; q < 32u; q++) { c += atomicLoad(&bins[l * 32u + ((q + l) & 31u)]); }",
+            ),
+        )
+    }
 }

@@ -1,4 +1,4 @@
-use compute_ir::{IrError, Kernel, KernelBuilder, Scalar};
+use compute_ir::{Buf, IrError, Kernel, KernelBuilder, Scalar, Val};
 
 /// `hist[v % bins] += 1` for every `v` in `values[..n]`, with `atomicAdd`.
 ///
@@ -44,16 +44,8 @@ pub fn byte_histogram() -> Result<Kernel, IrError> {
     let l = k.local_index();
     k.atomic_store(bins, l, 0u32);
     k.barrier();
-    let stride = k.mul(k.x(k.num_workgroups()), WG);
-    k.for_range_step(k.x(k.global_id()), n4, stride, |k, i| {
-        let v = k.load(words, i);
-        for lane in 0..4 {
-            let w = k.extract(v, lane);
-            for byte in 0..4u32 {
-                let b = k.and(k.shr(w, 8 * byte), 255u32);
-                k.atomic_add(bins, b, 1u32);
-            }
-        }
+    each_byte(&k, words, n4, |k, b| {
+        k.atomic_add(bins, b, 1u32);
     });
     k.barrier();
     let c = k.atomic_load(bins, l);
@@ -88,16 +80,8 @@ pub fn byte_histogram_lanes() -> Result<Kernel, IrError> {
         k.atomic_store(bins, k.add(l, q * WG), 0u32);
     }
     k.barrier();
-    let stride = k.mul(k.x(k.num_workgroups()), WG);
-    k.for_range_step(k.x(k.global_id()), n4, stride, |k, i| {
-        let v = k.load(words, i);
-        for word in 0..4 {
-            let w = k.extract(v, word);
-            for byte in 0..4u32 {
-                let b = k.and(k.shr(w, 8 * byte), 255u32);
-                k.atomic_add(bins, k.or(k.shl(b, 5u32), lane), 1u32);
-            }
-        }
+    each_byte(&k, words, n4, |k, b| {
+        k.atomic_add(bins, k.or(k.shl(b, 5u32), lane), 1u32);
     });
     k.barrier();
     let c = k.var(k.u32(0));
@@ -110,4 +94,19 @@ pub fn byte_histogram_lanes() -> Result<Kernel, IrError> {
         k.atomic_add(hist, l, k.get(c));
     });
     k.build()
+}
+
+/// `count(b)` for every byte `b` of `words[..n4]`: each invocation takes
+/// every `workgroups * BYTE_HISTOGRAM_WORKGROUP`-th vector.
+fn each_byte(k: &KernelBuilder, words: Buf, n4: Val, count: impl Fn(&KernelBuilder, Val)) {
+    let stride = k.mul(k.x(k.num_workgroups()), BYTE_HISTOGRAM_WORKGROUP);
+    k.for_range_step(k.x(k.global_id()), n4, stride, |k, i| {
+        let v = k.load(words, i);
+        for word in 0..4 {
+            let w = k.extract(v, word);
+            for byte in 0..4u32 {
+                count(k, k.and(k.shr(w, 8 * byte), 255u32));
+            }
+        }
+    });
 }
