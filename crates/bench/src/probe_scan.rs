@@ -16,7 +16,8 @@
 //! generation (14 bits) and the flag (1: the tile's sum, 2: inclusive), so
 //! a reader takes a value only when both halves carry the same tag. The
 //! last workgroup to finish resets the counters and moves the generation
-//! on, so launches need no clearing in between.
+//! on (clearing every tile word when the generations wrap), so launches
+//! need no clearing in between: `kernels::scan_single_pass`'s design.
 
 /// The WGSL, with `per` `vec4<u32>` rows per invocation (4 or 8) and
 /// `limit` polls before a fallback.
@@ -165,6 +166,9 @@ fn main(@builtin(local_invocation_index) l: u32, @builtin(subgroup_invocation_id
             atomicStore(&state[0], 0u);
             atomicStore(&state[1], 0u);
             atomicStore(&state[2], tg.y + 1u);
+            if (((tg.y + 1u) & 0x3fffu) == 0u) {{
+                for (var i = 3u; i < arrayLength(&state); i++) {{ atomicStore(&state[i], 0u); }}
+            }}
         }}
     }}
 }}
