@@ -354,3 +354,25 @@ fn a_tile_that_never_publishes_is_reduced_by_its_successor() {
     assert!(got[..tile].iter().all(|&v| v == 0), "tile 0 never ran");
     assert_eq!(got[tile..], host_exclusive(&x)[tile..]);
 }
+
+/// When the generations a tag holds wrap, the last workgroup clears every
+/// tile word (also those of tiles this launch does not have), so no word
+/// of 16,384 launches ago reads as current; the next launch is right.
+#[test]
+fn single_pass_state_is_cleared_when_generations_wrap() {
+    let tile = kernels::scan_single_tile(4) as usize;
+    let mut r = Rng::spread(43);
+    let x: Vec<u32> = (0..2 * tile).map(|_| r.u32()).collect();
+    let words = kernels::scan_single_state_words(4) as usize;
+    let mut state = vec![0u8; 4 * words];
+    state[8..12].copy_from_slice(&0x3fffu32.to_le_bytes());
+    // Tile 3's words as a stale inclusive sum of generation 0.
+    for w in [9, 10] {
+        state[4 * w..4 * w + 4].copy_from_slice(&(2u32 << 16 | 0x1234).to_le_bytes());
+    }
+    assert_eq!(single_pass(&x, 4, 64, &mut state, 32), host_exclusive(&x));
+    let after = bytes::bytes_u32(&state);
+    assert_eq!(after[..3], [0, 0, 0x4000]);
+    assert!(after[3..].iter().all(|&w| w == 0), "{after:x?}");
+    assert_eq!(single_pass(&x, 4, 64, &mut state, 32), host_exclusive(&x));
+}
