@@ -122,6 +122,49 @@ fn the_coop_matmul_matches_the_host() {
     }
 }
 
+/// A 16x16 f32 tile moved from `vec4<f32>` storage, or from a workgroup
+/// array of `vec4<f32>` staged from it, at vector 1 with a stride of 5
+/// vectors: index and stride count vectors on the device as in the
+/// interpreter.
+fn moved_from_vectors(shared: bool) -> Kernel {
+    let k = KernelBuilder::new("move4", [32, 1, 1]);
+    let (x, y) = (k.input_vec(Scalar::F32, 4), k.output(Scalar::F32));
+    let m = k.matrix(MatrixRole::C, Scalar::F32, 16);
+    if shared {
+        let s = k.shared_vec(Scalar::F32, 4, 96);
+        k.for_range_step(k.local_index(), 96u32, 32u32, |k, i| {
+            k.store(s, i, k.load(x, i));
+        });
+        k.barrier();
+        k.matrix_load(m, s, 1u32, 5u32, Layout::RowMajor);
+    } else {
+        k.matrix_load(m, x, 1u32, 5u32, Layout::RowMajor);
+    }
+    k.matrix_store(m, y, 0u32, 16u32, Layout::RowMajor);
+    k.build().expect("kernel")
+}
+
+#[test]
+fn a_tile_of_vectors_matches_the_interpreter_from_storage_and_workgroup_memory() {
+    let mut s = server();
+    if !has_matrices(&s) {
+        return;
+    }
+    let x: Vec<u8> = (0..96 * 4).flat_map(|i| (i as f32).to_le_bytes()).collect();
+    for shared in [false, true] {
+        let k = moved_from_vectors(shared);
+        let mut expected = vec![x.clone(), vec![0; 1024]];
+        interp::run_with_subgroup(&k, [1, 1, 1], &mut expected, &[], 32).expect("interpreter");
+        let handles = [upload(&mut s, x.clone()), upload(&mut s, vec![0; 1024])];
+        run(&mut s, &k, [1, 1, 1], &handles, Vec::new());
+        assert_eq!(
+            bytes_f32(&read(&mut s, &handles[1])),
+            bytes_f32(&expected[1]),
+            "shared {shared}"
+        );
+    }
+}
+
 #[test]
 fn a_tile_past_its_buffer_is_reported() {
     let c = WgpuServerOptions::new()

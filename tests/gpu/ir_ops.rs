@@ -1,7 +1,7 @@
 //! IR operations one at a time on the real adapter, at their edges:
 //! `atan2` around the circle against the host, `extractBits` /
 //! `insertBits` at every clamping edge and integer `dot` against the
-//! interpreter. (Random programs cover them in combination, `ir.rs`.)
+//! interpreter, workgroup arrays of vectors against the interpreter. (Random programs cover them in combination, `ir.rs`.)
 
 use compute_ir::Scalar;
 use compute_testkit::bytes::{bytes_f32, bytes_u32, f32_bytes, u32_bytes};
@@ -105,4 +105,41 @@ fn bit_fields_and_integer_dot_match_the_interpreter_at_the_edges() {
             ["extractBits u32", "extractBits i32", "insertBits", "dot"][which]
         );
     }
+}
+
+/// Workgroup arrays of `vec2<u32>` and `vec4<f32>`: each invocation stages
+/// one vector of each, and after a barrier reads its mirror's (invocation
+/// `63 - i`), with a lane swizzle; on the device against the interpreter.
+#[test]
+fn vector_workgroup_arrays_match_the_interpreter() {
+    let k = compute_ir::KernelBuilder::new("staged", [64, 1, 1]);
+    let (x, y) = (k.input_vec(Scalar::U32, 2), k.input_vec(Scalar::F32, 4));
+    let (ox, oy) = (k.output_vec(Scalar::U32, 2), k.output_vec(Scalar::F32, 4));
+    let (sx, sy) = (
+        k.shared_vec(Scalar::U32, 2, 64),
+        k.shared_vec(Scalar::F32, 4, 64),
+    );
+    let i = k.local_index();
+    k.store(sx, i, k.load(x, i));
+    k.store(sy, i, k.load(y, i));
+    k.barrier();
+    let mirror = k.sub(63u32, i);
+    let v = k.load(sx, mirror);
+    k.store(ox, i, k.vec(&[k.extract(v, 1), k.extract(v, 0)]));
+    k.store(oy, i, k.load(sy, mirror));
+    let kernel = k.build().expect("kernel");
+
+    let xs: Vec<u32> = (0..128u32).map(|i| i.wrapping_mul(2_654_435_761)).collect();
+    let ys: Vec<f32> = (0..256).map(|i| i as f32 / 8.0 - 3.0).collect();
+    let buffers = vec![
+        u32_bytes(&xs),
+        f32_bytes(&ys),
+        vec![0; 64 * 8],
+        vec![0; 64 * 16],
+    ];
+    let mut s = server();
+    let (got, expected) = both(&mut s, &kernel, [1, 1, 1], buffers, 32);
+    assert_eq!(bytes_u32(&got[2]), bytes_u32(&expected[2]), "vec2<u32>");
+    assert_eq!(bytes_f32(&got[3]), bytes_f32(&expected[3]), "vec4<f32>");
+    assert_eq!(bytes_u32(&expected[2])[..2], [xs[127], xs[126]]);
 }

@@ -5,13 +5,16 @@
 //! `kernel.matmul_f16_tc_tflops` and `kernel.histogram_gbps`; kept so the
 //! numbers can be measured again, not as figures.
 //!
-//! The coop variants are the committed baseline (`matmul_wgsl::coop_matmul`)
-//! rewritten line by line, so they stay the same design but for the one
-//! change each names.
+//! The coop variants are the scalar-staged baseline
+//! (`matmul_wgsl::coop_matmul_scalar_staged`, the committed design until
+//! 2026-12-05) rewritten line by line, so they stay that design but for the
+//! one change each names.
 
 use std::fmt::Write;
 
-use crate::matmul_wgsl::{coop_head, coop_matmul, coop_multiply, coop_store};
+use crate::matmul_wgsl::{
+    coop_head, coop_matmul_scalar_staged as coop_matmul, coop_multiply, coop_store,
+};
 
 /// `coop_matmul` with B read straight from storage (`coopLoadT` from the
 /// buffer, stride `n`), only A staged through workgroup memory.

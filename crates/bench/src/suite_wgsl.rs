@@ -380,6 +380,7 @@ mod tests {
             super::radix_scatter(),
             super::register_matmul(),
             super::coop_matmul(),
+            crate::matmul_wgsl::coop_matmul_scalar_staged(),
             crate::probe_wgsl::coop_matmul_b_global(),
             crate::probe_wgsl::coop_matmul_global(),
             crate::probe_wgsl::coop_matmul_pipelined(false),
@@ -391,6 +392,7 @@ mod tests {
             crate::probe_wgsl::lane_histograms(true),
             crate::probe_scan::single_pass(4, 256),
             crate::probe_scan::single_pass(8, 16),
+            crate::probe_scan::single_pass(16, 256),
         ];
         let coop = crate::probe_coop::variants()
             .into_iter()

@@ -58,12 +58,27 @@ impl BufferDecl {
 /// A `var<workgroup>` array, zero-initialised at the start of each workgroup.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct SharedDecl {
-    /// Element type.
+    /// Element type (of each lane).
     pub elem: Scalar,
+    /// Lanes per element: 1 (a scalar), 2 or 4 (a vector; no `vec3`, whose
+    /// array stride would pad each element).
+    pub lanes: u8,
     /// Number of elements.
     pub len: u32,
     /// An array of `atomic<i32|u32>`: accessed only through atomics.
     pub atomic: bool,
+}
+
+impl SharedDecl {
+    /// The type of one element (a scalar or a vector).
+    pub const fn ty(&self) -> Type {
+        Type::vec(self.elem, self.lanes)
+    }
+
+    /// Bytes the array takes in workgroup memory.
+    pub const fn bytes(&self) -> u64 {
+        self.len as u64 * self.lanes as u64 * self.elem.size() as u64
+    }
 }
 
 /// A per-invocation array (`var<function>`), zero at the start of each

@@ -64,7 +64,10 @@ pub enum MatrixStmt {
     /// Every element of the matrix set to zero.
     Zero(MatrixId),
     /// The matrix loaded from `array` (a buffer or workgroup array of its
-    /// element type) at `index` (`u32`) with `stride` (`u32`).
+    /// element type, or of vectors of it whose lanes divide the edge) at
+    /// `index` (`u32`) with `stride` (`u32`), both counted in the array's
+    /// elements: row (column) `r` starts at the first lane of element
+    /// `index + r * stride` and runs across consecutive lanes.
     Load {
         /// The destination.
         m: MatrixId,
@@ -176,14 +179,22 @@ pub(crate) fn check_stmt(
         } => {
             let d = decl(def, op, m)?;
             let (elem, atomic) = array_elem(def, op, array)?;
-            if atomic || matches!(array, ArrayRef::Local(_)) || elem != Type::scalar(d.elem) {
+            if atomic
+                || matches!(array, ArrayRef::Local(_))
+                || elem.scalar != d.elem
+                || d.size % elem.lanes != 0
+            {
                 return Err(IrError::ty(
                     op,
                     format!(
-                        "a {} matrix moves to and from a non-atomic buffer or workgroup array \
-                         of {}, not {elem}{}",
+                        "a {}x{} {} matrix moves to and from a non-atomic buffer or workgroup \
+                         array of {} or of vectors of {} whose lanes divide {}, not {elem}{}",
+                        d.size,
+                        d.size,
                         d.elem,
                         d.elem,
+                        d.elem,
+                        d.size,
                         if atomic { " atomics" } else { "" }
                     ),
                 ));

@@ -48,7 +48,7 @@ pub(crate) fn array_elem(
         ArrayRef::Shared(i) => def
             .shared
             .get(i as usize)
-            .map(|s| (Type::scalar(s.elem), s.atomic))
+            .map(|s| (s.ty(), s.atomic))
             .ok_or_else(|| IrError::structure(op, format!("shared array {i} does not exist"))),
         ArrayRef::Local(i) => def
             .locals

@@ -80,6 +80,18 @@ fn interface(def: &KernelDef) -> Result<(), IrError> {
                 format!("shared array {i} has no elements"),
             ));
         }
+        if !matches!(s.lanes, 1 | 2 | 4) || (s.lanes > 1 && (s.atomic || s.elem == Scalar::Bool)) {
+            return Err(IrError::ty(
+                "shared_vec",
+                format!(
+                    "shared array {i}: elements are scalars or vectors of 2 or 4 non-bool \
+                     lanes, not {} lanes of {}{}",
+                    s.lanes,
+                    s.elem,
+                    if s.atomic { " atomics" } else { "" }
+                ),
+            ));
+        }
         if s.atomic && !matches!(s.elem, Scalar::I32 | Scalar::U32) {
             return Err(IrError::ty(
                 "atomic_shared",
@@ -411,7 +423,7 @@ impl Checker<'_> {
                 format!("variable {i} is not in scope"),
             ));
         }
-        let elem = Type::scalar(decl.elem);
+        let elem = decl.ty();
         if self.def.vars[i] != elem {
             return Err(IrError::ty(
                 OP,

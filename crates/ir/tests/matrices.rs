@@ -210,3 +210,85 @@ fn the_builder_refuses_ill_typed_matrix_statements() {
     k.matrix(MatrixRole::A, Scalar::F32, 12);
     assert!(k.build().is_err(), "a 12x12 matrix");
 }
+
+/// A 16x16 f32 tile moved from an array of `vec4<f32>` (a buffer, or a
+/// workgroup array staged from it) at vector `index` with `stride`
+/// vectors: row `r` is the 16 lanes from the first of vector
+/// `index + r * stride`.
+fn moved_from_vectors(shared: bool, index: u32, stride: u32) -> Result<Vec<f32>, RunError> {
+    let k = KernelBuilder::new("move4", [16, 1, 1]);
+    let x = k.input_vec(Scalar::F32, 4);
+    let y = k.output(Scalar::F32);
+    let m = k.matrix(MatrixRole::C, Scalar::F32, 16);
+    if shared {
+        let s = k.shared_vec(Scalar::F32, 4, 96);
+        k.for_range_step(k.local_index(), 96u32, 16u32, |k, i| {
+            k.store(s, i, k.load(x, i));
+        });
+        k.barrier();
+        k.matrix_load(m, s, index, stride, Layout::RowMajor);
+    } else {
+        k.matrix_load(m, x, index, stride, Layout::RowMajor);
+    }
+    k.matrix_store(m, y, 0u32, 16u32, Layout::RowMajor);
+    let kernel = k.build().expect("builds");
+    let xs: Vec<u8> = (0..96 * 4).flat_map(|i| (i as f32).to_le_bytes()).collect();
+    let mut buffers = vec![xs, vec![0; 256 * 4]];
+    interp::run_with_subgroup(&kernel, [1, 1, 1], &mut buffers, &[], 16)?;
+    Ok(f32s(&buffers[1]))
+}
+
+#[test]
+fn a_tile_of_vectors_counts_index_and_stride_in_vectors() {
+    for shared in [false, true] {
+        let got = moved_from_vectors(shared, 1, 5).expect("runs");
+        for r in 0..16 {
+            for c in 0..16 {
+                let want = ((1 + r * 5) * 4 + c) as f32;
+                assert_eq!(got[r * 16 + c], want, "({r}, {c}) shared {shared}");
+            }
+        }
+        // The last row would end at lane (16 + 15 * 6) * 4 + 15 = 439 of
+        // 96 * 4: the first lane past the end is reported.
+        let err = moved_from_vectors(shared, 16, 6).expect_err("out of bounds");
+        assert!(
+            matches!(
+                err,
+                RunError::OutOfBounds {
+                    op: "matrix_load",
+                    index: 384,
+                    len: 384
+                }
+            ),
+            "{err}"
+        );
+        // 3 vectors are 12 lanes: shorter than a row of 16.
+        let err = moved_from_vectors(shared, 0, 3).expect_err("short stride");
+        assert!(
+            matches!(
+                err,
+                RunError::SubgroupLane {
+                    op: "matrix_load",
+                    ..
+                }
+            ),
+            "{err}"
+        );
+    }
+}
+
+#[test]
+fn vectors_whose_lanes_do_not_divide_the_edge_and_vec3_staging_are_refused() {
+    let e = build_error(|k| {
+        let x = k.input_vec(Scalar::F32, 3);
+        let m = k.matrix(MatrixRole::C, Scalar::F32, 16);
+        k.matrix_load(m, x, 0u32, 16u32, Layout::RowMajor);
+    });
+    assert!(e.contains("lanes divide 16"), "{e}");
+    let k = KernelBuilder::new("vec3", [1, 1, 1]);
+    let s = k.shared_vec(Scalar::F32, 3, 4);
+    let out = k.output_vec(Scalar::F32, 3);
+    k.store(out, 0u32, k.load(s, 0u32));
+    let e = k.build().expect_err("vec3 staging").to_string();
+    assert!(e.contains("2 or 4"), "{e}");
+}

@@ -122,6 +122,7 @@ fn atomics_need_atomic_integer_buffers() {
             compute_ir::Shared {
                 index: 9,
                 elem: Scalar::I32,
+                lanes: 1,
                 len: 1,
             },
             i,

@@ -317,7 +317,7 @@ fn histogram(cpu: bool) -> Result<Measured, IrError> {
     histogram_with(
         cpu,
         "kernel.histogram_gbps",
-        crate::probe_wgsl::lane_histograms(false),
+        crate::suite_wgsl::BYTE_HISTOGRAM.to_string(),
     )
 }
 
@@ -337,7 +337,7 @@ pub(super) fn histogram_with(
     let job = Job {
         buffers: vec![data, vec![0; 256 * 4]],
         launches: vec![launch(
-            kernels::byte_histogram_lanes()?,
+            kernels::byte_histogram()?,
             src,
             [groups, 1, 1],
             &[0, 1],
@@ -360,7 +360,7 @@ pub(super) fn histogram_with(
     Ok(Measured {
         name,
         unit: format!("GB/s of input, {n} bytes into 256 bins (higher is better)"),
-        baseline: "the same design handwritten in WGSL (probe_wgsl::lane_histograms)",
+        baseline: "the same design handwritten in WGSL (suite_wgsl::BYTE_HISTOGRAM)",
         job,
         work: n as f64,
         scale: 1e9,

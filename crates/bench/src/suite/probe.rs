@@ -24,10 +24,7 @@ pub fn all(
     wants: &dyn Fn(&str) -> bool,
 ) -> Result<Vec<Measured>, IrError> {
     let mut makers: Vec<(&'static str, Make)> = Vec::new();
-    let histograms: [Source; 11] = [
-        ("probe.histogram_shared_bins_gbps", || {
-            crate::suite_wgsl::BYTE_HISTOGRAM.to_string()
-        }),
+    let histograms: [Source; 10] = [
         ("probe.histogram_private_counters_gbps", || {
             v::PRIVATE_COUNTERS_HISTOGRAM.to_string()
         }),
@@ -67,6 +64,7 @@ pub fn all(
         makers.push(("probe.scan_three_launches_gbps", three));
         for (name, per, limit) in [
             ("probe.scan_single_pass_4_gbps", 4, 256),
+            ("probe.scan_single_pass_16_gbps", 16, 256),
             ("probe.scan_single_pass_8_limit_16_gbps", 8, 16),
             ("probe.scan_single_pass_8_limit_4096_gbps", 8, 4096),
         ] {
@@ -75,7 +73,11 @@ pub fn all(
         }
     }
     if matrices {
-        let coop: [Source; 5] = [
+        let coop: [Source; 6] = [
+            (
+                "probe.coop_scalar_staged_tflops",
+                crate::matmul_wgsl::coop_matmul_scalar_staged,
+            ),
             ("probe.coop_b_from_storage_tflops", v::coop_matmul_b_global),
             (
                 "probe.coop_matrix_staged_tflops",

@@ -190,8 +190,41 @@ impl KernelBuilder {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn shared(&self, elem: Scalar, len: u32) -> Shared {
-        let index = self.shared_decl(elem, len, false);
-        Shared { index, elem, len }
+        self.shared_vec(elem, 1, len)
+    }
+
+    /// A workgroup array of `len` vectors of `lanes` (2 or 4) `elem`, zero
+    /// at the start of each workgroup: staging that moves 8 or 16 bytes per
+    /// access. A cooperative matrix loads from it with its index and stride
+    /// counted in vectors, each row of the tile running across consecutive
+    /// lanes (see [`KernelBuilder::matrix_load`]).
+    ///
+    /// ```
+    /// use compute_ir::{KernelBuilder, Scalar, interp};
+    /// use compute_runtime::pod;
+    ///
+    /// // Invocation i stages x[i] (a vec2), then reads its neighbour's.
+    /// let k = KernelBuilder::new("swap", [2, 1, 1]);
+    /// let (x, out) = (k.input_vec(Scalar::U32, 2), k.output_vec(Scalar::U32, 2));
+    /// let s = k.shared_vec(Scalar::U32, 2, 2);
+    /// let i = k.local_index();
+    /// k.store(s, i, k.load(x, i));
+    /// k.barrier();
+    /// k.store(out, i, k.load(s, k.sub(1u32, i)));
+    /// let kernel = k.build()?;
+    /// let mut buffers = vec![pod::to_bytes(&[1u32, 2, 3, 4]), vec![0; 16]];
+    /// interp::run(&kernel, [1, 1, 1], &mut buffers, &[])?;
+    /// assert_eq!(pod::from_bytes::<u32>(&buffers[1])?, [3, 4, 1, 2]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn shared_vec(&self, elem: Scalar, lanes: u8, len: u32) -> Shared {
+        let index = self.shared_decl(elem, lanes, len, false);
+        Shared {
+            index,
+            elem,
+            lanes,
+            len,
+        }
     }
 
     /// A workgroup array of `len` `atomic<i32|u32>`, zero at the start of
@@ -225,7 +258,7 @@ impl KernelBuilder {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn atomic_shared(&self, elem: Scalar, len: u32) -> AtomicShared {
-        let index = self.shared_decl(elem, len, true);
+        let index = self.shared_decl(elem, 1, len, true);
         AtomicShared { index, elem, len }
     }
 
@@ -260,9 +293,14 @@ impl KernelBuilder {
         Local { index, ty, len }
     }
 
-    fn shared_decl(&self, elem: Scalar, len: u32, atomic: bool) -> u32 {
+    fn shared_decl(&self, elem: Scalar, lanes: u8, len: u32, atomic: bool) -> u32 {
         self.with(|s| {
-            s.def.shared.push(SharedDecl { elem, len, atomic });
+            s.def.shared.push(SharedDecl {
+                elem,
+                lanes,
+                len,
+                atomic,
+            });
             s.def.shared.len() as u32 - 1
         })
     }
@@ -302,11 +340,9 @@ impl KernelBuilder {
             crate::ir::ArrayRef::Global(b) => {
                 s.def.buffers.get(b as usize).map_or(Type::U32, |d| d.ty())
             }
-            crate::ir::ArrayRef::Shared(i) => s
-                .def
-                .shared
-                .get(i as usize)
-                .map_or(Type::U32, |d| Type::scalar(d.elem)),
+            crate::ir::ArrayRef::Shared(i) => {
+                s.def.shared.get(i as usize).map_or(Type::U32, |d| d.ty())
+            }
             crate::ir::ArrayRef::Local(i) => {
                 s.def.locals.get(i as usize).map_or(Type::U32, |d| d.ty)
             }

@@ -56,7 +56,10 @@ impl KernelBuilder {
     }
 
     /// `m` loaded from `array` at `index` with `stride` elements between
-    /// rows (`RowMajor`) or columns.
+    /// rows (`RowMajor`) or columns. From an array of vectors
+    /// ([`KernelBuilder::shared_vec`], `input_vec`), `index` and `stride`
+    /// count vectors and a row runs across consecutive lanes: a 16-wide
+    /// row of f16 is four `vec4<f16>`.
     #[track_caller]
     pub fn matrix_load(
         &self,

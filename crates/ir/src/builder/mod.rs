@@ -103,8 +103,10 @@ impl AtomicLike for AtomicShared {
 pub struct Shared {
     /// Its index among the kernel's shared arrays.
     pub index: u32,
-    /// Element type.
+    /// Element type (of each lane).
     pub elem: Scalar,
+    /// Lanes per element: 1, 2 or 4.
+    pub lanes: u8,
     /// Number of elements.
     pub len: u32,
 }

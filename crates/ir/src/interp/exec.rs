@@ -414,10 +414,7 @@ impl<'k> Invocation<'k> {
                     }
                 }
                 Stmt::Store(ArrayRef::Shared(a), i, v) => {
-                    let x = self.v(*v).bits();
-                    let arr = &mut mem.shared[*a as usize];
-                    let i = index("store", self.v(*i), arr.len() as u64)?;
-                    arr[i] = x;
+                    mem.set_shared(ctx.def, *a, self.v(*i), self.v(*v))?;
                 }
                 Stmt::Store(ArrayRef::Local(l), i, v) => {
                     let (x, i) = (self.v(*v), self.v(*i));

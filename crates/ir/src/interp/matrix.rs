@@ -74,10 +74,8 @@ pub(crate) fn execute(
         } => {
             let (index, stride) = (uniform(index)?, uniform(stride)?);
             let d = def.matrices[m.0 as usize];
-            let (from, place) = (
-                Place::of(def, array, op)?,
-                Footprint::new(at, op, d, index, stride, layout)?,
-            );
+            let from = Place::of(def, array, op)?;
+            let place = Footprint::new(at, op, d, (index, stride, from.lanes()), layout)?;
             let mut tile = Vec::with_capacity(place.elements());
             for i in place.offsets() {
                 tile.push(value::to_f(d.elem, from.read(mem, i, op)?));
@@ -93,10 +91,8 @@ pub(crate) fn execute(
         } => {
             let (index, stride) = (uniform(index)?, uniform(stride)?);
             let d = def.matrices[m.0 as usize];
-            let (to, place) = (
-                Place::of(def, array, op)?,
-                Footprint::new(at, op, d, index, stride, layout)?,
-            );
+            let to = Place::of(def, array, op)?;
+            let place = Footprint::new(at, op, d, (index, stride, to.lanes()), layout)?;
             let tile = members[0].matrix(m).to_vec();
             for (i, x) in place.offsets().zip(tile) {
                 to.write(mem, i, value::from_f(d.elem, x), op)?;
@@ -144,10 +140,13 @@ fn round(elem: Scalar, x: f64) -> f32 {
     }
 }
 
-/// The elements a tile occupies, in row-major order of the tile.
+/// The scalars a tile occupies, in row-major order of the tile: row (or
+/// column) `r` starts at the first lane of element `index + r * stride` of
+/// an array of `lanes`-lane elements and runs across consecutive lanes.
 struct Footprint {
     index: u64,
     stride: u64,
+    lanes: u64,
     size: u64,
     layout: Layout,
 }
@@ -157,20 +156,20 @@ impl Footprint {
         at: &At,
         op: &'static str,
         d: MatrixDecl,
-        index: u32,
-        stride: u32,
+        (index, stride, lanes): (u32, u32, u8),
         layout: Layout,
     ) -> Result<Self, RunError> {
-        let size = u64::from(d.size);
-        if u64::from(stride) < size {
+        let (size, lanes) = (u64::from(d.size), u64::from(lanes));
+        if u64::from(stride) * lanes < size {
             return Err(at.fail(
                 op,
-                format!("stride {stride} is shorter than a row of {size}"),
+                format!("stride {stride} of {lanes}-lane elements is shorter than a row of {size}"),
             ));
         }
         Ok(Footprint {
             index: u64::from(index),
             stride: u64::from(stride),
+            lanes,
             size,
             layout,
         })
@@ -183,34 +182,45 @@ impl Footprint {
     fn offsets(&self) -> impl Iterator<Item = u64> + '_ {
         (0..self.size).flat_map(move |r| {
             (0..self.size).map(move |c| match self.layout {
-                Layout::RowMajor => self.index + r * self.stride + c,
-                Layout::ColumnMajor => self.index + c * self.stride + r,
+                Layout::RowMajor => (self.index + r * self.stride) * self.lanes + c,
+                Layout::ColumnMajor => (self.index + c * self.stride) * self.lanes + r,
             })
         })
     }
 }
 
-/// A buffer or workgroup array a tile moves to or from.
+/// A buffer or workgroup array a tile moves to or from, addressed by
+/// scalar (lane) offsets.
 enum Place {
-    Global(usize, Scalar),
-    Shared(usize),
+    Global(usize, Scalar, u8),
+    Shared(usize, u8),
 }
 
 impl Place {
     fn of(def: &KernelDef, array: ArrayRef, op: &'static str) -> Result<Place, RunError> {
         match array {
-            ArrayRef::Global(b) => Ok(Place::Global(b as usize, def.buffers[b as usize].elem)),
-            ArrayRef::Shared(s) => Ok(Place::Shared(s as usize)),
+            ArrayRef::Global(b) => {
+                let d = def.buffers[b as usize];
+                Ok(Place::Global(b as usize, d.elem, d.lanes))
+            }
+            ArrayRef::Shared(s) => Ok(Place::Shared(s as usize, def.shared[s as usize].lanes)),
             // The type check refuses matrices on local arrays.
             ArrayRef::Local(l) => Err(RunError::Interface(format!("`{op}` on local array {l}"))),
         }
     }
 
-    /// Element `at`, checked against the array's length.
+    /// Lanes per element of the array.
+    fn lanes(&self) -> u8 {
+        match *self {
+            Place::Global(_, _, lanes) | Place::Shared(_, lanes) => lanes,
+        }
+    }
+
+    /// Scalar `at`, checked against the array's length in scalars.
     fn element(&self, mem: &Memory<'_>, at: u64, op: &'static str) -> Result<usize, RunError> {
         let len = match *self {
-            Place::Global(b, elem) => (mem.globals[b].len() / elem.size()) as u64,
-            Place::Shared(s) => mem.shared[s].len() as u64,
+            Place::Global(b, elem, _) => (mem.globals[b].len() / elem.size()) as u64,
+            Place::Shared(s, _) => mem.shared[s].len() as u64,
         };
         if at >= len {
             return Err(RunError::OutOfBounds {
@@ -225,8 +235,8 @@ impl Place {
     fn read(&self, mem: &Memory<'_>, at: u64, op: &'static str) -> Result<u64, RunError> {
         let i = self.element(mem, at, op)?;
         Ok(match *self {
-            Place::Global(b, elem) => read_global(&mem.globals[b], elem, i),
-            Place::Shared(s) => mem.shared[s][i],
+            Place::Global(b, elem, _) => read_global(&mem.globals[b], elem, i),
+            Place::Shared(s, _) => mem.shared[s][i],
         })
     }
 
@@ -239,8 +249,8 @@ impl Place {
     ) -> Result<(), RunError> {
         let i = self.element(mem, at, op)?;
         match *self {
-            Place::Global(b, elem) => write_global(&mut mem.globals[b], elem, i, bits),
-            Place::Shared(s) => mem.shared[s][i] = bits,
+            Place::Global(b, elem, _) => write_global(&mut mem.globals[b], elem, i, bits),
+            Place::Shared(s, _) => mem.shared[s][i] = bits,
         }
         Ok(())
     }

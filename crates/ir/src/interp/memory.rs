@@ -10,6 +10,7 @@ use crate::ir::{ArrayRef, KernelDef};
 #[derive(Debug)]
 pub(crate) struct Memory<'m> {
     pub globals: &'m mut [Vec<u8>],
+    /// Each workgroup array's lanes, element after element.
     pub shared: Vec<Vec<u64>>,
 }
 
@@ -60,9 +61,30 @@ impl Memory<'_> {
         i: Value,
         what: &'static str,
     ) -> Result<Value, RunError> {
-        let arr = &self.shared[s as usize];
-        let i = index(what, i, arr.len() as u64)?;
-        Ok(Value::scalar(def.shared[s as usize].elem, arr[i]))
+        let (arr, decl) = (&self.shared[s as usize], def.shared[s as usize]);
+        let lanes = usize::from(decl.lanes);
+        let i = index(what, i, (arr.len() / lanes) as u64)?;
+        let mut v = Value::zero(decl.ty());
+        v.lanes[..lanes].copy_from_slice(&arr[i * lanes..][..lanes]);
+        Ok(v)
+    }
+
+    /// `value` into element `i` of plain workgroup array `s`, checked
+    /// against its length.
+    pub(crate) fn set_shared(
+        &mut self,
+        def: &KernelDef,
+        s: u32,
+        i: Value,
+        value: Value,
+    ) -> Result<(), RunError> {
+        let (arr, lanes) = (
+            &mut self.shared[s as usize],
+            usize::from(def.shared[s as usize].lanes),
+        );
+        let i = index("store", i, (arr.len() / lanes) as u64)?;
+        arr[i * lanes..][..lanes].copy_from_slice(&value.lanes[..lanes]);
+        Ok(())
     }
 
     pub(crate) fn atomic_get(&self, at: AtomicAt, elem: Scalar) -> u64 {

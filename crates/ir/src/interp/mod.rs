@@ -202,7 +202,11 @@ fn run_full(
                 ctx.workgroup_id = [wx, wy, wz];
                 let mut mem = Memory {
                     globals: buffers,
-                    shared: def.shared.iter().map(|s| vec![0; s.len as usize]).collect(),
+                    shared: def
+                        .shared
+                        .iter()
+                        .map(|s| vec![0; s.len as usize * usize::from(s.lanes)])
+                        .collect(),
                 };
                 let mut invocations = Vec::with_capacity((sx * sy * sz) as usize);
                 for z in 0..sz {

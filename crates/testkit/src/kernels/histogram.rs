@@ -66,6 +66,12 @@ const LANES: u32 = 32;
 /// a subgroup on random bytes). The flush reads each bin's 32 copies
 /// rotated by invocation, again one bank each. 32 KiB of workgroup memory.
 ///
+/// Slower on the H200 all the same: its WGSL twin ran at 642 GB/s on 2^28
+/// bytes against 2,082 for the shared bins of [`byte_histogram`] (8892b4b,
+/// `probe.histogram_32_lanes_gbps`), so the kernel suite measures
+/// [`byte_histogram`]; this one is kept, tested, as the measured
+/// alternative.
+///
 /// Bindings, scalars and dispatch as [`byte_histogram`].
 pub fn byte_histogram_lanes() -> Result<Kernel, IrError> {
     const WG: u32 = BYTE_HISTOGRAM_WORKGROUP;

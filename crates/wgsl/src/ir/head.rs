@@ -65,7 +65,7 @@ pub(super) fn head(def: &KernelDef, reports: bool) -> String {
         let elem = if s.atomic {
             format!("atomic<{}>", s.elem.wgsl())
         } else {
-            s.elem.wgsl().to_string()
+            s.ty().to_string()
         };
         let _ = writeln!(head, "var<workgroup> sh{i}: array<{elem}, {}>;", s.len);
     }

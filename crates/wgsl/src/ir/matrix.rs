@@ -115,20 +115,28 @@ impl Emitter<'_> {
         access: &str,
         otherwise: Option<&str>,
     ) {
-        let (code, len) = match a {
-            ArrayRef::Global(b) => (b, format!("arrayLength(&b{b})")),
-            ArrayRef::Shared(s) => (
-                s | REPORT_SHARED_BIT,
-                format!("{}u", self.def.shared[s as usize].len),
+        let (code, len, lanes) = match a {
+            ArrayRef::Global(b) => (
+                b,
+                format!("arrayLength(&b{b})"),
+                self.def.buffers[b as usize].lanes,
             ),
+            ArrayRef::Shared(s) => {
+                let decl = self.def.shared[s as usize];
+                (s | REPORT_SHARED_BIT, format!("{}u", decl.len), decl.lanes)
+            }
             // The IR refuses matrices on local arrays.
-            ArrayRef::Local(l) => (l, format!("{}u", self.def.locals[l as usize].len)),
+            ArrayRef::Local(l) => (l, format!("{}u", self.def.locals[l as usize].len), 1),
         };
-        let n = d.size;
-        let last = n - 1;
+        // In the array's elements: a row is `wide` of them (the IR makes
+        // the lanes divide the edge), and the tile's last one is `wide - 1`
+        // past the start of its last row.
+        let wide = u32::from(d.size) / u32::from(lanes.max(1));
+        let last = u32::from(d.size) - 1;
         self.line(&format!(
-            "if {stride} >= {n}u && {stride} < {MAX_STRIDE}u && {index} < {len} \
-             && {len} - {index} > {last}u * {stride} + {last}u {{"
+            "if {stride} >= {wide}u && {stride} < {MAX_STRIDE}u && {index} < {len} \
+             && {len} - {index} > {last}u * {stride} + {}u {{",
+            wide - 1
         ));
         self.indent += 1;
         self.line(access);

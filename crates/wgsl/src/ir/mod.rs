@@ -102,7 +102,7 @@ fn check_device(kernel: &Kernel, caps: &DeviceCaps) -> Result<(), ServerError> {
     let shared: u64 = def
         .shared
         .iter()
-        .map(|s| u64::from(s.len) * s.elem.size() as u64)
+        .map(compute_ir::ir::SharedDecl::bytes)
         .sum();
     limit(
         "max_compute_workgroup_storage_size",
