@@ -404,7 +404,13 @@ impl KernelBuilder {
     #[track_caller]
     pub fn uniform_load(&self, array: Shared, index: impl Operand) -> Val {
         let index = self.operand(index, Some(Type::U32));
-        let var = self.var(self.lit(Lit::zero(array.elem)));
+        let zero = self.lit(Lit::zero(array.elem));
+        let zero = if array.lanes > 1 {
+            self.splat(zero, array.lanes)
+        } else {
+            zero
+        };
+        let var = self.var(zero);
         self.push(Stmt::UniformLoad(var.id, array.index, index.id));
         self.get(var)
     }

@@ -74,17 +74,16 @@ pub fn scan_single_pass(per: u32, limit: u32) -> Result<Kernel, IrError> {
         state,
         n4,
         per,
-        cast: k.shared(Scalar::U32, 2),
+        cast: k.shared_vec(Scalar::U32, 2, 1),
         sums: k.shared(Scalar::U32, WG / 4),
         first: k.eq(k.local_index(), 0u32),
     };
     k.if_(s.first, |k| {
         let ticket = k.atomic_add(state, 0u32, 1u32);
-        k.store(s.cast, 0u32, ticket);
-        k.store(s.cast, 1u32, k.atomic_load(state, 2u32));
+        k.store(s.cast, 0u32, k.vec(&[ticket, k.atomic_load(state, 2u32)]));
     });
-    let tile = k.uniform_load(s.cast, 0u32);
-    let generation = k.uniform_load(s.cast, 1u32);
+    let cast = k.uniform_load(s.cast, 0u32);
+    let (tile, generation) = (k.extract(cast, 0), k.extract(cast, 1));
     let tag = k.shl(k.and(generation, GENERATIONS - 1), 2u32);
     let base = k.mul(tile, WG * per);
     let rows: Vec<Var> = (0..per).map(|j| s.row(base, j)).collect();
@@ -123,7 +122,8 @@ struct Scan<'k> {
     state: AtomicBuf,
     n4: Val,
     per: u32,
-    /// What invocation 0 tells the workgroup (by uniform loads).
+    /// What invocation 0 tells the workgroup (by uniform loads of one
+    /// `vec2`: two values for one barrier pair).
     cast: Shared,
     /// Subgroup sums of a fallback reduction.
     sums: Shared,
@@ -228,11 +228,11 @@ impl Scan<'_> {
         k.loop_(|k| {
             k.if_(self.first, |k| {
                 let (flag, value) = self.read(k.get(at), tag);
-                k.store(self.cast, 0u32, flag);
-                k.store(self.cast, 1u32, value);
+                k.store(self.cast, 0u32, k.vec(&[flag, value]));
             });
-            let flag = k.uniform_load(self.cast, 0u32);
-            let value = k.uniform_load(self.cast, 1u32);
+            // One barrier pair per poll: the flag and the sum in one vector.
+            let cast = k.uniform_load(self.cast, 0u32);
+            let (flag, value) = (k.extract(cast, 0), k.extract(cast, 1));
             k.if_(k.ne(flag, 0u32), |k| {
                 take(k, value, k.eq(flag, INCLUSIVE));
                 k.continue_();
@@ -282,9 +282,9 @@ impl Scan<'_> {
             k.for_range(0u32, k.num_subgroups(), |k, i| {
                 k.set(total, k.add(k.get(total), k.load(self.sums, i)));
             });
-            k.store(self.cast, 0u32, k.get(total));
+            k.store(self.cast, 0u32, k.splat(k.get(total), 2));
         });
-        k.uniform_load(self.cast, 0u32)
+        k.extract(k.uniform_load(self.cast, 0u32), 0)
     }
 
     /// Invocation 0, last: count this workgroup finished; the last one
