@@ -215,6 +215,7 @@ macro_rules! atomics {
     )*};
 }
 
+mod arrays;
 mod control;
 mod interface;
 mod matrix;
