@@ -14,7 +14,7 @@ timeout 300 .h200/bench --out $OUT/report.json > $OUT/bench.log 2>&1; echo "benc
 grep -E "^kernel|rror|panick|wrong" $OUT/bench.log | cut -c1-90
 run() { local t=$1; shift; echo "== $* at ${SECONDS}s"; timeout $t .h200/bench --filter "$@" --out /tmp/logs/$1.json > /tmp/logs/$1.log 2>&1; local rc=$?; grep -E "^(probe|kernel)|wrong|panick|rror" /tmp/logs/$1.log | cut -c1-82; echo "rc=$rc"; }
 for p in probe.coop_scalar probe.scan_single_pass_16 probe.scan_single_pass_8 probe.coop_vec_staged_prefetched probe.coop_vec_staged_k64 probe.histogram_32_lanes_packed; do
-  [ $(( 570 - SECONDS )) -lt 35 ] && break
+  [ $(( 420 - SECONDS )) -lt 35 ] && break
   run 30 $p
 done
 echo "end at ${SECONDS}s"
