@@ -180,7 +180,7 @@ fn single_pass_scans_match_the_host_launch_after_launch() {
         return;
     }
     let mut r = Rng::spread(16);
-    for (per, limit) in [(4u32, 1u32), (8, 4096)] {
+    for (per, limit) in [(4u32, 1u32), (8, 4096), (16, 256)] {
         let tile = kernels::scan_single_tile(per) as usize;
         let words = kernels::scan_single_state_words(300) as usize;
         let state = upload(&mut s, vec![0; 4 * words]);

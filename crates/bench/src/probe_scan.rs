@@ -19,9 +19,29 @@
 //! on (clearing every tile word when the generations wrap), so launches
 //! need no clearing in between: `kernels::scan_single_pass`'s design.
 
-/// The WGSL, with `per` `vec4<u32>` rows per invocation (4 or 8) and
-/// `limit` polls before a fallback.
+/// How a workgroup walks back over its predecessors' published sums.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LookBack {
+    /// Invocation 0 reads one predecessor per poll, the workgroup told
+    /// through one barrier pair per poll.
+    Serial,
+    /// Subgroup 0 reads a window of one predecessor per lane per poll
+    /// and reduces it with subgroup operations; the workgroup waits at one
+    /// barrier for the result (`kernels::scan_single_pass`'s design).
+    Window,
+    /// None: each tile scanned alone (its sums published, nothing read
+    /// back), the bound the look-back costs against; wrong past tile 0.
+    Skipped,
+}
+
+/// The WGSL of [`LookBack::Window`].
 pub fn single_pass(per: u32, limit: u32) -> String {
+    single_pass_with(per, limit, LookBack::Window)
+}
+
+/// The WGSL, with `per` `vec4<u32>` rows per invocation (a multiple of 4),
+/// `limit` polls before a fallback and the look-back `walk`.
+pub fn single_pass_with(per: u32, limit: u32, walk: LookBack) -> String {
     let mut load = String::new();
     let mut store = String::new();
     for j in 0..per {
@@ -59,8 +79,15 @@ pub fn single_pass(per: u32, limit: u32) -> String {
     for g in 0..per / 4 {
         spine.push_str(&format!(
             "        var run{g} = vec4(0u);
-        for (var s = 0u; s < nsg; s++) {{ let v = totals{g}[s]; totals{g}[s] = run{g}; run{g} += v; }}
-        totals{g}[nsg] = run{g};\n"
+        for (var b = 0u; b < nsg; b += size) {{
+            let s = b + lane;
+            var v = vec4(0u);
+            if (s < nsg) {{ v = totals{g}[s]; }}
+            let before = subgroupExclusiveAdd(v);
+            if (s < nsg) {{ totals{g}[s] = run{g} + before; }}
+            run{g} += subgroupAdd(v);
+        }}
+        if (lane == 0u) {{ totals{g}[nsg] = run{g}; }}\n"
         ));
         offs.push_str(&format!(
             "    let ex{g} = i{g} - t{g} + totals{g}[sg];
@@ -75,6 +102,11 @@ pub fn single_pass(per: u32, limit: u32) -> String {
             "    if (b + {j}u * WG + l < p.n4) {{ t += hsum(x[b + {j}u * WG + l]); }}\n"
         ));
     }
+    let look_back = match walk {
+        LookBack::Serial => SERIAL,
+        LookBack::Window => WINDOW,
+        LookBack::Skipped => "    let excl = 0u;\n",
+    };
     let decl: String = (0..per / 4)
         .map(|g| format!("var<workgroup> totals{g}: array<vec4<u32>, 65>;\n"))
         .collect();
@@ -90,6 +122,13 @@ const LIMIT: u32 = {limit}u;
 {decl}var<workgroup> bcast: vec2<u32>;
 var<workgroup> red: array<u32, 65>;
 fn hsum(v: vec4<u32>) -> u32 {{ return (v.x + v.y) + (v.z + v.w); }}
+// The sum of tile `part`'s input, by one subgroup.
+fn reduce_lanes(part: u32, lane: u32, size: u32) -> u32 {{
+    let b = part * WG * PER;
+    var t = 0u;
+    for (var v = lane; v < WG * PER; v += size) {{ if (b + v < p.n4) {{ t += hsum(x[b + v]); }} }}
+    return subgroupAdd(t);
+}}
 fn publish(part: u32, v: u32, tag: u32) {{
     atomicStore(&state[3u + 2u * part], (tag << 16u) | (v & 0xffffu));
     atomicStore(&state[4u + 2u * part], (tag << 16u) | (v >> 16u));
@@ -130,37 +169,12 @@ fn main(@builtin(local_invocation_index) l: u32, @builtin(subgroup_invocation_id
     let gen = tg.y & 0x3fffu;
     let base = part * WG * PER;
 {load}{scans}    workgroupBarrier();
-    if (l == 0u) {{
+    if (sg == 0u) {{
 {spine}    }}
     workgroupBarrier();
 {offs}    let agg = {carry};
     if (l == 0u) {{ publish(part, agg, (gen << 2u) | select(1u, 2u, part == 0u)); }}
-    var excl = 0u;
-    if (part != 0u) {{
-        var j = part - 1u;
-        var spins = 0u;
-        loop {{
-            if (l == 0u) {{ bcast = lookup(j, gen); }}
-            let seen = workgroupUniformLoad(&bcast);
-            if (seen.x == 2u) {{ excl += seen.y; break; }}
-            if (seen.x == 1u) {{
-                excl += seen.y;
-                if (j == 0u) {{ break; }}
-                j -= 1u;
-                spins = 0u;
-                continue;
-            }}
-            spins += 1u;
-            if (spins >= LIMIT) {{
-                excl += reduce_tile(j, l, lane, size, sg, nsg);
-                if (j == 0u) {{ break; }}
-                j -= 1u;
-                spins = 0u;
-            }}
-        }}
-        if (l == 0u) {{ publish(part, excl + agg, (gen << 2u) | 2u); }}
-    }}
-{store}    if (l == 0u) {{
+{look_back}{store}    if (l == 0u) {{
         let done = atomicAdd(&state[1], 1u);
         if (done + 1u == p.parts) {{
             atomicStore(&state[0], 0u);
@@ -175,3 +189,100 @@ fn main(@builtin(local_invocation_index) l: u32, @builtin(subgroup_invocation_id
 "
     )
 }
+
+/// The single pass's loads and stores alone: `y` = `x`, each workgroup
+/// loading its `per` rows of `vec4<u32>` (laid out as the scan's tile),
+/// then storing them.
+pub fn copy(per: u32) -> String {
+    let rows = |f: &dyn Fn(u32) -> String| (0..per).map(f).collect::<String>();
+    let load = rows(&|j| {
+        format!(
+            "    var r{j} = vec4(0u);\n    if (base + {j}u * 256u + l < p.n4) {{ r{j} = x[base + {j}u * 256u + l]; }}\n"
+        )
+    });
+    let store = rows(&|j| {
+        format!("    if (base + {j}u * 256u + l < p.n4) {{ y[base + {j}u * 256u + l] = r{j}; }}\n")
+    });
+    format!(
+        "struct P {{ n4: u32, parts: u32, pad1: u32, pad2: u32 }}
+@group(0) @binding(0) var<storage, read> x: array<vec4<u32>>;
+@group(0) @binding(1) var<storage, read_write> y: array<vec4<u32>>;
+@group(0) @binding(2) var<uniform> p: P;
+@compute @workgroup_size(256)
+fn main(@builtin(workgroup_id) w: vec3<u32>, @builtin(local_invocation_index) l: u32) {{
+    let base = w.x * 256u * {per}u;
+{load}{store}}}
+"
+    )
+}
+
+/// One predecessor per poll (`LookBack::Serial`).
+const SERIAL: &str = "    var excl = 0u;
+    if (part != 0u) {
+        var j = part - 1u;
+        var spins = 0u;
+        loop {
+            if (l == 0u) { bcast = lookup(j, gen); }
+            let seen = workgroupUniformLoad(&bcast);
+            if (seen.x == 2u) { excl += seen.y; break; }
+            if (seen.x == 1u) {
+                excl += seen.y;
+                if (j == 0u) { break; }
+                j -= 1u;
+                spins = 0u;
+                continue;
+            }
+            spins += 1u;
+            if (spins >= LIMIT) {
+                excl += reduce_tile(j, l, lane, size, sg, nsg);
+                if (j == 0u) { break; }
+                j -= 1u;
+                spins = 0u;
+            }
+        }
+        if (l == 0u) { publish(part, excl + agg, (gen << 2u) | 2u); }
+    }
+";
+
+/// A window of one predecessor per lane per poll (`LookBack::Window`):
+/// lane `i` reads tile `top - i` (past tile 0: an inclusive zero); the
+/// window is counted up to its nearest inclusive sum, or up to its nearest
+/// tile with nothing published, which is polled (and reduced after `LIMIT`
+/// polls) when it is the window's first.
+const WINDOW: &str = "    var excl = 0u;
+    if (part != 0u) {
+        if (sg == 0u) {
+            var top = part - 1u;
+            var spins = 0u;
+            var sum = 0u;
+            loop {
+                var seen = vec2(2u, 0u);
+                if (lane <= top) { seen = lookup(top - lane, gen); }
+                let incl = subgroupMin(select(size, lane, seen.x == 2u));
+                let miss = subgroupMin(select(size, lane, seen.x == 0u));
+                if (incl < miss) {
+                    sum += subgroupAdd(select(0u, seen.y, lane <= incl));
+                    break;
+                }
+                sum += subgroupAdd(select(0u, seen.y, lane < miss));
+                if (miss != 0u) {
+                    top -= miss;
+                    spins = 0u;
+                    continue;
+                }
+                spins += 1u;
+                if (spins >= LIMIT) {
+                    sum += reduce_lanes(top, lane, size);
+                    if (top == 0u) { break; }
+                    top -= 1u;
+                    spins = 0u;
+                }
+            }
+            if (lane == 0u) {
+                publish(part, sum + agg, (gen << 2u) | 2u);
+                bcast = vec2(sum, 0u);
+            }
+        }
+        excl = workgroupUniformLoad(&bcast).x;
+    }
+";

@@ -390,9 +390,12 @@ mod tests {
             crate::probe_wgsl::sub_histograms(32),
             crate::probe_wgsl::lane_histograms(false),
             crate::probe_wgsl::lane_histograms(true),
-            crate::probe_scan::single_pass(4, 256),
-            crate::probe_scan::single_pass(8, 16),
-            crate::probe_scan::single_pass(16, 256),
+            crate::probe_scan::single_pass(8, 256),
+            crate::probe_scan::single_pass(16, 16),
+            crate::probe_scan::single_pass(32, 256),
+            crate::probe_scan::single_pass_with(16, 256, crate::probe_scan::LookBack::Serial),
+            crate::probe_scan::single_pass_with(16, 256, crate::probe_scan::LookBack::Skipped),
+            crate::probe_scan::copy(16),
         ];
         let coop = crate::probe_coop::variants()
             .into_iter()

@@ -317,7 +317,7 @@ fn single_pass(x: &[u32], per: u32, limit: u32, state: &mut Vec<u8>, subgroup: u
 #[test]
 fn single_pass_scans_match_the_host_launch_after_launch() {
     let mut r = Rng::spread(41);
-    for (per, subgroup) in [(4u32, 32u32), (8, 16)] {
+    for (per, subgroup) in [(4u32, 32u32), (8, 16), (16, 4)] {
         let tile = kernels::scan_single_tile(per) as usize;
         let mut state = vec![0u8; 4 * kernels::scan_single_state_words(5) as usize];
         for n in [5 * tile, 4, 2 * tile + 4 * 37, 5 * tile - 8] {
@@ -375,4 +375,43 @@ fn single_pass_state_is_cleared_when_generations_wrap() {
     assert_eq!(after[..3], [0, 0, 0x4000]);
     assert!(after[3..].iter().all(|&w| w == 0), "{after:x?}");
     assert_eq!(single_pass(&x, 4, 64, &mut state, 32), host_exclusive(&x));
+}
+
+/// Look-back windows deeper than one subgroup, with a hole: tiles 1..=9
+/// never run (their tickets taken before the launch); 1..=8 and 10.. of
+/// them left their own sums published this generation and tile 0 its
+/// inclusive one, tile 5 nothing. Tile 10 walks back windows of 4 lanes
+/// over own sums, polls tile 5 until its limit, reduces it from the input
+/// and goes on to tile 0: the tiles that run are right.
+#[test]
+fn look_back_windows_count_own_sums_and_reduce_a_hole() {
+    let per = 4;
+    let tile = kernels::scan_single_tile(per) as usize;
+    let tiles = 12u32;
+    let mut r = Rng::spread(44);
+    let x: Vec<u32> = (0..tiles as usize * tile).map(|_| r.u32()).collect();
+    let k = kernels::scan_single_pass(per, 3).expect("builds");
+    let mut state = vec![0u32; kernels::scan_single_state_words(tiles) as usize];
+    state[0] = 10;
+    let sums: Vec<u32> = x
+        .chunks(tile)
+        .map(|c| c.iter().fold(0u32, |a, v| a.wrapping_add(*v)))
+        .collect();
+    // Generation 0: tags are the flag alone.
+    for t in (0..10).filter(|t| *t != 5) {
+        let flag = if t == 0 { 2u32 } else { 1 };
+        state[3 + 2 * t] = flag << 16 | (sums[t] & 0xffff);
+        state[4 + 2 * t] = flag << 16 | (sums[t] >> 16);
+    }
+    let mut bufs = vec![
+        bytes::u32_bytes(&x),
+        bytes::u32_bytes(&state),
+        vec![0; x.len() * 4],
+    ];
+    let scalars = k
+        .pack_scalars(&[Lit::U32(x.len() as u32 / 4), Lit::U32(tiles)])
+        .expect("types");
+    interp::run_with_subgroup(&k, [2, 1, 1], &mut bufs, &scalars, 4).expect("runs");
+    let got = bytes::bytes_u32(&bufs[2]);
+    assert_eq!(got[10 * tile..], host_exclusive(&x)[10 * tile..]);
 }

@@ -85,5 +85,6 @@ pub fn matmul_raw(
         scale: 1e12,
         reps: 5,
         check,
+        raw_check: None,
     })
 }

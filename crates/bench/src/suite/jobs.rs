@@ -146,6 +146,7 @@ fn softmax(cpu: bool) -> Result<Measured, IrError> {
         scale: 1e9,
         reps: if cpu { 2 } else { 100 },
         check,
+        raw_check: None,
     })
 }
 
@@ -190,6 +191,7 @@ fn layernorm(cpu: bool) -> Result<Measured, IrError> {
         scale: 1e9,
         reps: if cpu { 2 } else { 100 },
         check,
+        raw_check: None,
     })
 }
 
@@ -224,16 +226,22 @@ fn scan_launches(input: usize, sums: usize, out: usize, len: u32) -> Result<Vec<
 
 /// The figure's single pass: rows per invocation and polls before a
 /// fallback reduction.
-pub(super) const SCAN_ROWS: u32 = 8;
+pub(super) const SCAN_ROWS: u32 = 16;
 pub(super) const SCAN_LIMIT: u32 = 256;
 
 /// The raw side of a scan job: the IR kernel's WGSL twin, another
-/// single pass (a probe), or the three launches (a probe).
+/// single pass (a probe), the three launches (a probe), or the single
+/// pass's loads and stores alone (a copy: a probe of the bound).
 #[derive(Clone, Copy)]
 pub(super) enum ScanRaw {
     Twin,
-    SinglePass { per: u32, limit: u32 },
+    SinglePass {
+        per: u32,
+        limit: u32,
+        walk: crate::probe_scan::LookBack,
+    },
     ThreeLaunches,
+    Copy,
 }
 
 fn scan(cpu: bool) -> Result<Measured, IrError> {
@@ -260,17 +268,27 @@ pub(super) fn scan_with(cpu: bool, name: &'static str, raw: ScanRaw) -> Result<M
         vec![0; 4 * kernels::scan_single_state_words(tiles) as usize],
         vec![0; n * 4],
     ];
+    let kind = raw;
     let raw = match raw {
         ScanRaw::Twin => None,
-        ScanRaw::SinglePass { per, limit } => {
+        ScanRaw::SinglePass { per, limit, walk } => {
             let tiles = (n as u32).div_ceil(kernels::scan_single_tile(per));
             let state = 4 * kernels::scan_single_state_words(tiles) as usize;
             buffers.push(vec![0; state]);
             let scalars = [(n / 4) as u32, tiles, 0, 0];
             Some(vec![RawLaunch {
-                wgsl: crate::probe_scan::single_pass(per, limit),
+                wgsl: crate::probe_scan::single_pass_with(per, limit, walk),
                 groups: [tiles, 1, 1],
                 bufs: vec![0, 3, 2],
+                scalars: scalars.iter().flat_map(|v| v.to_le_bytes()).collect(),
+            }])
+        }
+        ScanRaw::Copy => {
+            let scalars = [(n / 4) as u32, tiles, 0, 0];
+            Some(vec![RawLaunch {
+                wgsl: crate::probe_scan::copy(per),
+                groups: [tiles, 1, 1],
+                bufs: vec![0, 2],
                 scalars: scalars.iter().flat_map(|v| v.to_le_bytes()).collect(),
             }])
         }
@@ -288,17 +306,8 @@ pub(super) fn scan_with(cpu: bool, name: &'static str, raw: ScanRaw) -> Result<M
         launches: vec![l],
         raw,
     };
-    let check: Check = Box::new(move |read| {
-        let y = bytes_u32(&read(2));
-        let mut run = 0u32;
-        for (i, (&v, &got)) in x.iter().zip(&y).enumerate() {
-            if got != run {
-                return Err(format!("element {i}: {got}, the host's {run}"));
-            }
-            run = run.wrapping_add(v);
-        }
-        Ok(())
-    });
+    let raw_check = scan_raw_check(kind, &x);
+    let check: Check = Box::new(move |read| scanned(&x, &bytes_u32(&read(2)), x.len()));
     Ok(Measured {
         name,
         unit: format!(
@@ -310,7 +319,48 @@ pub(super) fn scan_with(cpu: bool, name: &'static str, raw: ScanRaw) -> Result<M
         scale: 1e9,
         reps: if cpu { 2 } else { 50 },
         check,
+        raw_check,
     })
+}
+
+/// `y` is `x`'s exclusive scan restarted every `part` elements.
+fn scanned(x: &[u32], y: &[u32], part: usize) -> Result<(), String> {
+    for (p, (x, y)) in x.chunks(part).zip(y.chunks(part)).enumerate() {
+        let mut run = 0u32;
+        for (i, (&v, &got)) in x.iter().zip(y).enumerate() {
+            if got != run {
+                let i = p * part + i;
+                return Err(format!("element {i}: {got}, the host's {run}"));
+            }
+            run = run.wrapping_add(v);
+        }
+    }
+    Ok(())
+}
+
+/// The check of a probe's raw side that computes another thing than the
+/// scan: a copy, or each tile's scan alone.
+fn scan_raw_check(raw: ScanRaw, x: &[u32]) -> Option<Check> {
+    let x = x.to_vec();
+    match raw {
+        ScanRaw::Copy => Some(Box::new(move |read| {
+            match bytes_u32(&read(2)).iter().zip(&x).position(|(a, b)| a != b) {
+                None => Ok(()),
+                Some(i) => Err(format!("element {i} is not the input's")),
+            }
+        })),
+        ScanRaw::SinglePass {
+            per,
+            walk: crate::probe_scan::LookBack::Skipped,
+            ..
+        } => {
+            let tile = kernels::scan_single_tile(per) as usize;
+            Some(Box::new(move |read| {
+                scanned(&x, &bytes_u32(&read(2)), tile)
+            }))
+        }
+        ScanRaw::Twin | ScanRaw::SinglePass { .. } | ScanRaw::ThreeLaunches => None,
+    }
 }
 
 fn histogram(cpu: bool) -> Result<Measured, IrError> {
@@ -366,6 +416,7 @@ pub(super) fn histogram_with(
         scale: 1e9,
         reps: if cpu { 2 } else { 50 },
         check,
+        raw_check: None,
     })
 }
 
@@ -434,6 +485,7 @@ fn sort(cpu: bool) -> Result<Measured, IrError> {
         scale: 1e6,
         reps: if cpu { 1 } else { 5 },
         check,
+        raw_check: None,
     })
 }
 
@@ -476,5 +528,6 @@ fn matmul(cpu: bool) -> Result<Measured, IrError> {
         scale: 1e12,
         reps: if cpu { 1 } else { 3 },
         check,
+        raw_check: None,
     })
 }

@@ -62,13 +62,23 @@ pub fn all(
             )
         });
         makers.push(("probe.scan_three_launches_gbps", three));
-        for (name, per, limit) in [
-            ("probe.scan_single_pass_4_gbps", 4, 256),
-            ("probe.scan_single_pass_16_gbps", 16, 256),
-            ("probe.scan_single_pass_8_limit_16_gbps", 8, 16),
-            ("probe.scan_single_pass_8_limit_4096_gbps", 8, 4096),
+        let copy: Make = Box::new(move || scan_with(cpu, "probe.scan_copy_gbps", ScanRaw::Copy));
+        makers.push(("probe.scan_copy_gbps", copy));
+        use crate::probe_scan::LookBack::{Serial, Skipped, Window};
+        for (name, per, limit, walk) in [
+            ("probe.scan_tiles_alone_gbps", 16, 256, Skipped),
+            ("probe.scan_serial_look_back_gbps", 16, 256, Serial),
+            ("probe.scan_single_pass_8_gbps", 8, 256, Window),
+            ("probe.scan_single_pass_32_gbps", 32, 256, Window),
+            ("probe.scan_single_pass_16_limit_16_gbps", 16, 16, Window),
+            (
+                "probe.scan_single_pass_16_limit_4096_gbps",
+                16,
+                4096,
+                Window,
+            ),
         ] {
-            let raw = ScanRaw::SinglePass { per, limit };
+            let raw = ScanRaw::SinglePass { per, limit, walk };
             makers.push((name, Box::new(move || scan_with(cpu, name, raw))));
         }
     }

@@ -1,15 +1,16 @@
 //! An exclusive prefix sum of `u32` in one pass: each workgroup scans its
 //! tile, publishes the tile's sum, looks back over its predecessors'
-//! published sums (decoupled look-back), publishes its inclusive sum and
-//! writes its outputs. The input is read once, where [`super::scan`]'s
+//! published sums (decoupled look-back, one subgroup-wide window of
+//! predecessors per poll), publishes its inclusive sum and writes its
+//! outputs. The input is read once, where [`super::scan`]'s
 //! three launches read it twice.
 //!
 //! **Progress.** A workgroup takes its tile by ticket (an atomic counter),
 //! so it only ever waits on tiles whose workgroups have started. Neither
 //! WGSL nor Vulkan promises that a started workgroup progresses while
 //! another spins, so a predecessor that has published nothing after
-//! `limit` polls is reduced by the waiting workgroup itself, from the
-//! input: no workgroup's result depends on another's progress.
+//! `limit` polls is reduced by the waiting workgroup's first subgroup,
+//! from the input: no workgroup's result depends on another's progress.
 //!
 //! **State** (`atomic<u32>`, zeroed before the first launch, then reused
 //! without clearing): `[0]` the ticket counter, `[1]` the finished count,
@@ -51,7 +52,7 @@ pub const fn scan_single_state_words(tiles: u32) -> u32 {
 
 /// `y` = the exclusive prefix sum of `x` (wrapping), in one launch.
 ///
-/// Invocation `l` of a tile holds rows `j = 0..per` (`per` 4 or 8) of one
+/// Invocation `l` of a tile holds rows `j = 0..per` (`per` a multiple of 4) of one
 /// `vec4<u32>` each, row `j` at vector `tile * WG * per + j * WG + l`, so
 /// every load and store is coalesced; four rows are scanned at once as the
 /// lanes of one subgroup scan.
@@ -75,7 +76,6 @@ pub fn scan_single_pass(per: u32, limit: u32) -> Result<Kernel, IrError> {
         n4,
         per,
         cast: k.shared_vec(Scalar::U32, 2, 1),
-        sums: k.shared(Scalar::U32, WG / 4),
         first: k.eq(k.local_index(), 0u32),
     };
     k.if_(s.first, |k| {
@@ -94,11 +94,7 @@ pub fn scan_single_pass(per: u32, limit: u32) -> Result<Kernel, IrError> {
     });
     let before = k.var(k.u32(0));
     k.if_(k.ne(tile, 0u32), |k| {
-        k.set(before, s.look_back(tile, tag, limit));
-        let inclusive = k.add(k.get(before), own);
-        k.if_(s.first, |k| {
-            s.publish(tile, inclusive, k.or(tag, INCLUSIVE))
-        });
+        k.set(before, s.look_back(tile, tag, own, limit))
     });
     for (j, (r, p)) in (0u32..).zip(rows.iter().zip(prefixes)) {
         let at = k.add(base, k.add(j * WG, k.local_index()));
@@ -125,8 +121,6 @@ struct Scan<'k> {
     /// What invocation 0 tells the workgroup (by uniform loads of one
     /// `vec2`: two values for one barrier pair).
     cast: Shared,
-    /// Subgroup sums of a fallback reduction.
-    sums: Shared,
     first: Val,
 }
 
@@ -142,13 +136,14 @@ impl Scan<'_> {
 
     /// Each row's exclusive prefix within the tile at this invocation, and
     /// the tile's sum: four rows a subgroup scan (their sums as the lanes
-    /// of one vector), the subgroups' totals scanned by invocation 0.
+    /// of one vector), the subgroups' totals scanned by subgroup 0.
     fn tile_prefixes(&self, rows: &[Var]) -> (Vec<Val>, Val) {
         let k = self.k;
         let groups = rows.len() as u32 / 4;
-        let totals = k.shared(Scalar::U32, groups * 4 * SLOTS);
+        // Slot `g * SLOTS + s`: subgroup `s`'s totals of row group `g`
+        // (then their exclusive scan); slot `g * SLOTS + nsg`: the group's.
+        let totals = k.shared_vec(Scalar::U32, 4, groups * SLOTS);
         let sg = k.subgroup_id();
-        let nsg = k.num_subgroups();
         let last = k.eq(k.add(k.subgroup_invocation_id(), 1u32), k.subgroup_size());
         let scans: Vec<(Val, Val)> = rows
             .chunks(4)
@@ -157,48 +152,58 @@ impl Scan<'_> {
                 let sums: Vec<Val> = four.iter().map(|r| hsum(k, k.get(*r))).collect();
                 let t = k.vec(&sums);
                 let incl = k.subgroup_inclusive_add(t);
-                let at = k.mul(k.add(k.mul(g as u32, SLOTS), sg), 4u32);
                 k.if_(last, |k| {
-                    for c in 0..4u8 {
-                        k.store(totals, k.add(at, u32::from(c)), k.extract(incl, c));
-                    }
+                    k.store(totals, k.add(g as u32 * SLOTS, sg), incl);
                 });
                 (t, incl)
             })
             .collect();
         k.barrier();
-        k.if_(self.first, |k| {
-            k.for_range(0u32, groups * 4, |k, comp| {
-                // Component `comp % 4` of group `comp / 4`'s slots.
-                let first_slot = k.add(k.mul(k.div(comp, 4u32), SLOTS * 4), k.rem(comp, 4u32));
-                let run = k.var(k.u32(0));
-                k.for_range(0u32, nsg, |k, s| {
-                    let at = k.add(first_slot, k.mul(s, 4u32));
-                    let v = k.load(totals, at);
-                    k.store(totals, at, k.get(run));
-                    k.set(run, k.add(k.get(run), v));
-                });
-                k.store(totals, k.add(first_slot, k.mul(nsg, 4u32)), k.get(run));
-            });
+        k.if_(k.eq(sg, 0u32), |_| {
+            for g in 0..groups {
+                self.spine(totals, g * SLOTS);
+            }
         });
         k.barrier();
+        let nsg = k.num_subgroups();
         let mut carry = k.u32(0);
         let mut prefixes = Vec::new();
-        for (g, (t, incl)) in scans.into_iter().enumerate() {
-            let slot = |s: Val, c: u32| {
-                let at = k.add(k.mul(k.add(k.mul(g as u32, SLOTS), s), 4u32), c);
-                k.load(totals, at)
-            };
+        for (g, (t, incl)) in (0u32..).zip(scans) {
+            let before = k.load(totals, k.add(g * SLOTS, sg));
+            let total = k.load(totals, k.add(g * SLOTS, nsg));
             for c in 0..4u8 {
                 let within = k.add(
                     k.sub(k.extract(incl, c), k.extract(t, c)),
-                    slot(sg, c.into()),
+                    k.extract(before, c),
                 );
                 prefixes.push(k.add(carry, within));
-                carry = k.add(carry, slot(nsg, c.into()));
+                carry = k.add(carry, k.extract(total, c));
             }
         }
         (prefixes, carry)
+    }
+
+    /// Subgroup 0: the exclusive scan of the `num_subgroups` vectors of
+    /// `totals` from slot `first`, a subgroup's width at a time, their sum
+    /// after them.
+    fn spine(&self, totals: Shared, first: u32) {
+        let k = self.k;
+        let lane = k.subgroup_invocation_id();
+        let nsg = k.num_subgroups();
+        let run = k.var(k.splat(k.u32(0), 4));
+        k.for_range_step(0u32, nsg, k.subgroup_size(), |k, b| {
+            let s = k.add(b, lane);
+            let v = k.var(k.splat(k.u32(0), 4));
+            k.if_(k.lt(s, nsg), |k| k.set(v, k.load(totals, k.add(first, s))));
+            let before = k.subgroup_exclusive_add(k.get(v));
+            k.if_(k.lt(s, nsg), |k| {
+                k.store(totals, k.add(first, s), k.add(k.get(run), before))
+            });
+            k.set(run, k.add(k.get(run), k.subgroup_add(k.get(v))));
+        });
+        k.if_(k.eq(lane, 0u32), |k| {
+            k.store(totals, k.add(first, nsg), k.get(run))
+        });
     }
 
     /// `value` as tile `tile`'s word pair, tagged `tag` (invocation 0).
@@ -210,40 +215,59 @@ impl Scan<'_> {
         k.atomic_store(self.state, k.add(at, 1u32), k.or(high, k.shr(value, 16u32)));
     }
 
-    /// The sum of every tile before `tile` (uniform control flow): walk
-    /// back over published sums until an inclusive one, reducing a tile
-    /// that has published nothing after `limit` polls.
-    fn look_back(&self, tile: Val, tag: Val, limit: u32) -> Val {
+    /// The sum of every tile before `tile`, told to the whole workgroup
+    /// (uniform control flow). Subgroup 0 walks back a window at a time,
+    /// lane `i` reading tile `top - i` (past tile 0: an inclusive zero):
+    /// the window counts up to its nearest inclusive sum (done), or up to
+    /// its nearest tile with nothing published, which it polls, reducing
+    /// it after `limit` polls. Its lane 0 then publishes the tile's
+    /// inclusive sum, `own` more.
+    fn look_back(&self, tile: Val, tag: Val, own: Val, limit: u32) -> Val {
         let k = self.k;
-        let sum = k.var(k.u32(0));
-        let at = k.var(k.sub(tile, 1u32));
-        let polls = k.var(k.u32(0));
-        // One tile's sum counted: leave at tile 0 (or on an inclusive sum).
-        let take = |k: &KernelBuilder, v: Val, done: Val| {
-            k.set(sum, k.add(k.get(sum), v));
-            k.if_(k.or(done, k.eq(k.get(at), 0u32)), |k| k.break_());
-            k.set(at, k.sub(k.get(at), 1u32));
-            k.set(polls, k.u32(0));
-        };
-        k.loop_(|k| {
-            k.if_(self.first, |k| {
-                let (flag, value) = self.read(k.get(at), tag);
-                k.store(self.cast, 0u32, k.vec(&[flag, value]));
+        let lane = k.subgroup_invocation_id();
+        let size = k.subgroup_size();
+        k.if_(k.eq(k.subgroup_id(), 0u32), |k| {
+            let sum = k.var(k.u32(0));
+            let top = k.var(k.sub(tile, 1u32));
+            let polls = k.var(k.u32(0));
+            // The sum of the window's lanes where `counted` holds.
+            let count = |k: &KernelBuilder, counted: Val, value: Val| {
+                let v = k.subgroup_add(k.select(counted, value, 0u32));
+                k.set(sum, k.add(k.get(sum), v));
+            };
+            k.loop_(|k| {
+                let seen = k.var(k.vec(&[k.u32(INCLUSIVE), k.u32(0)]));
+                k.if_(k.le(lane, k.get(top)), |k| {
+                    let (flag, value) = self.read(k.sub(k.get(top), lane), tag);
+                    k.set(seen, k.vec(&[flag, value]));
+                });
+                let (flag, value) = (k.extract(k.get(seen), 0), k.extract(k.get(seen), 1));
+                let inclusive = k.subgroup_min(k.select(k.eq(flag, INCLUSIVE), lane, size));
+                let missing = k.subgroup_min(k.select(k.eq(flag, 0u32), lane, size));
+                k.if_(k.lt(inclusive, missing), |k| {
+                    count(k, k.le(lane, inclusive), value);
+                    k.break_();
+                });
+                count(k, k.lt(lane, missing), value);
+                k.if_(k.ne(missing, 0u32), |k| {
+                    k.set(top, k.sub(k.get(top), missing));
+                    k.set(polls, k.u32(0));
+                    k.continue_();
+                });
+                k.set(polls, k.add(k.get(polls), 1u32));
+                k.if_(k.ge(k.get(polls), limit), |k| {
+                    k.set(sum, k.add(k.get(sum), self.reduce(k.get(top))));
+                    k.if_(k.eq(k.get(top), 0u32), |k| k.break_());
+                    k.set(top, k.sub(k.get(top), 1u32));
+                    k.set(polls, k.u32(0));
+                });
             });
-            // One barrier pair per poll: the flag and the sum in one vector.
-            let cast = k.uniform_load(self.cast, 0u32);
-            let (flag, value) = (k.extract(cast, 0), k.extract(cast, 1));
-            k.if_(k.ne(flag, 0u32), |k| {
-                take(k, value, k.eq(flag, INCLUSIVE));
-                k.continue_();
-            });
-            k.set(polls, k.add(k.get(polls), 1u32));
-            k.if_(k.ge(k.get(polls), limit), |k| {
-                let v = self.reduce(k.get(at));
-                take(k, v, k.bool(false));
+            k.if_(k.eq(lane, 0u32), |k| {
+                self.publish(tile, k.add(k.get(sum), own), k.or(tag, INCLUSIVE));
+                k.store(self.cast, 0u32, k.splat(k.get(sum), 2));
             });
         });
-        k.get(sum)
+        k.extract(k.uniform_load(self.cast, 0u32), 0)
     }
 
     /// The flag (0: nothing this generation) and sum tile `tile` published.
@@ -262,29 +286,24 @@ impl Scan<'_> {
         (flag, value)
     }
 
-    /// The sum of tile `tile`'s input, by the whole workgroup (uniform).
+    /// The sum of tile `tile`'s input, by one subgroup.
     fn reduce(&self, tile: Val) -> Val {
         let k = self.k;
         let base = k.mul(tile, WG * self.per);
         let t = k.var(k.u32(0));
-        for j in 0..self.per {
-            let r = self.row(base, j);
-            k.set(t, k.add(k.get(t), hsum(k, k.get(r))));
-        }
-        let s = k.subgroup_add(k.get(t));
-        k.barrier();
-        k.if_(k.eq(k.subgroup_invocation_id(), 0u32), |k| {
-            k.store(self.sums, k.subgroup_id(), s)
-        });
-        k.barrier();
-        k.if_(self.first, |k| {
-            let total = k.var(k.u32(0));
-            k.for_range(0u32, k.num_subgroups(), |k, i| {
-                k.set(total, k.add(k.get(total), k.load(self.sums, i)));
-            });
-            k.store(self.cast, 0u32, k.splat(k.get(total), 2));
-        });
-        k.extract(k.uniform_load(self.cast, 0u32), 0)
+        let end = k.u32(WG * self.per);
+        k.for_range_step(
+            k.subgroup_invocation_id(),
+            end,
+            k.subgroup_size(),
+            |k, v| {
+                let at = k.add(base, v);
+                k.if_(k.lt(at, self.n4), |k| {
+                    k.set(t, k.add(k.get(t), hsum(k, k.load(self.x, at))));
+                });
+            },
+        );
+        k.subgroup_add(k.get(t))
     }
 
     /// Invocation 0, last: count this workgroup finished; the last one
