@@ -13,7 +13,7 @@ echo "== full bench at ${SECONDS}s"
 timeout 300 .h200/bench --out $OUT/report.json > $OUT/bench.log 2>&1; echo "bench rc=$? at ${SECONDS}s"
 grep -E "^kernel|rror|panick|wrong" $OUT/bench.log | cut -c1-90
 run() { local t=$1; shift; echo "== $* at ${SECONDS}s"; timeout $t .h200/bench --filter "$@" --out /tmp/logs/$1.json > /tmp/logs/$1.log 2>&1; local rc=$?; grep -E "^(probe|kernel)|wrong|panick|rror" /tmp/logs/$1.log | cut -c1-82; echo "rc=$rc"; }
-for p in probe.coop_scalar probe.scan_single_pass_16 probe.scan_single_pass_8 probe.coop_vec_staged_prefetched probe.coop_vec_staged_k64 probe.histogram_32_lanes_packed; do
+for p in probe.scan_copy probe.scan_tiles_alone probe.scan_serial_look_back_gbps probe.scan_single_pass_8_gbps probe.coop_vec_staged_prefetched probe.histogram_32_lanes_packed; do
   [ $(( 420 - SECONDS )) -lt 35 ] && break
   run 30 $p
 done
