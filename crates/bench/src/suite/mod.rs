@@ -8,6 +8,7 @@ mod coop;
 mod job;
 mod jobs;
 mod probe;
+mod scan;
 
 use std::cell::RefCell;
 use std::time::{Duration, Instant};

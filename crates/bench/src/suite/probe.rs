@@ -8,7 +8,8 @@ use compute_ir::IrError;
 
 use super::Measured;
 use super::coop::{matmul_raw, matmul_with};
-use super::jobs::{ScanRaw, histogram_with, scan_with};
+use super::jobs::histogram_with;
+use super::scan::{ScanRaw, scan_with};
 use crate::probe_wgsl as v;
 
 type Make = Box<dyn Fn() -> Result<Measured, IrError>>;
