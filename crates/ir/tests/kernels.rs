@@ -415,3 +415,22 @@ fn look_back_windows_count_own_sums_and_reduce_a_hole() {
     let got = bytes::bytes_u32(&bufs[2]);
     assert_eq!(got[10 * tile..], host_exclusive(&x)[10 * tile..]);
 }
+
+/// Rows are scanned four at a time: any other count is refused, not built
+/// into a kernel that would drop rows.
+#[test]
+fn single_pass_rows_not_a_multiple_of_four_are_refused() {
+    for per in [0u32, 2, 6] {
+        let e = kernels::scan_single_pass(per, 256).expect_err("refused");
+        assert!(
+            matches!(
+                e,
+                compute_ir::IrError::Structure {
+                    op: "scan_single_pass",
+                    ..
+                }
+            ),
+            "{e}"
+        );
+    }
+}

@@ -88,30 +88,22 @@ pub(super) fn scan_with(cpu: bool, name: &'static str, raw: ScanRaw) -> Result<M
         vec![0; 4 * kernels::scan_single_state_words(tiles) as usize],
         vec![0; n * 4],
     ];
-    let kind = raw;
+    let raw_check = scan_raw_check(raw, &x);
     let raw = match raw {
         ScanRaw::Twin => None,
         ScanRaw::SinglePass { per, limit, walk } => {
             let tiles = (n as u32).div_ceil(kernels::scan_single_tile(per));
             let state = 4 * kernels::scan_single_state_words(tiles) as usize;
             buffers.push(vec![0; state]);
-            let scalars = [(n / 4) as u32, tiles, 0, 0];
-            Some(vec![RawLaunch {
-                wgsl: crate::probe_scan::single_pass_with(per, limit, walk),
-                groups: [tiles, 1, 1],
-                bufs: vec![0, 3, 2],
-                scalars: scalars.iter().flat_map(|v| v.to_le_bytes()).collect(),
-            }])
+            let wgsl = crate::probe_scan::single_pass_with(per, limit, walk);
+            Some(vec![tiled(wgsl, n, tiles, vec![0, 3, 2])])
         }
-        ScanRaw::Copy => {
-            let scalars = [(n / 4) as u32, tiles, 0, 0];
-            Some(vec![RawLaunch {
-                wgsl: crate::probe_scan::copy(per),
-                groups: [tiles, 1, 1],
-                bufs: vec![0, 2],
-                scalars: scalars.iter().flat_map(|v| v.to_le_bytes()).collect(),
-            }])
-        }
+        ScanRaw::Copy => Some(vec![tiled(
+            crate::probe_scan::copy(per),
+            n,
+            tiles,
+            vec![0, 2],
+        )]),
         ScanRaw::ThreeLaunches => {
             buffers.push(vec![
                 0;
@@ -126,7 +118,6 @@ pub(super) fn scan_with(cpu: bool, name: &'static str, raw: ScanRaw) -> Result<M
         launches: vec![l],
         raw,
     };
-    let raw_check = scan_raw_check(kind, &x);
     let check: Check = Box::new(move |read| scanned(&x, &bytes_u32(&read(2)), x.len()));
     Ok(Measured {
         name,
@@ -141,6 +132,18 @@ pub(super) fn scan_with(cpu: bool, name: &'static str, raw: ScanRaw) -> Result<M
         check,
         raw_check,
     })
+}
+
+/// A raw launch of `tiles` workgroups over `n` words in the single pass's
+/// layout: the scalars its WGSL reads (`n4`, `tiles`, padding).
+fn tiled(wgsl: String, n: usize, tiles: u32, bufs: Vec<usize>) -> RawLaunch {
+    let scalars = [(n / 4) as u32, tiles, 0, 0];
+    RawLaunch {
+        wgsl,
+        groups: [tiles, 1, 1],
+        bufs,
+        scalars: scalars.iter().flat_map(|v| v.to_le_bytes()).collect(),
+    }
 }
 
 /// `y` is `x`'s exclusive scan restarted every `part` elements.

@@ -61,8 +61,16 @@ pub const fn scan_single_state_words(tiles: u32) -> u32 {
 /// [`scan_single_state_words`]`(tiles)` words or more, zeroed before the
 /// first launch), 2 `y: vec4<u32>` (read-write). Scalars: `n4: u32` (the
 /// vectors to scan), `tiles: u32` (`ceil(n4 * 4 / scan_single_tile(per))`).
-/// Dispatch `tiles` workgroups along x. Needs `SUBGROUP`.
+/// Dispatch `tiles` workgroups along x. Needs `SUBGROUP`. A `per` that
+/// is not a positive multiple of 4 is [`IrError::Structure`].
 pub fn scan_single_pass(per: u32, limit: u32) -> Result<Kernel, IrError> {
+    if per == 0 || !per.is_multiple_of(4) {
+        // Rows are scanned four at a time, as the lanes of one vector.
+        return Err(IrError::Structure {
+            op: "scan_single_pass",
+            reason: format!("per must be a positive multiple of 4, got {per}"),
+        });
+    }
     let k = KernelBuilder::new(format!("scan_single_pass_{per}_{limit}"), [WG, 1, 1]);
     let x = k.input_vec(Scalar::U32, 4);
     let state = k.atomic_buffer(Scalar::U32);
