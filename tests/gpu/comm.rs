@@ -1,5 +1,6 @@
 //! The client's `Communicator`: ranks as indices, element types from typed
-//! handles, the server's timeout option; refusals at the call.
+//! handles, the server's timeout option; refusals at the call (their
+//! effect on the other ranks: `collective/refused.rs`).
 
 use std::time::Duration;
 
@@ -28,8 +29,9 @@ fn a_reduction_over_an_untyped_buffer_is_refused_at_the_call() {
         .all_reduce(&raw, ReduceOp::Sum)
         .expect_err("no element type");
     assert!(matches!(e, ServerError::InvalidArgument { .. }), "{e}");
-    // Nothing was posted: the stream has nothing to report, and the bytes
-    // are trusted.
+    // The refusal took the call's place for rank 1 (whose call would fail,
+    // naming rank 0); here the stream has nothing to report, and the bytes
+    // are untouched and trusted.
     c[0].check(&[&raw]).expect("untouched");
 }
 

@@ -136,6 +136,10 @@ fn suite(mut ctx: Ctx) -> ExitCode {
         ("invalid_call_is_the_same_mismatch_everywhere", invalid_call),
         ("poisoned_input_poisons_every_rank", poisoned),
         (
+            "a_refused_call_poisons_every_other_rank_and_the_sequence_holds",
+            refused,
+        ),
+        (
             "abandoned_call_aborts_every_rank_and_the_sequence_holds",
             abandoned,
         ),

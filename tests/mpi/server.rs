@@ -267,6 +267,48 @@ pub(crate) fn mismatch(ctx: &mut Ctx) {
     still_works(ctx);
 }
 
+/// A call rank 1's caller refused before it reached the server
+/// (`refuse_collective`, what the client's `Communicator` posts for a
+/// reduction over an untyped buffer) takes its place across processes:
+/// every other rank's `dst` is poisoned naming rank 1 and its refusal, and
+/// the next call pairs.
+pub(crate) fn refused(ctx: &mut Ctx) {
+    let rank = ctx.rank;
+    let src = upload(&mut ctx.server, vec![1u8; 16], S0);
+    let dst = alloc(&mut ctx.server, 16, S0);
+    if rank == 1 {
+        let e = ctx.server.refuse_collective(
+            ServerError::InvalidArgument {
+                reason: "no element type (test)".into(),
+            },
+            ctx.ids.clone(),
+        );
+        assert!(matches!(e, ServerError::InvalidArgument { .. }), "{e}");
+    } else {
+        ctx.server
+            .all_reduce(
+                src.binding(),
+                dst.binding(),
+                Reduction::sum(DType::U32),
+                S0,
+                ctx.ids.clone(),
+                ComputeWait::Wait,
+            )
+            .expect("posted");
+        let e = read(&mut ctx.server, &dst, S0).expect_err("poisoned");
+        let ServerError::Untrusted { cause, .. } = &e else {
+            panic!("rank {rank}: {e}");
+        };
+        assert!(
+            matches!(**cause, ServerError::CollectiveInput { rank: 1, .. }),
+            "rank {rank}: {e}"
+        );
+        assert!(e.to_string().contains("no element type (test)"), "{e}");
+        let _ = common::sync(&mut ctx.server, S0);
+    }
+    still_works(ctx);
+}
+
 /// A clean all_reduce through the servers.
 pub(crate) fn still_works(ctx: &mut Ctx) {
     let src = upload(&mut ctx.server, 1u32.to_le_bytes().to_vec(), S0);

@@ -69,6 +69,13 @@ pub enum CollectiveCall {
         /// Bytes received.
         len: usize,
     },
+    /// A group call this rank refused before it could say what it was (a
+    /// check of its client's own failed: a reduction over an untyped
+    /// buffer, a root that is not a rank). It takes its place in the
+    /// sequence, so every rank's call at that place fails, naming this rank
+    /// and the refusal (its input), and the ranks' next calls pair as
+    /// usual. It gives no bytes and gets none.
+    Refused,
 }
 
 impl CollectiveCall {
@@ -82,6 +89,7 @@ impl CollectiveCall {
             CollectiveCall::AllToAll { .. } => "all_to_all",
             CollectiveCall::Send { .. } => "send",
             CollectiveCall::Recv { .. } => "recv",
+            CollectiveCall::Refused => "refused call",
         }
     }
 
@@ -101,6 +109,8 @@ impl CollectiveCall {
             CollectiveCall::AllReduce { len, .. }
             | CollectiveCall::AllToAll { len }
             | CollectiveCall::Send { len, .. } => Some(len),
+            // The refusal is its input: what every rank's verdict names.
+            CollectiveCall::Refused => Some(0),
             CollectiveCall::AllGather { src_len } => Some(src_len),
             CollectiveCall::ReduceScatter { dst_len, .. } => dst_len.checked_mul(ranks),
             CollectiveCall::Broadcast { len, has_src, .. } => has_src.then_some(len),
@@ -117,7 +127,7 @@ impl CollectiveCall {
             | CollectiveCall::Recv { len, .. } => len,
             CollectiveCall::AllGather { src_len } => src_len.saturating_mul(ranks),
             CollectiveCall::ReduceScatter { dst_len, .. } => dst_len,
-            CollectiveCall::Send { .. } => 0,
+            CollectiveCall::Send { .. } | CollectiveCall::Refused => 0,
         }
     }
 
@@ -173,6 +183,7 @@ impl CollectiveCall {
                     None
                 }
             }
+            CollectiveCall::Refused => None,
         }
     }
 
@@ -207,6 +218,7 @@ impl fmt::Display for CollectiveCall {
             CollectiveCall::AllToAll { len } => write!(f, "{name}({len} B)"),
             CollectiveCall::Send { peer, len } => write!(f, "{name}(to rank {peer}, {len} B)"),
             CollectiveCall::Recv { peer, len } => write!(f, "{name}(from rank {peer}, {len} B)"),
+            CollectiveCall::Refused => f.write_str(name),
         }
     }
 }
@@ -323,6 +335,18 @@ pub fn agree(seq: u64, ranks: usize, descs: &[Descriptor]) -> Verdict {
             return Verdict::Fail(invalid_call(id, r, &d.call, reason));
         }
     }
+    // A refused call has no shape to compare: whatever the others posted,
+    // their call fails, naming the rank and its refusal.
+    if let Some((r, d)) = descs
+        .iter()
+        .enumerate()
+        .find(|(_, d)| d.call == CollectiveCall::Refused)
+    {
+        return match &d.input {
+            Err(cause) => poisoned(r, cause),
+            Ok(()) => poisoned(r, &Arc::new(refused_without_cause(id, r))),
+        };
+    }
     if descs
         .iter()
         .any(|d| d.call.shape() != first.call.shape() || !d.call.is_group())
@@ -352,14 +376,27 @@ pub fn agree(seq: u64, ranks: usize, descs: &[Descriptor]) -> Verdict {
         | CollectiveCall::AllGather { .. }
         | CollectiveCall::ReduceScatter { .. }
         | CollectiveCall::AllToAll { .. } => any_rank(),
-        // Not group calls: refused as a mismatch above.
-        CollectiveCall::Send { .. } | CollectiveCall::Recv { .. } => {
+        // Not group calls: refused as a mismatch above; a refused call is
+        // the verdict above.
+        CollectiveCall::Send { .. } | CollectiveCall::Recv { .. } | CollectiveCall::Refused => {
             Verdict::Fail(ServerError::CollectiveState {
                 fault: CollectiveFault::NotAGroupCall {
                     call: first.call.to_string(),
                 },
             })
         }
+    }
+}
+
+/// What a refused call names when its refusal did not come with it (a
+/// peer's header that says refused and no input error: never sent by this
+/// crate).
+fn refused_without_cause(id: CallId, rank: usize) -> ServerError {
+    ServerError::CollectiveMismatch {
+        reason: format!(
+            "{}: rank {rank} refused its call and gave no reason",
+            describe("group call", id)
+        ),
     }
 }
 

@@ -270,4 +270,16 @@ impl Communicator {
         let pending = PendingResult::new(cell, Arc::clone(&self.transport), id, call);
         Ok((contribution, pending))
     }
+
+    /// Posts this rank's next group call as [`CollectiveCall::Refused`]
+    /// with `cause`: a call its caller refused before it could say what it
+    /// was. Every rank's call at its place fails with
+    /// [`ServerError::CollectiveInput`] naming this rank and `cause`; the
+    /// next calls pair as usual. Never blocks; this rank's own outcome is
+    /// the refusal, so nothing waits for it.
+    pub fn post_refused(&mut self, cause: Arc<ServerError>) -> Result<(), ServerError> {
+        let (contribution, _outcome) = self.post(CollectiveCall::Refused)?;
+        contribution.provide(Err(cause));
+        Ok(())
+    }
 }

@@ -375,7 +375,8 @@ impl Run<'_> {
                 t.broadcast(seq, step, root, data, len, deadline)
             }
             CollectiveCall::AllToAll { .. } => t.all_to_all(seq, step, data, deadline),
-            CollectiveCall::Send { .. } | CollectiveCall::Recv { .. } => {
+            // Never agreed to run (see `agree`).
+            CollectiveCall::Send { .. } | CollectiveCall::Recv { .. } | CollectiveCall::Refused => {
                 Err(ServerError::CollectiveState {
                     fault: CollectiveFault::NotAGroupCall {
                         call: call.to_string(),

@@ -82,6 +82,7 @@ impl Plan {
             CollectiveCall::AllGather { src_len } => (1, src_len, true),
             CollectiveCall::ReduceScatter { dst_len, .. } => (n, dst_len, true),
             CollectiveCall::AllToAll { len } => (n, len / n, true),
+            CollectiveCall::Refused => (1, 0, false),
         };
         let chunk = normalize_chunk(chunk);
         let cut = !words_needed || block.is_multiple_of(WORD);
@@ -146,7 +147,7 @@ impl Plan {
             | CollectiveCall::Recv { .. }
             | CollectiveCall::ReduceScatter { .. } => l,
             CollectiveCall::AllGather { .. } | CollectiveCall::AllToAll { .. } => self.ranks * l,
-            CollectiveCall::Send { .. } => 0,
+            CollectiveCall::Send { .. } | CollectiveCall::Refused => 0,
         }
     }
 
@@ -173,7 +174,7 @@ impl Plan {
                     len: l,
                 })
                 .collect(),
-            CollectiveCall::Send { .. } => Vec::new(),
+            CollectiveCall::Send { .. } | CollectiveCall::Refused => Vec::new(),
         };
         merge(pieces.into_iter().filter(|p| p.len > 0), |a, b| {
             (a.to + a.len == b.to && a.from + a.len == b.from).then_some(Piece {

@@ -257,6 +257,7 @@ fn encode_call(call: CollectiveCall) -> (u8, u8, u8, u8, u64, u64) {
         CollectiveCall::AllToAll { len } => (4, 0, 0, 0, len as u64, 0),
         CollectiveCall::Send { peer, len } => (5, 0, 0, 0, len as u64, peer as u64),
         CollectiveCall::Recv { peer, len } => (6, 0, 0, 0, len as u64, peer as u64),
+        CollectiveCall::Refused => (7, 0, 0, 0, 0, 0),
     }
 }
 
@@ -296,6 +297,7 @@ fn decode_call(
         4 => CollectiveCall::AllToAll { len },
         5 => CollectiveCall::Send { peer: arg, len },
         6 => CollectiveCall::Recv { peer: arg, len },
+        7 => CollectiveCall::Refused,
         other => return Err(format!("unknown call kind {other}")),
     })
 }

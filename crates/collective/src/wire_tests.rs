@@ -39,6 +39,7 @@ fn every_call_and_text_round_trips() {
         CollectiveCall::AllToAll { len: 6 },
         CollectiveCall::Send { peer: 1, len: 5 },
         CollectiveCall::Recv { peer: 0, len: 5 },
+        CollectiveCall::Refused,
     ]);
     for (i, call) in calls.into_iter().enumerate() {
         let id = if call.is_group() {

@@ -399,3 +399,81 @@ fn messages_to_no_rank_or_to_itself_are_refused_at_post() {
     }
     still_works(&mut comms);
 }
+
+/// A call a rank refused before it could describe it (`post_refused`) takes
+/// its place: whatever call of any kind the others posted (a call of one
+/// step or of several), every one of them is poisoned with
+/// `CollectiveInput` naming that rank and its refusal, and the next calls
+/// pair as usual.
+#[test]
+fn a_refused_call_poisons_every_peer_call_and_keeps_the_sequence() {
+    let f32_sum = Reduction::sum(DType::F32);
+    let calls = [
+        CollectiveCall::AllReduce {
+            reduction: f32_sum,
+            len: 16,
+        },
+        CollectiveCall::AllReduce {
+            reduction: f32_sum,
+            len: 1 << 20,
+        },
+        CollectiveCall::AllGather { src_len: 8 },
+        CollectiveCall::ReduceScatter {
+            reduction: f32_sum,
+            dst_len: 8,
+        },
+        CollectiveCall::Broadcast {
+            root: 0,
+            len: 12,
+            has_src: false,
+        },
+        CollectiveCall::AllToAll { len: 12 },
+    ];
+    let ranks = 3;
+    let mut comms = group_with(
+        ranks,
+        compute_collective::CommConfig::default().with_chunk_bytes(4096),
+    );
+    for call in calls {
+        for refusing in [0, 2] {
+            let cause = ServerError::InvalidArgument {
+                reason: "no element type".into(),
+            };
+            let pending: Vec<Option<PendingResult>> = comms
+                .iter_mut()
+                .enumerate()
+                .map(|(r, comm)| {
+                    if r == refusing {
+                        comm.post_refused(std::sync::Arc::new(cause.clone()))
+                            .expect("posted");
+                        return None;
+                    }
+                    let call = match call {
+                        CollectiveCall::Broadcast { root, len, .. } => CollectiveCall::Broadcast {
+                            root,
+                            len,
+                            has_src: r == root,
+                        },
+                        other => other,
+                    };
+                    let (contribution, pending) = comm.post(call).expect("posted");
+                    let len = call.input_len(ranks).unwrap_or(0);
+                    contribution.provide(Ok(Bytes::from(vec![1u8; len])));
+                    Some(pending)
+                })
+                .collect();
+            for (r, p) in pending.into_iter().enumerate() {
+                let Some(p) = p else { continue };
+                let outcome = p.wait(WAIT).expect("completes");
+                match outcome.poisoned {
+                    Some(ServerError::CollectiveInput { rank, cause: c }) => {
+                        assert_eq!(rank, refusing, "{call}: rank {r}");
+                        assert_eq!(*c, cause, "{call}: rank {r}");
+                    }
+                    other => panic!("{call}: rank {r}: {other:?}"),
+                }
+            }
+            still_works(&mut comms);
+        }
+    }
+}

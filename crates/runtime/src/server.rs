@@ -306,6 +306,16 @@ pub trait ServerCommunication {
         stream_id: StreamId,
         device_id_src: DeviceId,
     ) -> Result<(), ServerError>;
+
+    /// Takes the place of a group call over `device_ids` that this rank's
+    /// caller refused before it reached the server (a check of the
+    /// client's own, such as a reduction over an untyped buffer): the call
+    /// is posted as refused, so every rank's call at its place fails with
+    /// [`ServerError::CollectiveInput`] naming this rank and `error`, and
+    /// the ranks' next calls pair as usual. Returns `error`, for the caller
+    /// to return. With no communicator over `device_ids` nothing is posted
+    /// (there is nobody to tell).
+    fn refuse_collective(&mut self, error: ServerError, device_ids: Vec<DeviceId>) -> ServerError;
 }
 
 /// Direct access to a server's storage.

@@ -18,6 +18,9 @@
 //!   communicator goes on.
 //! - `poison`: untrusted inputs poison every result that depends on them; a
 //!   failed collective poisons its `dst` and the work queued after it.
+//! - `refused`: a call one rank's `Communicator` refuses still takes its
+//!   place (every method, both threading patterns); 0-byte failures; a
+//!   refused `send` with no `recv` costs at most the timeout.
 //! - `state`: capture refusal, calls before `comm_init`, bad rank lists.
 //! - `found`: broken promises the random-program model found (ignored
 //!   until fixed).
@@ -36,6 +39,7 @@ mod p2p;
 mod poison;
 mod promises;
 mod reduce;
+mod refused;
 mod state;
 mod steps;
 mod threads;

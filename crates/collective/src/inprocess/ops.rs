@@ -30,7 +30,9 @@ impl Op {
             CollectiveCall::ReduceScatter { reduction, .. } => Some(Op::ReduceScatter(reduction)),
             CollectiveCall::Broadcast { root, len, .. } => Some(Op::Broadcast { root, len }),
             CollectiveCall::AllToAll { .. } => Some(Op::AllToAll),
-            CollectiveCall::Send { .. } | CollectiveCall::Recv { .. } => None,
+            CollectiveCall::Send { .. } | CollectiveCall::Recv { .. } | CollectiveCall::Refused => {
+                None
+            }
         }
     }
 

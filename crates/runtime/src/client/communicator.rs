@@ -11,6 +11,12 @@ use crate::{
 /// One rank of a communicator: what [`ComputeClient::communicator`]
 /// returns. Every rank makes the same calls in the same order.
 ///
+/// A call this rank refuses (an untyped buffer for a reduction, a root that
+/// is not a rank, an operand the server refuses) still takes its place: it
+/// returns the error here, and the other ranks' call fails too, naming this
+/// rank ([`ServerError::CollectiveInput`]), so every rank's next call pairs
+/// as usual.
+///
 /// What blocks: nothing here waits for the other ranks. A call is checked
 /// and posted on the client's stream and returns; with the default
 /// [`ComputeWait::Wait`], later work on that stream (a launch, a `read`)
@@ -48,6 +54,19 @@ pub struct Communicator<S> {
     /// The client's device's index in `devices`.
     rank: usize,
     wait: ComputeWait,
+}
+
+/// Another handle on the same rank (its calls are this rank's calls: make
+/// them in the same order on every rank).
+impl<S> Clone for Communicator<S> {
+    fn clone(&self) -> Self {
+        Communicator {
+            client: self.client.clone(),
+            devices: Arc::clone(&self.devices),
+            rank: self.rank,
+            wait: self.wait,
+        }
+    }
 }
 
 impl<S: Server + ServerCommunication> ComputeClient<S> {
@@ -134,8 +153,9 @@ impl<S: Server + ServerCommunication> Communicator<S> {
         dst: &Handle,
         op: ReduceOp,
     ) -> Result<(), ServerError> {
+        let reduction = self.or_refuse(reduction(op, src))?;
         self.client
-            .all_reduce(src, dst, reduction(op, src)?, &self.devices, self.wait)
+            .all_reduce(src, dst, reduction, &self.devices, self.wait)
     }
 
     /// Writes every rank's `src`, concatenated in rank order, to `dst`.
@@ -150,8 +170,9 @@ impl<S: Server + ServerCommunication> Communicator<S> {
         dst: &Handle,
         op: ReduceOp,
     ) -> Result<(), ServerError> {
+        let reduction = self.or_refuse(reduction(op, src))?;
         self.client
-            .reduce_scatter(src, dst, reduction(op, src)?, &self.devices)
+            .reduce_scatter(src, dst, reduction, &self.devices)
     }
 
     /// Writes rank `root`'s `buf` to every rank's `buf`.
@@ -175,7 +196,7 @@ impl<S: Server + ServerCommunication> Communicator<S> {
     /// # Ok::<(), ServerError>(())
     /// ```
     pub fn broadcast(&self, buf: &Handle, root: usize) -> Result<(), ServerError> {
-        let root_device = self.device(root)?;
+        let root_device = self.or_refuse(self.device(root))?;
         let src = (self.rank() == root).then_some(buf);
         self.client.broadcast(src, buf, root_device, &self.devices)
     }
@@ -185,7 +206,9 @@ impl<S: Server + ServerCommunication> Communicator<S> {
         self.client.all_to_all(src, dst, &self.devices)
     }
 
-    /// Sends `src` to rank `to`, which [`recv`](Self::recv)s it.
+    /// Sends `src` to rank `to`, which [`recv`](Self::recv)s it. A `to`
+    /// that is not a rank is refused here and takes no place: messages pair
+    /// per (sender, receiver), and no rank receives from it.
     ///
     /// ```
     /// use wgpu_server::prelude::*;
@@ -207,7 +230,9 @@ impl<S: Server + ServerCommunication> Communicator<S> {
         self.client.send(src, self.device(to)?)
     }
 
-    /// Receives into `dst` what rank `from` [`send`](Self::send)s.
+    /// Receives into `dst` what rank `from` [`send`](Self::send)s (a `from`
+    /// that is not a rank is refused here and takes no place, as in
+    /// [`send`](Self::send)).
     pub fn recv(&self, dst: &Handle, from: usize) -> Result<(), ServerError> {
         self.client.recv(dst, self.device(from)?)
     }
@@ -218,6 +243,17 @@ impl<S: Server + ServerCommunication> Communicator<S> {
     /// they are used).
     pub fn sync(&self) -> Result<(), ServerError> {
         self.client.sync_collective()
+    }
+
+    /// `checked`, or, when this rank's check failed, the error after the
+    /// call was posted as refused: the other ranks' call at its place fails
+    /// too (naming this rank) instead of pairing with this rank's next one.
+    fn or_refuse<T>(&self, checked: Result<T, ServerError>) -> Result<T, ServerError> {
+        checked.map_err(|e| {
+            self.client
+                .server()
+                .refuse_collective(e, self.devices.to_vec())
+        })
     }
 }
 

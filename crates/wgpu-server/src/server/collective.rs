@@ -101,8 +101,15 @@ impl<C: WgpuCompiler> WgpuServer<C> {
                 };
                 Some(self.order_dst(stream, dst, uses, mode, call.name(), &gate)?)
             }
+            (Some(_), Some(_)) if mode == ComputeWait::Wait => {
+                // Nothing to write, but the outcome is still this stream's
+                // to report: its later work, and so its `sync`, wait for it.
+                self.hold_behind(stream, &gate);
+                None
+            }
             _ => None,
         };
+        let writes_dst = target.is_some();
         self.collectives.jobs()?.push(Job::Outcome {
             pending,
             gate: Arc::clone(&gate),
@@ -110,7 +117,9 @@ impl<C: WgpuCompiler> WgpuServer<C> {
             target,
             stream,
         })?;
-        let dst = operands.dst;
+        // A 0-byte `dst` has nothing for `sync_collective` to write or
+        // poison (the applier reports its failure).
+        let dst = operands.dst.filter(|_| writes_dst);
         let call = call.name();
         let posted = Posted {
             gate,
@@ -216,10 +225,8 @@ impl<C: WgpuCompiler> WgpuServer<C> {
                 }
                 let _ = self.scoped_overwrite(stream, std::slice::from_ref(dst), |_| Ok(()));
                 let verdict = self.streams.trust().late().expect(&[memory]);
-                let (_, ws) = self.streams.encoder(stream);
-                ws.hold_behind(Arc::clone(gate));
                 // The held batch now has a pending use of `dst`.
-                self.streams.task_done(stream);
+                self.hold_behind(stream, gate);
                 Some(verdict)
             }
             ComputeWait::Overlap => {
@@ -235,6 +242,13 @@ impl<C: WgpuCompiler> WgpuServer<C> {
             verdict,
         })
     }
+    /// Holds `stream`'s batch, and its later work, behind `gate`: pending
+    /// work of the stream, so its `sync` waits for the gate.
+    fn hold_behind(&mut self, stream: StreamId, gate: &Arc<Gate>) {
+        self.streams.encoder(stream).1.hold_behind(Arc::clone(gate));
+        self.streams.task_done(stream);
+    }
+
     /// `src`'s and `dst`'s page ranges, checked against the call.
     #[allow(clippy::type_complexity)] // Two optional ranges, named at the one call site.
     fn check_operands(

@@ -2,6 +2,8 @@
 //! delegating to `collective.rs` (one call on the server thread) and to the
 //! part [`Collectives`](crate::collective::Collectives).
 
+use std::sync::Arc;
+
 use compute_collective::CollectiveCall;
 use compute_runtime::{
     BufferBinding, ComputeWait, CopyDescriptor, DeviceId, Handle, Reduction, ServerCommunication,
@@ -166,6 +168,14 @@ impl<C: WgpuCompiler> ServerCommunication for WgpuServer<C> {
             stream_id,
             ComputeWait::Overlap,
         )
+    }
+
+    fn refuse_collective(&mut self, error: ServerError, device_ids: Vec<DeviceId>) -> ServerError {
+        if let Ok(comm) = self.collectives.by_ranks(&device_ids) {
+            // A stopped engine answers no rank: nobody to tell.
+            let _ = comm.post_refused(Arc::new(error.clone()));
+        }
+        error
     }
 
     fn recv(
