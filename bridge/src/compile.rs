@@ -1,14 +1,12 @@
-//! cubecl kernels as WGSL kernels of this server.
+//! cubecl kernels as WGSL kernels of this server, through SPIR-V.
 //!
-//! cubecl-wgpu's public `WgslCompiler` turns a cubecl kernel into WGSL text
+//! cubecl-spirv's public `SpirvCompiler` turns a cubecl kernel into SPIR-V
 //! and says what the kernel does with each buffer (`BufferIOAttr`). Its
-//! text declares every buffer `read_write` (cubecl-wgpu shares pages
-//! between tensors and binds everything writable); this server reads a
-//! kernel's write set from the declared access, so the bridge declares
-//! each buffer the kernel never writes `read` again. A launch that fails
-//! then poisons only what it would have written, not its inputs. (The
-//! server still binds every buffer `read_write` in the pipeline layout,
-//! its invariant 7; the declaration is what it believes for trust.)
+//! buffers are device addresses, which the bridge rewrites into descriptor
+//! bindings (`spirv.rs`); naga's SPIR-V front end reads the result, every
+//! buffer the kernel never writes is declared read-only on the module's
+//! globals (so a launch that fails poisons only what it would have
+//! written), and naga's WGSL back end writes the text the server gets.
 //!
 //! The interface the server is told (binding count and access, workgroup
 //! size) is read back from the final text with naga, through the server's
@@ -22,13 +20,13 @@ use std::sync::Arc;
 use cubecl_core::WgpuCompilationOptions;
 use cubecl_ir::DeviceProperties;
 use cubecl_ir::attributes::BufferIOAttr;
-use cubecl_runtime::compiler::CompilationError;
+use cubecl_runtime::compiler::{CompilationError, Compiler};
 use cubecl_runtime::id::KernelId;
 use cubecl_runtime::kernel::{CubeKernel, define_kernel};
 use cubecl_runtime::server::{LaunchError, ServerError};
-use cubecl_server::kernel::CompiledKernel;
 use cubecl_server::validation::{validate_cube_dim, validate_shared_memory, validate_units};
-use cubecl_wgpu::WgslCompiler;
+use cubecl_spirv::{SpirvCompiler, SpirvKernel};
+use rspirv::binary::{Assemble, Disassemble};
 use wgpu_server::WgslKernel;
 use wgpu_server::runtime::ServerError as Inner;
 use wgpu_server::wgsl::{module_interface, validate_wgsl};
@@ -100,32 +98,52 @@ fn compile(
     validate_cube_dim(props, &id).map_err(limits)?;
     validate_units(props, &id).map_err(limits)?;
     let definition = define_kernel(kernel).map_err(|e| from_cubecl(name, e))?;
-    // The compiler's passes assert on malformed IR; a panic here would be
-    // caught by cubecl's device thread and only logged, leaving the
-    // launch's outputs silently unwritten. It fails the launch instead.
-    let mut compiler = WgslCompiler;
-    let compiled = catch_unwind(AssertUnwindSafe(|| {
-        CompiledKernel::<WgslCompiler>::compile(kernel, definition, &mut compiler, options)
-    }))
-    .map_err(|panic| {
-        let error = CompilationError::ExpansionPanicked {
-            kernel: name.to_string(),
-            message: format!("the WGSL compiler panicked: {}", panic_text(&*panic)),
-            backtrace: cubecl_environment::backtrace::BackTrace::capture(),
-        };
-        from_cubecl(name, error)
-    })?
-    .map_err(|e| from_cubecl(name, e))?;
-    let shared = compiled.repr.as_ref().map(|repr| repr.shared_memory_size);
-    validate_shared_memory(props, shared).map_err(limits)?;
-    let entry = compiled.entrypoint_name.clone();
-    let source = declare_access(&compiled.source, compiled.io.as_deref());
+    // A hand-written kernel carries its WGSL: it goes to the server as is
+    // (`io: None`, every buffer read and written).
+    let (source, io, buffers) = match kernel.source() {
+        Some(pre) if pre.lang == "wgsl" => (pre.source, None, None),
+        Some(pre) => {
+            let error = CompilationError::Generic {
+                reason: format!(
+                    "kernel `{name}` carries {} source, but this runtime expects wgsl",
+                    pre.lang
+                ),
+                backtrace: cubecl_environment::backtrace::BackTrace::capture(),
+            };
+            return Err(from_cubecl(name, error));
+        }
+        None => {
+            // The compiler's passes assert on malformed IR; a panic here
+            // would be caught by cubecl's device thread and only logged,
+            // leaving the launch's outputs silently unwritten. It fails
+            // the launch instead.
+            let mut compiler = SpirvCompiler;
+            let repr = catch_unwind(AssertUnwindSafe(|| compiler.compile(definition, options)))
+                .map_err(|panic| {
+                    let error = CompilationError::ExpansionPanicked {
+                        kernel: name.to_string(),
+                        message: format!("the SPIR-V compiler panicked: {}", panic_text(&*panic)),
+                        backtrace: cubecl_environment::backtrace::BackTrace::capture(),
+                    };
+                    from_cubecl(name, error)
+                })?
+                .map_err(|e| from_cubecl(name, e))?;
+            validate_shared_memory(props, Some(repr.shared_size)).map_err(limits)?;
+            let source = to_wgsl(name, &repr)?;
+            (source, repr.io.clone(), Some(repr.bindings.len()))
+        }
+    };
     let module = validate_wgsl(name, &source)?;
+    // naga's WGSL writer may rename the entry point; the module has one.
+    let entry = module
+        .entry_points
+        .first()
+        .map(|e| e.name.clone())
+        .unwrap_or_default();
     let interface = module_interface(&module, &entry).map_err(|reason| Inner::LayoutMismatch {
         kernel: name.to_string(),
         reason,
     })?;
-    let buffers = compiled.repr.as_ref().map(|repr| repr.buffers.len());
     let bindings = interface.storage.len();
     // The metadata is the one binding after the kernel's buffers; text
     // without a representation (hand-written WGSL) declares its own.
@@ -143,34 +161,122 @@ fn compile(
     );
     Ok(Compiled {
         kernel,
-        io: compiled.io,
+        io,
         bindings,
         info_min,
     })
 }
 
-/// `source` with every buffer `io` says the kernel never writes declared
-/// `read`. Only cubecl's own declarations (`@group(0) @binding(i)
-/// var<storage, read_write>`, one per line) are touched.
-fn declare_access(source: &str, io: Option<&[BufferIOAttr]>) -> String {
-    let Some(io) = io else {
-        return source.to_string();
+/// Set to a directory to have each kernel's SPIR-V (as rewritten, or as
+/// compiled when the rewrite fails) and its WGSL written there.
+const DUMP_ENV: &str = "CUBECL_BRIDGE_SPIRV_DUMP";
+/// Set to hand naga cubecl-spirv's SPIR-V without the rewrite.
+const RAW_ENV: &str = "CUBECL_BRIDGE_SPIRV_RAW";
+/// Set to rewrite device addresses only, without the workarounds for
+/// naga's front end and WGSL writer (`spirv::for_naga`).
+const NOFIX_ENV: &str = "CUBECL_BRIDGE_SPIRV_NOFIX";
+
+/// cubecl-spirv's kernel as WGSL: the device addresses rewritten into
+/// bindings ([`crate::spirv::descriptors`]), parsed by naga's SPIR-V front
+/// end, every buffer the kernel never writes (and the metadata) declared
+/// read-only on the module's globals, validated, written as WGSL.
+fn to_wgsl(name: &str, repr: &SpirvKernel) -> Result<String, Inner> {
+    let fail = |stage: &str, e: String| Inner::Compilation {
+        kernel: name.to_string(),
+        diagnostic: format!("{stage}: {e}"),
     };
-    let mut out = String::with_capacity(source.len());
-    for line in source.split_inclusive('\n') {
-        let read_only = line
-            .strip_prefix("@group(0) @binding(")
-            .and_then(|rest| rest.split_once(')'))
-            .and_then(|(index, _)| index.parse::<usize>().ok())
-            .and_then(|index| io.get(index))
-            .is_some_and(|attr| !attr.is_writable());
-        if read_only {
-            out.push_str(&line.replacen("var<storage, read_write>", "var<storage, read>", 1));
-        } else {
-            out.push_str(line);
+    let dump = std::env::var_os(DUMP_ENV).map(std::path::PathBuf::from);
+    let file = |ext: &str| {
+        let safe: String = name
+            .chars()
+            .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+            .take(120)
+            .collect();
+        dump.as_ref().map(|d| d.join(format!("{safe}.{ext}")))
+    };
+    let original = repr
+        .module
+        .as_deref()
+        .cloned()
+        .or_else(|| rspirv::dr::load_words(&repr.assembled_module).ok())
+        .ok_or_else(|| fail("spirv", "no module".into()))?;
+    let rewritten = if std::env::var_os(RAW_ENV).is_some() {
+        original.clone()
+    } else {
+        let fixes = std::env::var_os(NOFIX_ENV).is_none();
+        match crate::spirv::for_naga(&original, fixes) {
+            Ok(m) => m,
+            Err(e) => {
+                if let Some(f) = file("orig.spvasm") {
+                    let _ = std::fs::write(f, original.disassemble());
+                }
+                return Err(fail("rewriting device addresses", e));
+            }
         }
+    };
+    if let Some(f) = file("spvasm") {
+        let _ = std::fs::write(f, rewritten.disassemble());
     }
-    out
+    let words = rewritten.assemble();
+    let options = naga::front::spv::Options {
+        adjust_coordinate_space: false,
+        strict_capabilities: false,
+        block_ctx_dump_prefix: None,
+    };
+    let parsed = catch_unwind(AssertUnwindSafe(|| {
+        naga::front::spv::Frontend::new(words.iter().copied(), &options).parse()
+    }))
+    .map_err(|p| fail("naga spv-in panicked", panic_text(&*p)))?;
+    let mut module = parsed.map_err(|e| fail("naga spv-in", error_chain(&e)))?;
+    let buffers = repr.bindings.len();
+    for (_, var) in module.global_variables.iter_mut() {
+        let (Some(binding), naga::AddressSpace::Storage { access }) =
+            (&var.binding, &mut var.space)
+        else {
+            continue;
+        };
+        let index = binding.binding as usize;
+        let writable = match repr.io.as_deref() {
+            Some(io) if index < buffers => io.get(index).is_none_or(|a| a.is_writable()),
+            None if index < buffers => true,
+            _ => false, // the metadata
+        };
+        *access = if writable {
+            naga::StorageAccess::LOAD | naga::StorageAccess::STORE
+        } else {
+            naga::StorageAccess::LOAD
+        };
+    }
+    let info = catch_unwind(AssertUnwindSafe(|| {
+        naga::valid::Validator::new(
+            naga::valid::ValidationFlags::all(),
+            naga::valid::Capabilities::all(),
+        )
+        .validate(&module)
+        .map_err(|e| error_chain(&e))
+    }))
+    .map_err(|p| fail("naga validation panicked", panic_text(&*p)))?
+    .map_err(|e| fail("naga validation of the SPIR-V module", e))?;
+    let wgsl = catch_unwind(AssertUnwindSafe(|| {
+        naga::back::wgsl::write_string(&module, &info, naga::back::wgsl::WriterFlags::empty())
+    }))
+    .map_err(|p| fail("naga wgsl-out panicked", panic_text(&*p)))?
+    .map_err(|e| fail("naga wgsl-out", error_chain(&e)))?;
+    if let Some(f) = file("wgsl") {
+        let _ = std::fs::write(f, &wgsl);
+    }
+    Ok(wgsl)
+}
+
+fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        text.push_str(": ");
+        text.push_str(&s.to_string());
+        source = s.source();
+    }
+    text
 }
 
 fn panic_text(panic: &(dyn std::any::Any + Send)) -> String {
@@ -179,22 +285,4 @@ fn panic_text(panic: &(dyn std::any::Any + Send)) -> String {
         .map(|s| s.to_string())
         .or_else(|| panic.downcast_ref::<String>().cloned())
         .unwrap_or_else(|| "a panic with no message".to_string())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn read_only_buffers_are_declared_read() {
-        let src = "@group(0) @binding(0) var<storage, read_write> a: array<f32>;\n\
-                   @group(0) @binding(1) var<storage, read_write> b: array<f32>;\n\
-                   @group(0) @binding(2) var<storage, read> info_var: info_st;\n";
-        let io = [BufferIOAttr::ReadOnly, BufferIOAttr::WriteOnly];
-        let out = declare_access(src, Some(&io));
-        assert!(out.contains("@binding(0) var<storage, read> a"));
-        assert!(out.contains("@binding(1) var<storage, read_write> b"));
-        assert!(out.contains("@binding(2) var<storage, read> info_var"));
-        assert_eq!(declare_access(src, None), src);
-    }
 }

@@ -29,6 +29,7 @@ pub mod properties;
 mod report;
 mod runtime;
 mod server;
+mod spirv;
 mod storage;
 mod transfer;
 

@@ -14,7 +14,6 @@ use cubecl_ir::{
     AddressType, DeviceIdentity, DeviceProperties, ElemType, FloatKind, HardwareProperties,
     IntKind, MemoryDeviceProperties, Type, UIntKind,
 };
-use cubecl_wgpu::wgpu;
 
 /// Set (to anything) to claim every type and plane feature, whatever the
 /// adapter has. Launches are then refused (see `launch.rs`): the probe only

@@ -89,8 +89,18 @@ impl BridgeServer {
                 alignment: alignment as u64,
             },
         );
+        // cubecl-spirv's options, for SPIR-V that naga's front end reads:
+        // version 1.3 (`StorageBuffer` is core; no `UniformId`), vectors of
+        // at most 4, and room for the address block as push constants
+        // (`spirv.rs` replaces the block with bindings either way).
         let options = WgpuCompilationOptions {
-            supports_u64: inner_features.contains(cubecl_wgpu::wgpu::Features::SHADER_INT64),
+            supports_u64: inner_features.contains(wgpu::Features::SHADER_INT64),
+            vulkan: cubecl_core::VulkanCompilationOptions {
+                max_spirv_version: (1, 3),
+                max_vector_size: 4,
+                push_constant_size: 4096,
+                ..Default::default()
+            },
             ..Default::default()
         };
         Ok(Self {
