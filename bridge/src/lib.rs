@@ -18,7 +18,7 @@
 //! [cubecl]: https://github.com/tracel-ai/cubecl
 
 mod compile;
-mod device;
+pub mod device;
 mod errors;
 mod launch;
 mod layout;
@@ -33,7 +33,6 @@ mod spirv;
 mod storage;
 mod transfer;
 
-pub use device::BridgeDevice;
 pub use runtime::BridgeRuntime;
 pub use server::BridgeServer;
 pub use storage::BridgeStorage;

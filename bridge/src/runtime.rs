@@ -1,12 +1,12 @@
 //! cubecl's `Runtime` over this server.
 
-use cubecl_common::device::{Device, DeviceId};
+use cubecl_common::device::DeviceId;
+use cubecl_runtime::device::{WgpuBackend, WgpuDevice};
 use cubecl_ir::TargetProperties;
 use cubecl_runtime::client::Client;
 use cubecl_runtime::runtime::Runtime;
 use cubecl_zspace::{Shape, Strides};
 
-use crate::device::{BridgeDevice, TYPE_ID, enumerate};
 use crate::server::BridgeServer;
 
 /// This server as a cubecl runtime: `BridgeRuntime::client(&Default::default())`
@@ -16,12 +16,12 @@ pub struct BridgeRuntime;
 
 impl Runtime for BridgeRuntime {
     type Server = BridgeServer;
-    type Device = BridgeDevice;
+    type Device = WgpuDevice;
 
     fn client(device: &Self::Device) -> Client {
         // Which test this thread runs, for the skipped-test count.
         crate::probe::register_current_thread();
-        Client::load::<BridgeServer>(device.to_id())
+        Client::load::<BridgeServer>(cubecl_common::device::Device::to_id(device))
     }
 
     /// Contiguous tensors only: the server's copies are contiguous.
@@ -43,10 +43,18 @@ impl Runtime for BridgeRuntime {
     }
 
     fn enumerate_devices(type_id: u16) -> Vec<DeviceId> {
-        if type_id == TYPE_ID {
-            enumerate()
-        } else {
-            Vec::new()
-        }
+        Self::enumerate_devices_like(DeviceId::new(type_id, 0))
+    }
+
+    fn enumerate_all_devices() -> Vec<DeviceId> {
+        crate::device::ids(WgpuBackend::Auto)
+    }
+
+    fn enumerate_devices_like(device_id: DeviceId) -> Vec<DeviceId> {
+        crate::device::like(device_id)
+    }
+
+    fn is_available() -> bool {
+        crate::device::has_gpu()
     }
 }

@@ -31,6 +31,8 @@ use cubecl_runtime::server::{
     BufferBinding, CopyDescriptor, CubeCount, KernelArguments, ProfileError, ProfilingToken,
     Server, ServerCommunication, ServerError, ServerUtilities,
 };
+use cubecl_common::device::Device as _;
+use cubecl_runtime::device::WgpuDevice;
 use wgpu_server::runtime::{self as inner_rt, Server as _, ServerError as Inner};
 use wgpu_server::{WgpuServer, WgpuServerOptions, WgslPassthrough};
 
@@ -60,24 +62,46 @@ impl std::fmt::Debug for BridgeServer {
 }
 
 impl BridgeServer {
-    /// Opens the adapter `device_id` names (its index in the server's
-    /// ranking) and builds a server on it.
+    /// Opens the adapter `device_id` (a cubecl `WgpuDevice`) names
+    /// ([`crate::device`]) and builds a server on it.
     pub fn open(device_id: DeviceId) -> Result<Self, Inner> {
-        let index = inner_rt::DeviceId(u64::from(device_id.index_id));
+        let device = WgpuDevice::from_id(device_id);
+        let rank = crate::device::pick(&device, &crate::device::adapters()).map_err(|e| {
+            Inner::DeviceLost {
+                reason: e.to_string(),
+            }
+        })?;
         // cubecl is not told about cooperative matrices (its properties
         // come from the adapter without them), so they are not requested.
-        let (adapter, device, queue) = wgpu_server::adapter::open(index, false)?;
+        let (adapter, device, queue) =
+            wgpu_server::adapter::open(inner_rt::DeviceId(rank as u64), false)?;
+        Self::from_parts(device_id, &adapter, device, queue, WgpuServerOptions::new())
+    }
+
+    /// A server with `options` (its device id set here) on a device of
+    /// `adapter` opened already (by [`open`](Self::open), or by the caller:
+    /// `cubecl-wgpu`'s `init_device`), for cubecl's `device_id`.
+    pub fn from_parts(
+        device_id: DeviceId,
+        adapter: &wgpu::Adapter,
+        device: wgpu::Device,
+        queue: wgpu::Queue,
+        options: WgpuServerOptions,
+    ) -> Result<Self, Inner> {
         let info = adapter.get_info();
-        let props = crate::properties::device_properties(&adapter, &device);
+        let props = crate::properties::device_properties(adapter, &device);
         let inner_features = device.features();
-        let inner = WgpuServerOptions::new()
-            .device_id(index)
-            .build::<WgslPassthrough>(
-                device,
-                queue,
-                info.backend,
-                wgpu_server::adapter::summary(&info),
-            )?;
+        // The server's own device id (what its collectives pair ranks by):
+        // cubecl's id, type and index, which is unique in the process.
+        let id = inner_rt::DeviceId(
+            (u64::from(device_id.type_id) << 16) | u64::from(device_id.index_id),
+        );
+        let inner = options.device_id(id).build::<WgslPassthrough>(
+            device,
+            queue,
+            info.backend,
+            wgpu_server::adapter::summary(&info),
+        )?;
         let alignment = usize::try_from(props.memory.alignment).unwrap_or(256);
         let (utilities, _captures) = ServerUtilities::init(
             ServiceId::of::<BridgeServer>(device_id),

@@ -1,0 +1,2 @@
+//! burn programs and their checks, the same source built against this
+//! server (the bridge workspace) and against upstream burn-wgpu.
