@@ -1,9 +1,9 @@
 //! cubecl's `Runtime` over this server.
 
 use cubecl_common::device::DeviceId;
-use cubecl_runtime::device::{WgpuBackend, WgpuDevice};
 use cubecl_ir::TargetProperties;
 use cubecl_runtime::client::Client;
+use cubecl_runtime::device::{WgpuBackend, WgpuDevice};
 use cubecl_runtime::runtime::Runtime;
 use cubecl_zspace::{Shape, Strides};
 

@@ -16,11 +16,13 @@
 use std::sync::Arc;
 
 use cubecl_common::bytes::Bytes as CubeBytes;
+use cubecl_common::device::Device as _;
 use cubecl_common::device::{DeviceId, DeviceService, ServerUtilitiesHandle, ServiceId};
 use cubecl_common::profile::ProfileDuration;
 use cubecl_core::WgpuCompilationOptions;
 use cubecl_environment::future::DynFut;
 use cubecl_environment::stream::StreamId;
+use cubecl_runtime::device::WgpuDevice;
 use cubecl_runtime::execution::LaunchMode;
 use cubecl_runtime::kernel::CubeKernel;
 use cubecl_runtime::logging::ServerLogger;
@@ -31,8 +33,6 @@ use cubecl_runtime::server::{
     BufferBinding, CopyDescriptor, CubeCount, KernelArguments, ProfileError, ProfilingToken,
     Server, ServerCommunication, ServerError, ServerUtilities,
 };
-use cubecl_common::device::Device as _;
-use cubecl_runtime::device::WgpuDevice;
 use wgpu_server::runtime::{self as inner_rt, Server as _, ServerError as Inner};
 use wgpu_server::{WgpuServer, WgpuServerOptions, WgslPassthrough};
 

@@ -70,13 +70,13 @@ pub(crate) fn cubecl(args: &[String]) -> Result {
 
 /// Where the bridge builds: the caller's `CARGO_TARGET_DIR`, else
 /// `target/cubecl` (beside the main workspace's, never mixed with it).
-fn target_dir() -> PathBuf {
+pub(crate) fn target_dir() -> PathBuf {
     std::env::var_os("CARGO_TARGET_DIR")
         .map(PathBuf::from)
         .unwrap_or_else(|| root().join("target").join("cubecl"))
 }
 
-fn bridge_cargo() -> Command {
+pub(crate) fn bridge_cargo() -> Command {
     let mut c = cargo();
     c.current_dir(root().join("bridge"));
     c.env("CARGO_TARGET_DIR", target_dir());
@@ -342,13 +342,13 @@ fn read_lines(path: &Path) -> BTreeSet<String> {
         .collect()
 }
 
-/// The known divergences: `bridge/divergences.txt`, one test name a line
-/// (a trailing `*` matches a prefix), then ` | ` and the kind and the rule
-/// it follows; `#` starts a comment.
-fn divergences() -> Result<Vec<(String, String)>> {
-    let path = root().join("bridge/divergences.txt");
+/// The known divergences listed in `path` (`bridge/divergences.txt` for
+/// cubecl's suites): one test name a line (a trailing `*` matches a
+/// prefix), then ` | ` and the kind and the rule it follows; `#` starts a
+/// comment.
+pub(crate) fn divergences(path: &Path) -> Result<Vec<(String, String)>> {
     let text =
-        std::fs::read_to_string(&path).map_err(|e| format!("read {}: {e}", path.display()))?;
+        std::fs::read_to_string(path).map_err(|e| format!("read {}: {e}", path.display()))?;
     Ok(text
         .lines()
         .map(str::trim)
@@ -360,7 +360,7 @@ fn divergences() -> Result<Vec<(String, String)>> {
         .collect())
 }
 
-fn listed<'a>(name: &str, list: &'a [(String, String)]) -> Option<&'a str> {
+pub(crate) fn listed<'a>(name: &str, list: &'a [(String, String)]) -> Option<&'a str> {
     list.iter()
         .find(|(pattern, _)| match pattern.strip_suffix('*') {
             Some(prefix) => name.starts_with(prefix),
@@ -384,7 +384,7 @@ fn report(dir: &Path, subset: bool) -> Result {
     let mut ran = read_lines(&dir.join("launched.txt"));
     ran.extend(read_lines(&dir.join("serial-launched.txt")));
     let probed = read_lines(&dir.join("probe-launched.txt"));
-    let known = divergences()?;
+    let known = divergences(&root().join("bridge/divergences.txt"))?;
     let mut counts: BTreeMap<Suite, [usize; 3]> = BTreeMap::new();
     // Passed without ever using the device, under the probe too: host-side
     // tests, and tests gated on what the probe cannot claim (more devices,

@@ -26,6 +26,9 @@
 //!   docs/cubecl.md): one line per suite, and a failure for any test that
 //!   fails and is not a listed divergence (`--lint`, `--subset`,
 //!   `--no-run`, `--bundle`, `--from DIR`);
+//! - `burn`   burn on this server against upstream burn-wgpu (`burn.rs`,
+//!   docs/burn.md): the differential suite and the programs, both builds
+//!   on the same adapter (`--filter PREFIX`, `--steps N`);
 //! - `device-bundle` builds the bench, the `tour` and `mlp` examples (release)
 //!   and the GPU test binary, and gathers what the
 //!   H200 device machine needs to run it (see `xtask/h200/`).
@@ -34,6 +37,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 
 mod bundle;
+mod burn;
 mod cubecl;
 mod mpi;
 mod setup;
@@ -59,10 +63,11 @@ fn main() -> ExitCode {
         "mpi-bench" => setup().and_then(|()| mpi_bench(&rest)),
         "device-bundle" => device_bundle(),
         "cubecl" => cubecl::cubecl(&rest),
+        "burn" => burn::burn(&rest),
         "tidy" => tidy::tidy(),
         _ => {
             eprintln!(
-                "usage: cargo xtask <setup | ci | test | tidy | mpi-test | demo | bench [--quick] [--filter PREFIX] | mpi-bench [--quick] [--filter PREFIX] | device-bundle | cubecl [--lint] [--subset] [--no-run] [--bundle] [--from DIR]>"
+                "usage: cargo xtask <setup | ci | test | tidy | mpi-test | demo | bench [--quick] [--filter PREFIX] | mpi-bench [--quick] [--filter PREFIX] | device-bundle | cubecl [--lint] [--subset] [--no-run] [--bundle] [--from DIR] | burn [--filter PREFIX] [--steps N]>"
             );
             return if task == "help" {
                 ExitCode::SUCCESS

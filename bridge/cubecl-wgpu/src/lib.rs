@@ -35,10 +35,10 @@ pub use setup::{
     init_setup, init_setup_async, try_init_device, try_init_device_with_api, try_init_setup,
     try_init_setup_async,
 };
-/// The buffer and byte range behind a binding (`get_resource`).
-pub use wgpu_server::WgpuResource;
 /// The exact wgpu this runtime's handles belong to.
 pub use wgpu;
+/// The buffer and byte range behind a binding (`get_resource`).
+pub use wgpu_server::WgpuResource;
 
 /// The wgpu backend a pinned selection stands for (`None` for `Auto`).
 fn graphics_backend(backend: WgpuBackend) -> Option<wgpu::Backend> {

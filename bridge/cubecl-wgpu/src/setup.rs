@@ -287,11 +287,12 @@ pub fn try_init_setup<G: GraphicsApi>(
         });
     }
     let selected = device.clone().on(wanted);
-    let rank = cubecl_bridge::device::pick(&selected, &cubecl_bridge::device::adapters())
-        .map_err(|e| WgpuInitError::AdapterUnavailable {
+    let rank = cubecl_bridge::device::pick(&selected, &cubecl_bridge::device::adapters()).map_err(
+        |e| WgpuInitError::AdapterUnavailable {
             device: device.clone(),
             message: e.to_string(),
-        })?;
+        },
+    )?;
     let (adapter, wgpu_device, queue) =
         wgpu_server::adapter::open(wgpu_server::runtime::DeviceId(rank as u64), false).map_err(
             |e| WgpuInitError::RequestDevice {

@@ -1,0 +1,5 @@
+//! The suite and programs on this server (see `burn_on_server::cli`).
+
+fn main() -> std::process::ExitCode {
+    burn_on_server::cli::main()
+}

@@ -1,0 +1,3 @@
+//! Whole burn programs, the same source on either build.
+
+pub mod mlp;

@@ -1,0 +1,186 @@
+//! `cargo xtask burn`: burn on this server, against upstream burn-wgpu.
+//!
+//! - builds `bridge/burn`'s `burn-suite` in the bridge workspace (where the
+//!   drop-in `cubecl-wgpu` is patched in: burn runs on this server) and
+//!   `bridge/upstream`'s `burn-upstream` (the same source, unpatched: burn
+//!   runs on the published cubecl-wgpu), both in the bridge's target dir so
+//!   the crates that do not depend on cubecl-wgpu are built once;
+//! - runs the differential suite on both, on the same adapter, and
+//!   compares each case (`burn/compare.rs`): prints `burn suite GROUP: P
+//!   passed, F failed, S skipped` and fails on a failure that
+//!   `bridge/burn/divergences.txt` does not list;
+//! - runs the programs on both and compares them (the MLP's losses, 200
+//!   Adam steps, within 1e-4 relative).
+//!
+//! Flags: `--filter PREFIX` (cases whose `group/name` starts with it),
+//! `--steps N` (the MLP's steps; 200 by default).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use crate::cubecl::{bridge_cargo, divergences, listed, target_dir};
+use crate::{Result, run};
+
+mod compare;
+
+use compare::{Verdict, judge, parse};
+
+/// The two builds' binaries.
+struct Builds {
+    ours: PathBuf,
+    upstream: PathBuf,
+}
+
+pub(crate) fn burn(args: &[String]) -> Result {
+    let value = |flag: &str| {
+        args.iter()
+            .position(|a| a == flag)
+            .and_then(|i| args.get(i + 1))
+            .cloned()
+    };
+    let filter = value("--filter").unwrap_or_default();
+    let steps: usize = value("--steps").and_then(|s| s.parse().ok()).unwrap_or(200);
+    crate::setup()?;
+    let builds = build()?;
+    let dir = target_dir().join("burn-run");
+    std::fs::create_dir_all(&dir).map_err(|e| format!("create {}: {e}", dir.display()))?;
+    let suite = suite(&builds, &dir, &filter);
+    let programs = mlp(&builds, steps);
+    suite.and(programs)
+}
+
+fn build() -> Result<Builds> {
+    let mut ours = bridge_cargo();
+    ours.args(["build", "-p", "burn-on-server", "--bin", "burn-suite"]);
+    run(ours)?;
+    let mut upstream = bridge_cargo();
+    upstream.current_dir(crate::root().join("bridge/upstream"));
+    upstream.args(["build", "--bin", "burn-upstream"]);
+    run(upstream)?;
+    let bin = target_dir().join("debug");
+    Ok(Builds {
+        ours: bin.join("burn-suite"),
+        upstream: bin.join("burn-upstream"),
+    })
+}
+
+/// `exe ARGS`, its standard output (its errors shown as they come).
+fn output(exe: &Path, args: &[&str]) -> Result<String> {
+    let mut c = Command::new(exe);
+    c.args(args);
+    if std::env::var_os("XDG_RUNTIME_DIR").is_none() {
+        c.env(
+            "XDG_RUNTIME_DIR",
+            std::env::temp_dir().join("xtask-xdg-runtime"),
+        );
+    }
+    let shown = format!("{c:?}");
+    eprintln!("$ {shown}");
+    let out = c
+        .stderr(std::process::Stdio::inherit())
+        .output()
+        .map_err(|e| format!("could not start {shown}: {e}"))?;
+    if !out.status.success() {
+        return Err(format!("{shown} failed with {}", out.status));
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+fn suite(builds: &Builds, dir: &Path, filter: &str) -> Result {
+    let files = [dir.join("ours.txt"), dir.join("upstream.txt")];
+    for (exe, file) in [&builds.ours, &builds.upstream].into_iter().zip(&files) {
+        let file = file.to_string_lossy();
+        output(exe, &["suite", &file, filter])?;
+    }
+    let read = |p: &PathBuf| {
+        std::fs::read_to_string(p)
+            .map_err(|e| format!("read {}: {e}", p.display()))
+            .and_then(|t| parse(&t).map_err(|e| format!("{}: {e}", p.display())))
+    };
+    let (ours, upstream) = (read(&files[0])?, read(&files[1])?);
+    let known = divergences(&crate::root().join("bridge/burn/divergences.txt"))?;
+    let mut counts: BTreeMap<&str, [usize; 3]> = BTreeMap::new();
+    let mut unexpected = Vec::new();
+    for (key, record) in &ours {
+        let c = counts.entry(record.group.as_str()).or_default();
+        match judge(record, upstream.get(key)) {
+            Verdict::Passed => {
+                c[0] += 1;
+                if listed(key, &known).is_some() {
+                    eprintln!("  listed as a divergence but passed: {key}");
+                }
+            }
+            Verdict::Skipped(why) => {
+                c[2] += 1;
+                eprintln!("  skipped {key}: {why}");
+            }
+            Verdict::Failed(why) => {
+                c[1] += 1;
+                match listed(key, &known) {
+                    Some(reason) => eprintln!("  known: {key} ({reason}): {why}"),
+                    None => unexpected.push(format!("{key}: {why}")),
+                }
+            }
+        }
+    }
+    for (group, [p, f, s]) in &counts {
+        println!("burn suite {group}: {p} passed, {f} failed, {s} skipped");
+    }
+    let total: [usize; 3] = counts
+        .values()
+        .fold([0; 3], |t, c| [t[0] + c[0], t[1] + c[1], t[2] + c[2]]);
+    println!(
+        "burn suite (all): {} passed, {} failed, {} skipped",
+        total[0], total[1], total[2]
+    );
+    if unexpected.is_empty() {
+        Ok(())
+    } else {
+        Err(format!(
+            "{} case(s) fail that bridge/burn/divergences.txt does not list:\n  {}",
+            unexpected.len(),
+            unexpected.join("\n  ")
+        ))
+    }
+}
+
+/// The losses an `mlp` run printed (`step N: loss BITS VALUE`).
+fn losses(text: &str) -> Vec<f32> {
+    text.lines()
+        .filter_map(|l| l.split_whitespace().nth(3))
+        .filter_map(|bits| u32::from_str_radix(bits, 16).ok())
+        .map(f32::from_bits)
+        .collect()
+}
+
+fn mlp(builds: &Builds, steps: usize) -> Result {
+    let steps = steps.to_string();
+    let ours = losses(&output(&builds.ours, &["mlp", &steps])?);
+    let upstream = losses(&output(&builds.upstream, &["mlp", &steps])?);
+    let worst = ours
+        .iter()
+        .zip(&upstream)
+        .map(|(a, b)| ((a - b).abs() / b.abs().max(f32::MIN_POSITIVE)) as f64)
+        .fold(0.0f64, f64::max);
+    println!(
+        "burn program mlp: {} Adam steps, final loss {:?} here, {:?} upstream, worst relative \
+         difference {worst:.2e}",
+        ours.len(),
+        ours.last(),
+        upstream.last()
+    );
+    if ours.len() != upstream.len() || ours.is_empty() {
+        return Err(format!(
+            "mlp: {} losses here, {} upstream",
+            ours.len(),
+            upstream.len()
+        ));
+    }
+    if worst > 1e-4 {
+        return Err(format!(
+            "mlp: losses differ by {worst:.2e} relative (limit 1e-4)"
+        ));
+    }
+    Ok(())
+}
