@@ -3,7 +3,10 @@
 //! cubecl-spirv's public `SpirvCompiler` turns a cubecl kernel into SPIR-V
 //! and says what the kernel does with each buffer (`BufferIOAttr`). Its
 //! buffers are device addresses, which the bridge rewrites into descriptor
-//! bindings (`spirv.rs`); naga's SPIR-V front end reads the result, every
+//! bindings (`spirv/`), with the workarounds for what naga misreads, and
+//! checks every instruction left against an allowlist of what naga's
+//! front end reads right (`spirv/allow.rs`: anything else fails the
+//! compilation); naga's SPIR-V front end reads the result, every
 //! buffer the kernel never writes is declared read-only on the module's
 //! globals (so a launch that fails poisons only what it would have
 //! written), and naga's WGSL back end writes the text the server gets.
@@ -168,17 +171,14 @@ fn compile(
 }
 
 /// Set to a directory to have each kernel's SPIR-V (as rewritten, or as
-/// compiled when the rewrite fails) and its WGSL written there.
+/// compiled when the rewrite or the allowlist refuses it) and its WGSL
+/// written there, one file set per distinct module.
 const DUMP_ENV: &str = "CUBECL_BRIDGE_SPIRV_DUMP";
-/// Set to hand naga cubecl-spirv's SPIR-V without the rewrite.
-const RAW_ENV: &str = "CUBECL_BRIDGE_SPIRV_RAW";
-/// Set to rewrite device addresses only, without the workarounds for
-/// naga's front end and WGSL writer (`spirv::for_naga`).
-const NOFIX_ENV: &str = "CUBECL_BRIDGE_SPIRV_NOFIX";
 
 /// cubecl-spirv's kernel as WGSL: the device addresses rewritten into
-/// bindings ([`crate::spirv::descriptors`]), parsed by naga's SPIR-V front
-/// end, every buffer the kernel never writes (and the metadata) declared
+/// bindings ([`crate::spirv::descriptors`]) and every instruction checked
+/// against the allowlist ([`crate::spirv::allow`]), parsed by naga's SPIR-V
+/// front end, every buffer the kernel never writes (and the metadata) declared
 /// read-only on the module's globals, validated, written as WGSL.
 fn to_wgsl(name: &str, repr: &SpirvKernel) -> Result<String, Inner> {
     let fail = |stage: &str, e: String| Inner::Compilation {
@@ -186,13 +186,22 @@ fn to_wgsl(name: &str, repr: &SpirvKernel) -> Result<String, Inner> {
         diagnostic: format!("{stage}: {e}"),
     };
     let dump = std::env::var_os(DUMP_ENV).map(std::path::PathBuf::from);
+    // One file set per distinct module: a kernel name covers many
+    // variants (element types, vector sizes, cube sizes).
+    let variant = {
+        use std::hash::{Hash, Hasher};
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        repr.assembled_module.hash(&mut h);
+        h.finish()
+    };
     let file = |ext: &str| {
         let safe: String = name
             .chars()
             .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
             .take(120)
             .collect();
-        dump.as_ref().map(|d| d.join(format!("{safe}.{ext}")))
+        dump.as_ref()
+            .map(|d| d.join(format!("{safe}-{variant:016x}.{ext}")))
     };
     let original = repr
         .module
@@ -200,18 +209,18 @@ fn to_wgsl(name: &str, repr: &SpirvKernel) -> Result<String, Inner> {
         .cloned()
         .or_else(|| rspirv::dr::load_words(&repr.assembled_module).ok())
         .ok_or_else(|| fail("spirv", "no module".into()))?;
-    let rewritten = if std::env::var_os(RAW_ENV).is_some() {
-        original.clone()
-    } else {
-        let fixes = std::env::var_os(NOFIX_ENV).is_none();
-        match crate::spirv::for_naga(&original, fixes) {
-            Ok(m) => m,
-            Err(e) => {
-                if let Some(f) = file("orig.spvasm") {
-                    let _ = std::fs::write(f, original.disassemble());
-                }
-                return Err(fail("rewriting device addresses", e));
+    // The rewrite ends with the allowlist: what is left is read right by
+    // naga's front end, or the kernel does not compile.
+    let rewritten = match crate::spirv::for_naga(&original) {
+        Ok(m) => m,
+        Err(e) => {
+            if let Some(f) = file("orig.spvasm") {
+                let _ = std::fs::write(f, original.disassemble());
             }
+            return Err(Inner::Compilation {
+                kernel: name.to_string(),
+                diagnostic: e,
+            });
         }
     };
     if let Some(f) = file("spvasm") {

@@ -1,7 +1,8 @@
 //! # cubecl-bridge
 //!
 //! This project's wgpu server as a [cubecl] runtime: cubecl kernels
-//! compiled to WGSL by cubecl-wgpu's public `WgslCompiler`, run by
+//! compiled to SPIR-V by cubecl-spirv and to WGSL by naga (every
+//! instruction checked against an allowlist of what naga reads right), run by
 //! `wgpu_server::WgpuServer` with its memory pools, stream ordering and
 //! trust rules. cubecl's own test suites judge it (`cargo xtask cubecl`;
 //! docs/cubecl.md says how, and where the two contracts differ).

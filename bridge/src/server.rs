@@ -116,7 +116,7 @@ impl BridgeServer {
         // cubecl-spirv's options, for SPIR-V that naga's front end reads:
         // version 1.3 (`StorageBuffer` is core; no `UniformId`), vectors of
         // at most 4, and room for the address block as push constants
-        // (`spirv.rs` replaces the block with bindings either way).
+        // (`spirv/` replaces the block with bindings either way).
         let options = WgpuCompilationOptions {
             supports_u64: inner_features.contains(wgpu::Features::SHADER_INT64),
             vulkan: cubecl_core::VulkanCompilationOptions {
