@@ -137,11 +137,13 @@ fn build(release: bool, run_tests: bool) -> Result<PathBuf> {
         .ok_or_else(|| "could not find the suites binary in cargo's output".to_string())
 }
 
-/// The bridge's own tests (its unit tests and `tests/bridge.rs`), and the
-/// program docs/cubecl.md shows.
+/// The bridge's own tests (its unit tests, `tests/bridge.rs` and
+/// `tests/signed.rs`), and the program docs/cubecl.md shows.
 fn own_tests(profile: &str) -> Result {
     let mut unit = bridge_cargo();
-    unit.args(["test", profile, "--lib", "--test", "bridge"]);
+    unit.args([
+        "test", profile, "--lib", "--test", "bridge", "--test", "signed",
+    ]);
     run(unit)?;
     let mut example = bridge_cargo();
     example.args(["run", "--quiet", profile, "--example", "double"]);
