@@ -18,6 +18,7 @@
 //!
 //! [cubecl]: https://github.com/tracel-ai/cubecl
 
+mod collective;
 mod compile;
 pub mod device;
 mod errors;

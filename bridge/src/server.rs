@@ -31,7 +31,7 @@ use cubecl_runtime::memory_management::{
 };
 use cubecl_runtime::server::{
     BufferBinding, CopyDescriptor, CubeCount, KernelArguments, ProfileError, ProfilingToken,
-    Server, ServerCommunication, ServerError, ServerUtilities,
+    Server, ServerError, ServerUtilities,
 };
 use wgpu_server::runtime::{self as inner_rt, Server as _, ServerError as Inner};
 use wgpu_server::{WgpuServer, WgpuServerOptions, WgslPassthrough};
@@ -93,9 +93,7 @@ impl BridgeServer {
         let inner_features = device.features();
         // The server's own device id (what its collectives pair ranks by):
         // cubecl's id, type and index, which is unique in the process.
-        let id = inner_rt::DeviceId(
-            (u64::from(device_id.type_id) << 16) | u64::from(device_id.index_id),
-        );
+        let id = crate::collective::inner_device(device_id);
         let inner = options.device_id(id).build::<WgslPassthrough>(
             device,
             queue,
@@ -103,7 +101,7 @@ impl BridgeServer {
             wgpu_server::adapter::summary(&info),
         )?;
         let alignment = usize::try_from(props.memory.alignment).unwrap_or(256);
-        let (utilities, _captures) = ServerUtilities::init(
+        let (mut utilities, _captures) = ServerUtilities::init(
             ServiceId::of::<BridgeServer>(device_id),
             "wgpu-server<wgsl>",
             props,
@@ -127,6 +125,8 @@ impl BridgeServer {
             },
             ..Default::default()
         };
+        // The server's collectives, natively (`collective.rs`).
+        utilities.device_transport = Some(crate::collective::transport());
         Ok(Self {
             inner,
             utilities: Arc::new(utilities),
@@ -176,10 +176,6 @@ impl DeviceService for BridgeServer {
         self.utilities.clone() as ServerUtilitiesHandle
     }
 }
-
-/// Collectives: cubecl's defaults, which refuse (one device per client
-/// here; this server's collectives are not bridged yet).
-impl ServerCommunication for BridgeServer {}
 
 impl Server for BridgeServer {
     fn initialize_memory(
