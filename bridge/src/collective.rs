@@ -110,6 +110,22 @@ impl BridgeServer {
     }
 }
 
+impl BridgeServer {
+    /// Joins the communicator of this device and `peer` (in device order,
+    /// the same list on both ends): cubecl sends and receives between two
+    /// devices without setting up a group first, and the server sends
+    /// through the pair's own communicator once joined.
+    fn join_pair(&mut self, peer: inner_rt::DeviceId) -> Result<(), ServerError> {
+        let me = inner_device(self.device_id);
+        let pair = if me.0 <= peer.0 {
+            vec![me, peer]
+        } else {
+            vec![peer, me]
+        };
+        self.inner.comm_init(pair).map_err(|e| to_cubecl(&e))
+    }
+}
+
 impl ServerCommunication for BridgeServer {
     fn sync_collective(&mut self, stream_id: StreamId) -> Result<(), ServerError> {
         self.inner
@@ -209,6 +225,7 @@ impl ServerCommunication for BridgeServer {
         device_id_dst: DeviceId,
     ) -> Result<(), ServerError> {
         let to = inner_device(device_id_dst);
+        self.join_pair(to)?;
         self.with_exact([&desc.handle], |s, [src]| {
             s.inner.send(
                 inner_rt::CopyDescriptor::contiguous(src),
@@ -225,7 +242,15 @@ impl ServerCommunication for BridgeServer {
         device_id_src: DeviceId,
     ) -> Result<(), ServerError> {
         let from = inner_device(device_id_src);
+        self.join_pair(from)?;
+        // cubecl's transfers hand the receiver a handle it never
+        // allocated (`Client::to_client_tensor`): its memory starts here.
+        let memory = handle.memory.clone();
         let binding = handle.binding();
+        if self.memory.resolve(&binding).is_err() {
+            let size = binding.size;
+            cubecl_runtime::server::Server::initialize_memory(self, memory, size, stream_id)?;
+        }
         self.with_exact([&binding], |s, [dst]| {
             let dst = inner_rt::Handle {
                 memory: dst.memory,

@@ -44,6 +44,8 @@ use crate::memory::{MemoryTable, stream};
 
 /// The server behind a [`crate::BridgeRuntime`] client.
 pub struct BridgeServer {
+    /// cubecl's id of this server's device.
+    pub(crate) device_id: DeviceId,
     pub(crate) inner: WgpuServer<WgslPassthrough>,
     pub(crate) utilities: Arc<ServerUtilities>,
     pub(crate) memory: MemoryTable,
@@ -128,6 +130,7 @@ impl BridgeServer {
         // The server's collectives, natively (`collective.rs`).
         utilities.device_transport = Some(crate::collective::transport());
         Ok(Self {
+            device_id,
             inner,
             utilities: Arc::new(utilities),
             memory: MemoryTable::default(),

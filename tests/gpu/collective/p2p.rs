@@ -166,3 +166,32 @@ fn a_recv_into_a_sub_range_leaves_the_rest_of_its_slice_intact() {
     want[16..36].copy_from_slice(&sent);
     assert_same(&got, &want, 1, "slice around the recv");
 }
+
+/// Messages go through the pair's own communicator when both ends joined
+/// one, whatever order each joined the others in: here rank 0 joins the
+/// pair before the group of three and rank 1 after it (with "the most
+/// recent communicator with the peer" they picked different ones and never
+/// paired).
+#[test]
+fn messages_use_the_pairs_own_communicator_whatever_the_join_order() {
+    let mut g = Group::open(3);
+    let ids = g.ids.clone();
+    let pair = vec![ids[0], ids[1]];
+    g.s[0].comm_init(pair.clone()).expect("pair");
+    for s in &mut g.s {
+        s.comm_init(ids.clone()).expect("group");
+    }
+    g.s[1].comm_init(pair).expect("pair");
+    let x = upload(&mut g.s[0], vec![5u8; 12], S0);
+    let y = alloc(&mut g.s[1], 12, S0);
+    let (mut g, y) = within(NO_WAIT, "posting", move || {
+        g.s[0].send(x.copy_descriptor(), S0, ids[1]).expect("send");
+        g.s[1].recv(y.clone(), S0, ids[0]).expect("recv");
+        (g, y)
+    });
+    g.s[0].sync_collective(S0).expect("sent");
+    assert_eq!(
+        read(&mut g.s[1], &y, S0).expect("received").to_vec(),
+        vec![5; 12]
+    );
+}

@@ -15,15 +15,16 @@ pub const FEATURES: usize = 32;
 /// Classes.
 pub const CLASSES: usize = 4;
 
+/// The classifier.
 #[derive(Module, Debug)]
-struct Mlp {
+pub(crate) struct Mlp {
     hidden: Linear,
     out: Linear,
     act: Relu,
 }
 
 impl Mlp {
-    fn new(device: &Device, hidden: usize) -> Self {
+    pub(crate) fn new(device: &Device, hidden: usize) -> Self {
         Self {
             hidden: LinearConfig::new(FEATURES, hidden).init(device),
             out: LinearConfig::new(hidden, CLASSES).init(device),
@@ -31,7 +32,7 @@ impl Mlp {
         }
     }
 
-    fn forward(&self, x: Tensor<2>) -> Tensor<2> {
+    pub(crate) fn forward(&self, x: Tensor<2>) -> Tensor<2> {
         self.out.forward(self.act.forward(self.hidden.forward(x)))
     }
 }
@@ -41,15 +42,7 @@ impl Mlp {
 pub fn losses(device: &Device, steps: usize, batch: usize, hidden: usize) -> Vec<f32> {
     let device = device.clone().autodiff();
     device.seed(7);
-    let mut rng = Rng::new(11);
-    let x = Tensor::<2>::from_data(
-        TensorData::new(rng.normals(batch * FEATURES), [batch, FEATURES]),
-        &device,
-    );
-    let labels: Vec<i64> = (0..batch)
-        .map(|_| rng.below(CLASSES as u64) as i64)
-        .collect();
-    let labels = Tensor::<1, Int>::from_data(TensorData::new(labels, [batch]), &device);
+    let (x, labels) = task(&device, batch, 0, batch);
     let mut model = Mlp::new(&device, hidden);
     let mut optim = AdamConfig::new().init();
     let loss_fn = CrossEntropyLossConfig::new().init(&device);
@@ -62,4 +55,27 @@ pub fn losses(device: &Device, steps: usize, batch: usize, hidden: usize) -> Vec
         model = optim.step(1e-2, model, grads);
     }
     out
+}
+
+/// Samples `from..to` of the task's `batch` samples (inputs and labels
+/// from the host, the same bytes whatever the device).
+pub(crate) fn task(
+    device: &Device,
+    batch: usize,
+    from: usize,
+    to: usize,
+) -> (Tensor<2>, Tensor<1, Int>) {
+    let mut rng = Rng::new(11);
+    let x = rng.normals(batch * FEATURES);
+    let labels: Vec<i64> = (0..batch)
+        .map(|_| rng.below(CLASSES as u64) as i64)
+        .collect();
+    let n = to - from;
+    let x = Tensor::<2>::from_data(
+        TensorData::new(x[from * FEATURES..to * FEATURES].to_vec(), [n, FEATURES]),
+        device,
+    );
+    let labels =
+        Tensor::<1, Int>::from_data(TensorData::new(labels[from..to].to_vec(), [n]), device);
+    (x, labels)
 }

@@ -1,3 +1,5 @@
 //! Whole burn programs, the same source on either build.
 
+pub mod data_parallel;
 pub mod mlp;
+pub mod transformer;

@@ -173,12 +173,22 @@ impl Collectives {
             })
     }
 
-    /// The most recent communicator that has `peer`, and `peer`'s rank in it.
+    /// The communicator a message with `peer` goes through, and `peer`'s
+    /// rank in it: the pair's own (exactly this device and `peer`) when one
+    /// was joined, else the most recent one that has `peer`. Both ends of a
+    /// message pick the same one when both joined their pair's, whatever
+    /// order either joined the others in (the most recent alone depends on
+    /// that order, and two ends that disagree never pair).
     pub fn with_peer(&mut self, peer: DeviceId) -> Result<(&mut Communicator, usize), ServerError> {
-        self.comms
-            .iter_mut()
-            .rev()
-            .find_map(|c| c.rank_of(peer).map(|r| (c, r)))
+        let has_peer = |c: &Communicator| c.rank_of(peer).is_some();
+        let index = self
+            .comms
+            .iter()
+            .position(|c| c.size() == 2 && has_peer(c))
+            .or_else(|| self.comms.iter().rposition(has_peer));
+        index
+            .and_then(|i| self.comms.get_mut(i))
+            .and_then(|c| c.rank_of(peer).map(|r| (c, r)))
             .ok_or(ServerError::CollectiveState {
                 fault: CollectiveFault::NoPeer { peer },
             })

@@ -25,7 +25,8 @@ const ALIGN: u64 = wgpu::COPY_BUFFER_ALIGNMENT;
 pub(crate) enum Peers<'a> {
     /// The one of exactly these ranks.
     Ranks(&'a [DeviceId]),
-    /// The most recent one with this peer (point to point).
+    /// The one a message with this peer goes through (point to point: the
+    /// pair's own when joined, else the most recent with the peer).
     Peer(DeviceId),
 }
 
