@@ -91,7 +91,7 @@ pub fn device_properties(adapter: &wgpu::Adapter, device: &wgpu::Device) -> Devi
         physical: None,
     };
     let mut props = DeviceProperties::new(Default::default(), memory, hardware, timing, identity);
-    register_types(&mut props, features, info.device_type);
+    register_types(&mut props, features);
     if probing() {
         claim_everything(&mut props);
     }
@@ -100,11 +100,7 @@ pub fn device_properties(adapter: &wgpu::Adapter, device: &wgpu::Device) -> Devi
 
 /// cubecl-wgpu's WGSL type registration (`backend/wgsl.rs`), read off the
 /// adapter's features.
-fn register_types(
-    props: &mut DeviceProperties,
-    features: wgpu::Features,
-    device_type: wgpu::DeviceType,
-) {
+fn register_types(props: &mut DeviceProperties, features: wgpu::Features) {
     props.register_address_type(AddressType::U32);
     for ty in [
         ElemType::Index,
@@ -141,11 +137,12 @@ fn register_types(
     if features.contains(wgpu::Features::SHADER_FLOAT32_ATOMIC) {
         props.register_atomic_type_usage(Type::atomic(ElemType::Float(FloatKind::F32)), atomic);
     }
-    // cubecl-wgpu claims plane ops only off CPU adapters: lavapipe's
-    // subgroups are not ones cubecl's plane tests hold for.
-    if features.contains(wgpu::Features::SUBGROUP) && device_type != wgpu::DeviceType::Cpu {
-        props.features.plane.insert(Plane::Ops);
-    }
+    // No plane ops claimed, on any adapter (cubecl-wgpu claims them off CPU
+    // adapters): cubecl's plane kernels through cubecl-spirv reach a panic
+    // in naga 30's SPIR-V front end (`Emitter::finish` on a value used
+    // across blocks, `front/spv/mod.rs:970`: every cubek-reduce plane
+    // kernel burn's MLP launched on the H200), so a device with subgroups
+    // gets the kernels that do not use them. docs/burn.md, "Not yet".
 }
 
 /// Every element type for every use, every atomic, every plane feature.
