@@ -12,6 +12,22 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use burn::tensor::{DType, Device, TensorData};
 
+mod cast;
+mod compare;
+mod conv;
+mod elementwise;
+mod grad;
+mod index;
+mod inputs;
+mod matmul;
+mod pool;
+mod random;
+mod reduce;
+mod scan;
+mod shape;
+mod softmax;
+mod sort;
+
 /// How two builds' values of a case must agree.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Tol {
@@ -47,6 +63,9 @@ impl Tol {
     }
 }
 
+/// What a case computes: its outputs on a device.
+pub type Computation = Box<dyn Fn(&Device) -> Vec<TensorData> + Send + Sync>;
+
 /// One case.
 pub struct Case {
     /// The group it counts in (`burn suite GROUP: ...`).
@@ -56,7 +75,7 @@ pub struct Case {
     /// How the builds must agree.
     pub tol: Tol,
     /// The computation.
-    pub run: Box<dyn Fn(&Device) -> Vec<TensorData> + Send + Sync>,
+    pub run: Computation,
 }
 
 impl Case {
@@ -78,7 +97,23 @@ impl Case {
 
 /// Every case of the suite, in a stable order.
 pub fn cases() -> Vec<Case> {
-    Vec::new()
+    let groups: [fn() -> Vec<Case>; 14] = [
+        elementwise::cases,
+        compare::cases,
+        reduce::cases,
+        matmul::cases,
+        conv::cases,
+        pool::cases,
+        softmax::cases,
+        index::cases,
+        shape::cases,
+        sort::cases,
+        scan::cases,
+        cast::cases,
+        random::cases,
+        grad::cases,
+    ];
+    groups.into_iter().flat_map(|group| group()).collect()
 }
 
 /// Runs every case whose `group/name` starts with `filter` on `device`
