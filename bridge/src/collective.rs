@@ -11,6 +11,7 @@
 //! and never leaves a member waiting past the communicator's timeout.
 
 use std::collections::BTreeSet;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use cubecl_common::device::DeviceId;
 use cubecl_environment::stream::StreamId;
@@ -27,6 +28,22 @@ use wgpu_server::runtime::{
 use crate::errors::to_cubecl;
 use crate::memory::stream;
 use crate::server::BridgeServer;
+
+/// Collective calls (of any kind, `comm_init` included) this process's
+/// bridges handed to their servers.
+static CALLS: AtomicU64 = AtomicU64::new(0);
+
+/// How many collective calls the bridges of this process handed to their
+/// servers: what shows a program's collectives ran natively (cubecl
+/// emulates them with reads and writes when a runtime has no device
+/// transport, and none of those come here).
+pub fn calls() -> u64 {
+    CALLS.load(Ordering::Relaxed)
+}
+
+fn count() {
+    CALLS.fetch_add(1, Ordering::Relaxed);
+}
 
 /// The server's device id of cubecl's `id`: type and index packed, unique
 /// in the process (what a `BridgeServer` is opened with, so every member
@@ -128,12 +145,14 @@ impl BridgeServer {
 
 impl ServerCommunication for BridgeServer {
     fn sync_collective(&mut self, stream_id: StreamId) -> Result<(), ServerError> {
+        count();
         self.inner
             .sync_collective(stream(stream_id))
             .map_err(|e| to_cubecl(&e))
     }
 
     fn comm_init(&mut self, device_ids: Vec<DeviceId>) -> Result<(), ServerError> {
+        count();
         self.inner
             .comm_init(devices(&device_ids))
             .map_err(|e| to_cubecl(&e))
@@ -148,6 +167,7 @@ impl ServerCommunication for BridgeServer {
         device_ids: Vec<DeviceId>,
         w: CubeWait,
     ) -> Result<(), ServerError> {
+        count();
         let ids = devices(&device_ids);
         self.with_exact([&src, &dst], |s, [src, dst]| {
             let r = reduction(r).map_err(|e| s.inner.refuse_collective(e, ids.clone()))?;
@@ -163,6 +183,7 @@ impl ServerCommunication for BridgeServer {
         stream_id: StreamId,
         device_ids: Vec<DeviceId>,
     ) -> Result<(), ServerError> {
+        count();
         let ids = devices(&device_ids);
         self.with_exact([&src, &dst], |s, [src, dst]| {
             s.inner.all_gather(src, dst, stream(stream_id), ids)
@@ -177,6 +198,7 @@ impl ServerCommunication for BridgeServer {
         stream_id: StreamId,
         device_ids: Vec<DeviceId>,
     ) -> Result<(), ServerError> {
+        count();
         let ids = devices(&device_ids);
         self.with_exact([&src, &dst], |s, [src, dst]| {
             let r = reduction(r).map_err(|e| s.inner.refuse_collective(e, ids.clone()))?;
@@ -192,6 +214,7 @@ impl ServerCommunication for BridgeServer {
         root: DeviceId,
         device_ids: Vec<DeviceId>,
     ) -> Result<(), ServerError> {
+        count();
         let ids = devices(&device_ids);
         let root = inner_device(root);
         match src {
@@ -212,6 +235,7 @@ impl ServerCommunication for BridgeServer {
         stream_id: StreamId,
         device_ids: Vec<DeviceId>,
     ) -> Result<(), ServerError> {
+        count();
         let ids = devices(&device_ids);
         self.with_exact([&src, &dst], |s, [src, dst]| {
             s.inner.all_to_all(src, dst, stream(stream_id), ids)
@@ -224,6 +248,7 @@ impl ServerCommunication for BridgeServer {
         stream_id: StreamId,
         device_id_dst: DeviceId,
     ) -> Result<(), ServerError> {
+        count();
         let to = inner_device(device_id_dst);
         self.join_pair(to)?;
         self.with_exact([&desc.handle], |s, [src]| {
@@ -241,6 +266,7 @@ impl ServerCommunication for BridgeServer {
         stream_id: StreamId,
         device_id_src: DeviceId,
     ) -> Result<(), ServerError> {
+        count();
         let from = inner_device(device_id_src);
         self.join_pair(from)?;
         // cubecl's transfers hand the receiver a handle it never

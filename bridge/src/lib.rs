@@ -18,7 +18,7 @@
 //!
 //! [cubecl]: https://github.com/tracel-ai/cubecl
 
-mod collective;
+pub mod collective;
 mod compile;
 pub mod device;
 mod errors;

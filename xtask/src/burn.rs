@@ -10,7 +10,12 @@
 //!   passed, F failed, S skipped` and fails on a failure that
 //!   `bridge/burn/divergences.txt` does not list;
 //! - runs the programs on both and compares them (the MLP's losses, 200
-//!   Adam steps, within 1e-4 relative).
+//!   Adam steps, within 1e-4 relative; the transformer encoder at its small
+//!   size, its output and one training step), then data-parallel training
+//!   on three ranks here (ranks bit-identical, close to one device) and
+//!   `bridge/burn/tests` (its collectives ran natively);
+//! - sets cubecl's autotune to its minimal level (`CUBECL_AUTOTUNE_LEVEL`)
+//!   unless the caller set one.
 //!
 //! Flags: `--filter PREFIX` (cases whose `group/name` starts with it),
 //! `--steps N` (the MLP's steps; 200 by default).
@@ -25,6 +30,9 @@ use crate::{Result, run};
 mod compare;
 
 use compare::{Verdict, judge, parse};
+
+/// cubecl's autotune effort (`minimal`, `balanced`, `extensive`, `full`).
+const AUTOTUNE_ENV: &str = "CUBECL_AUTOTUNE_LEVEL";
 
 /// The two builds' binaries.
 struct Builds {
@@ -46,8 +54,10 @@ pub(crate) fn burn(args: &[String]) -> Result {
     let dir = target_dir().join("burn-run");
     std::fs::create_dir_all(&dir).map_err(|e| format!("create {}: {e}", dir.display()))?;
     let suite = suite(&builds, &dir, &filter);
-    let programs = mlp(&builds, steps);
-    suite.and(programs)
+    let programs = mlp(&builds, steps)
+        .and_then(|()| transformer(&builds))
+        .and_then(|()| data_parallel(&builds));
+    suite.and(programs).and_then(|()| native())
 }
 
 fn build() -> Result<Builds> {
@@ -66,9 +76,15 @@ fn build() -> Result<Builds> {
 }
 
 /// `exe ARGS`, its standard output (its errors shown as they come).
+/// Autotune at its minimal level unless the caller chose one: both builds
+/// then try the same few candidates, and a CPU adapter spends minutes, not
+/// tens, benchmarking them.
 fn output(exe: &Path, args: &[&str]) -> Result<String> {
     let mut c = Command::new(exe);
     c.args(args);
+    if std::env::var_os(AUTOTUNE_ENV).is_none() {
+        c.env(AUTOTUNE_ENV, "minimal");
+    }
     if std::env::var_os("XDG_RUNTIME_DIR").is_none() {
         c.env(
             "XDG_RUNTIME_DIR",
@@ -183,4 +199,71 @@ fn mlp(builds: &Builds, steps: usize) -> Result {
         ));
     }
     Ok(())
+}
+
+/// Values of `name` lines (`name ... BITS ...`: the hex bits of an f32 in
+/// the third field) of a program's output, in order.
+fn values(text: &str, name: &str) -> Vec<f32> {
+    text.lines()
+        .filter(|l| l.starts_with(name))
+        .filter_map(|l| l.split_whitespace().nth(2))
+        .filter_map(|bits| u32::from_str_radix(bits, 16).ok())
+        .map(f32::from_bits)
+        .collect()
+}
+
+/// The encoder (small size): its output within 1e-3 relative (plus 1e-4
+/// absolute) of upstream's, and the losses of one training step within
+/// 1e-4 relative.
+fn transformer(builds: &Builds) -> Result {
+    let ours = output(&builds.ours, &["transformer", "small"])?;
+    let theirs = output(&builds.upstream, &["transformer", "small"])?;
+    let (a, b) = (values(&ours, "value"), values(&theirs, "value"));
+    let off = a
+        .iter()
+        .zip(&b)
+        .filter(|(x, y)| (*x - *y).abs() > 1e-4 + 1e-3 * y.abs())
+        .count();
+    let (sa, sb) = (values(&ours, "step"), values(&theirs, "step"));
+    let worst_step = sa
+        .iter()
+        .zip(&sb)
+        .map(|(x, y)| f64::from((x - y).abs() / y.abs().max(f32::MIN_POSITIVE)))
+        .fold(0.0, f64::max);
+    println!(
+        "burn program transformer: {} outputs, {off} outside tolerance; one Adam step {:?} \
+         here, {:?} upstream (worst relative difference {worst_step:.2e})",
+        a.len(),
+        sa,
+        sb
+    );
+    if a.is_empty() || a.len() != b.len() || off > 0 || sa.len() != 2 || sa.len() != sb.len() {
+        return Err("transformer: the builds disagree".into());
+    }
+    if worst_step > 1e-4 {
+        return Err(format!("transformer: step losses differ by {worst_step:.2e} relative"));
+    }
+    Ok(())
+}
+
+/// Data-parallel training on three ranks of one adapter (here: natively on
+/// the server's collectives), which checks itself: ranks bit-identical,
+/// within 1e-3 of one device.
+fn data_parallel(builds: &Builds) -> Result {
+    let out = output(&builds.ours, &["data-parallel", "3", "20"])?;
+    for line in out.lines() {
+        println!("burn program data-parallel: {line}");
+    }
+    Ok(())
+}
+
+/// The bridge workspace's tests of burn (`bridge/burn/tests`): that its
+/// collectives ran natively.
+fn native() -> Result {
+    let mut t = bridge_cargo();
+    t.args(["test", "-p", "burn-on-server", "--test", "native"]);
+    if std::env::var_os(AUTOTUNE_ENV).is_none() {
+        t.env(AUTOTUNE_ENV, "minimal");
+    }
+    run(t)
 }
