@@ -241,7 +241,9 @@ fn transformer(builds: &Builds) -> Result {
         return Err("transformer: the builds disagree".into());
     }
     if worst_step > 1e-4 {
-        return Err(format!("transformer: step losses differ by {worst_step:.2e} relative"));
+        return Err(format!(
+            "transformer: step losses differ by {worst_step:.2e} relative"
+        ));
     }
     Ok(())
 }

@@ -14,7 +14,7 @@
 //!   list.
 //!
 //! Flags: `--lint` (first `cargo fmt --check` and `cargo clippy -D
-//! warnings` in the bridge's workspace, as CI runs it), `--no-run` (build only), `--bundle` (copy the stripped test
+//! warnings` over every member of the bridge's workspace, as CI runs it), `--no-run` (build only), `--bundle` (copy the stripped test
 //! binary and its runner into `.h200/` for the device machine), `--from
 //! DIR` (count the results a device run left in DIR instead of running),
 //! `--subset` (the suites CI runs: `core`, `std`, `profiling`; the default
@@ -88,10 +88,20 @@ pub(crate) fn bridge_cargo() -> Command {
 /// denied.
 fn lint() -> Result {
     let mut fmt = bridge_cargo();
-    fmt.args(["fmt", "--", "--check"]);
+    fmt.args(["fmt", "--all", "--", "--check"]);
     run(fmt)?;
+    // Every member: the bridge, the drop-in `cubecl-wgpu` and the burn
+    // programs (`bridge/upstream`, a workspace of its own, is their source
+    // built unpatched).
     let mut clippy = bridge_cargo();
-    clippy.args(["clippy", "--all-targets", "--", "-D", "warnings"]);
+    clippy.args([
+        "clippy",
+        "--workspace",
+        "--all-targets",
+        "--",
+        "-D",
+        "warnings",
+    ]);
     run(clippy)
 }
 

@@ -17,7 +17,10 @@ fn data_parallel_training_all_reduces_natively_and_keeps_the_ranks_identical() {
     assert!(calls >= 24, "{calls} collective calls reached the servers");
     assert_eq!(weights.len(), 3);
     for w in &weights[1..] {
-        let same = w.iter().zip(&weights[0]).all(|(a, b)| a.to_bits() == b.to_bits());
+        let same = w
+            .iter()
+            .zip(&weights[0])
+            .all(|(a, b)| a.to_bits() == b.to_bits());
         assert!(same && w.len() == weights[0].len(), "ranks differ");
     }
 }
