@@ -63,6 +63,7 @@ pub mod allow;
 mod atomics;
 mod descriptors;
 mod layout;
+mod nonfinite;
 mod polyfills;
 mod signed;
 mod special;
@@ -73,6 +74,7 @@ mod tests;
 pub use atomics::signed_atomics;
 pub use descriptors::descriptors;
 pub use layout::pad_structs;
+pub use nonfinite::nonfinite_constants;
 pub use polyfills::{byte_vectors, polyfills};
 pub use signed::{signed_mod, signed_ops};
 
@@ -91,6 +93,7 @@ pub fn for_naga(module: &Module) -> Result<Module, String> {
     signed_ops(&mut m);
     polyfills(&mut m);
     byte_vectors(&mut m);
+    nonfinite_constants(&mut m);
     allow::check(&m)?;
     Ok(m)
 }

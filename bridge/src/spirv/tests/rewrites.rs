@@ -364,3 +364,24 @@ fn shared_variables_get_the_pointer_type_their_uses_read() {
         "{wgsl}"
     );
 }
+
+/// Non-finite float constants become run-time values: WGSL (and naga's
+/// validator) refuse a NaN or infinite literal, even through a
+/// const-expression `bitcast`.
+#[test]
+fn nan_and_infinite_constants_become_run_time_values() {
+    let m = kernel(&[f32s], f32s, |b, _ctx, v| {
+        let f32_t = b.type_float(32, None);
+        let nan = b.constant_bit32(f32_t, 0x7fc0_0000);
+        let inf = b.constant_bit32(f32_t, 0x7f80_0000);
+        let sum = op(b, Op::FAdd, f32_t, &[v[0], nan]);
+        op(b, Op::FMul, f32_t, &[sum, inf])
+    });
+    assert!(naga_wgsl(&m).is_err(), "naga takes NaN literals now?");
+    let (fixed, wgsl) = bridged(&m);
+    assert_eq!(count(&fixed, Op::Bitcast), 2, "{wgsl}");
+    assert!(wgsl.contains("var<private>"), "{wgsl}");
+    assert!(wgsl.contains("bitcast<f32>("), "{wgsl}");
+    // What the server parses again: the WGSL front end takes it too.
+    naga::front::wgsl::parse_str(&wgsl).unwrap_or_else(|e| panic!("{e}\n{wgsl}"));
+}
