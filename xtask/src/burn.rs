@@ -18,7 +18,9 @@
 //!   unless the caller set one.
 //!
 //! Flags: `--filter PREFIX` (cases whose `group/name` starts with it),
-//! `--steps N` (the MLP's steps; 200 by default).
+//! `--steps N` (the MLP's steps; 200 by default), `--from DIR` (compare the
+//! `ours.txt` and `upstream.txt` a run left in DIR, here or on the device
+//! machine, instead of running).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -47,6 +49,9 @@ pub(crate) fn burn(args: &[String]) -> Result {
             .and_then(|i| args.get(i + 1))
             .cloned()
     };
+    if let Some(dir) = value("--from") {
+        return compare_files(Path::new(&dir));
+    }
     let filter = value("--filter").unwrap_or_default();
     let steps: usize = value("--steps").and_then(|s| s.parse().ok()).unwrap_or(200);
     crate::setup()?;
@@ -104,11 +109,22 @@ fn output(exe: &Path, args: &[&str]) -> Result<String> {
 }
 
 fn suite(builds: &Builds, dir: &Path, filter: &str) -> Result {
-    let files = [dir.join("ours.txt"), dir.join("upstream.txt")];
-    for (exe, file) in [&builds.ours, &builds.upstream].into_iter().zip(&files) {
-        let file = file.to_string_lossy();
-        output(exe, &["suite", &file, filter])?;
+    for (exe, name) in [
+        (&builds.ours, "ours.txt"),
+        (&builds.upstream, "upstream.txt"),
+    ] {
+        let file = dir.join(name);
+        output(exe, &["suite", &file.to_string_lossy(), filter])?;
     }
+    compare_files(dir)
+}
+
+/// Compares the records two runs left in `dir` (`ours.txt`,
+/// `upstream.txt`: what `burn-suite suite` and `burn-upstream suite` write,
+/// here or on the device machine): a line per group, and a failure no
+/// divergence lists.
+fn compare_files(dir: &Path) -> Result {
+    let files = [dir.join("ours.txt"), dir.join("upstream.txt")];
     let read = |p: &PathBuf| {
         std::fs::read_to_string(p)
             .map_err(|e| format!("read {}: {e}", p.display()))
