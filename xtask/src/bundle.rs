@@ -87,22 +87,7 @@ pub(crate) fn device_bundle() -> Result {
     run(libs)?;
     // What the binaries were built from, for the records the device runs
     // print (`validate.sh`, `run-mpi.sh`).
-    let head = Command::new("git")
-        .args(["rev-parse", "HEAD"])
-        .current_dir(root())
-        .output()
-        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
-        .unwrap_or_default();
-    let dirty = Command::new("git")
-        .args(["status", "--porcelain", "--untracked-files=no"])
-        .current_dir(root())
-        .output()
-        .is_ok_and(|o| !o.stdout.is_empty());
-    let commit = if dirty {
-        format!("{head}+uncommitted")
-    } else {
-        head
-    };
+    let commit = commit_id();
     std::fs::write(out.join("COMMIT"), commit + "\n")
         .map_err(|e| format!("write .h200/COMMIT: {e}"))?;
     eprintln!(
@@ -144,4 +129,25 @@ fn gpu_test_binary(release: bool) -> Result<String> {
             l[at..].split('"').next().map(str::to_owned)
         })
         .ok_or_else(|| "could not find the gpu test binary in cargo's output".to_owned())
+}
+
+/// HEAD's id, `+uncommitted` when tracked files differ from it: what a
+/// bundle's binaries were built from, for the records device runs print.
+pub(crate) fn commit_id() -> String {
+    let head = Command::new("git")
+        .args(["rev-parse", "HEAD"])
+        .current_dir(root())
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
+        .unwrap_or_default();
+    let dirty = Command::new("git")
+        .args(["status", "--porcelain", "--untracked-files=no"])
+        .current_dir(root())
+        .output()
+        .is_ok_and(|o| !o.stdout.is_empty());
+    if dirty {
+        format!("{head}+uncommitted")
+    } else {
+        head
+    }
 }

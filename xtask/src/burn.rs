@@ -20,7 +20,9 @@
 //! Flags: `--filter PREFIX` (cases whose `group/name` starts with it),
 //! `--steps N` (the MLP's steps; 200 by default), `--from DIR` (compare the
 //! `ours.txt` and `upstream.txt` a run left in DIR, here or on the device
-//! machine, instead of running).
+//! machine, instead of running), `--every N` (every N-th case of each
+//! group), `--bundle` (release builds for the device machine:
+//! `burn/bundle.rs`).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -29,7 +31,9 @@ use std::process::Command;
 use crate::cubecl::{bridge_cargo, divergences, listed, target_dir};
 use crate::{Result, run};
 
+mod bundle;
 mod compare;
+mod figures;
 
 use compare::{Verdict, judge, parse};
 
@@ -49,16 +53,27 @@ pub(crate) fn burn(args: &[String]) -> Result {
             .and_then(|i| args.get(i + 1))
             .cloned()
     };
-    if let Some(dir) = value("--from") {
-        return compare_files(Path::new(&dir));
+    if args.iter().any(|a| a == "--bundle") {
+        return bundle::bundle();
     }
-    let filter = value("--filter").unwrap_or_default();
+    if let Some(dir) = value("--from") {
+        let dir = Path::new(&dir);
+        figures::compare(dir)?;
+        if !dir.join("ours.txt").exists() && dir.join("bench-ours.txt").exists() {
+            return Ok(());
+        }
+        return compare_files(dir);
+    }
+    let selection = Selection {
+        filter: value("--filter").unwrap_or_default(),
+        every: value("--every").and_then(|s| s.parse().ok()).unwrap_or(1),
+    };
     let steps: usize = value("--steps").and_then(|s| s.parse().ok()).unwrap_or(200);
     crate::setup()?;
     let builds = build()?;
     let dir = target_dir().join("burn-run");
     std::fs::create_dir_all(&dir).map_err(|e| format!("create {}: {e}", dir.display()))?;
-    let suite = suite(&builds, &dir, &filter);
+    let suite = suite(&builds, &dir, &selection);
     let programs = mlp(&builds, steps)
         .and_then(|()| transformer(&builds))
         .and_then(|()| data_parallel(&builds));
@@ -80,11 +95,11 @@ fn build() -> Result<Builds> {
     })
 }
 
-/// `exe ARGS`, its standard output (its errors shown as they come).
-/// Autotune at its minimal level unless the caller chose one: both builds
-/// then try the same few candidates, and a CPU adapter spends minutes, not
-/// tens, benchmarking them.
-fn output(exe: &Path, args: &[&str]) -> Result<String> {
+/// `exe ARGS` with the environment both builds run in: autotune at its
+/// minimal level unless the caller chose one (both builds then try the
+/// same few candidates, and a CPU adapter spends minutes, not tens,
+/// benchmarking them), and a runtime dir for the Vulkan loader.
+fn command(exe: &Path, args: &[&str]) -> Command {
     let mut c = Command::new(exe);
     c.args(args);
     if std::env::var_os(AUTOTUNE_ENV).is_none() {
@@ -96,6 +111,12 @@ fn output(exe: &Path, args: &[&str]) -> Result<String> {
             std::env::temp_dir().join("xtask-xdg-runtime"),
         );
     }
+    c
+}
+
+/// `exe ARGS`, its standard output (its errors shown as they come).
+fn output(exe: &Path, args: &[&str]) -> Result<String> {
+    let mut c = command(exe, args);
     let shown = format!("{c:?}");
     eprintln!("$ {shown}");
     let out = c
@@ -108,15 +129,100 @@ fn output(exe: &Path, args: &[&str]) -> Result<String> {
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
-fn suite(builds: &Builds, dir: &Path, filter: &str) -> Result {
-    for (exe, name) in [
-        (&builds.ours, "ours.txt"),
-        (&builds.upstream, "upstream.txt"),
-    ] {
-        let file = dir.join(name);
-        output(exe, &["suite", &file.to_string_lossy(), filter])?;
+/// Which cases a run takes (the suite binary's `--filter` and `--every`).
+struct Selection {
+    filter: String,
+    every: usize,
+}
+
+impl Selection {
+    fn args(&self) -> Vec<String> {
+        let every = self.every.to_string();
+        vec![
+            "--filter".into(),
+            self.filter.clone(),
+            "--every".into(),
+            every,
+        ]
     }
+}
+
+impl Builds {
+    /// `f` on both builds at once (each a process of its own, mostly one
+    /// thread busy: two cores run both in the time of one), ours first.
+    fn both<T: Send>(&self, f: impl Fn(&Path) -> Result<T> + Sync) -> Result<(T, T)> {
+        std::thread::scope(|s| {
+            let theirs = s.spawn(|| f(&self.upstream));
+            let ours = f(&self.ours);
+            let theirs = theirs
+                .join()
+                .unwrap_or_else(|_| Err("the upstream run's thread panicked".into()));
+            Ok((ours?, theirs?))
+        })
+    }
+}
+
+fn suite(builds: &Builds, dir: &Path, selection: &Selection) -> Result {
+    builds.both(|exe| {
+        let name = if exe == builds.ours {
+            "ours.txt"
+        } else {
+            "upstream.txt"
+        };
+        run_suite(exe, &dir.join(name), selection)
+    })?;
     compare_files(dir)
+}
+
+/// Runs one build's suite into `file` to the end: when its process dies
+/// or its watchdog ends it (a case that hangs), the case it was in is
+/// recorded as an error naming how the process ended, and a new process
+/// goes on with the rest (the binary skips the cases the file holds).
+fn run_suite(exe: &Path, file: &Path, selection: &Selection) -> Result {
+    let args = selection.args();
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let keys: Vec<String> = output(exe, &[&["list"], &args[..]].concat())?
+        .lines()
+        .map(str::to_string)
+        .collect();
+    if file.exists() {
+        std::fs::remove_file(file).map_err(|e| format!("remove {}: {e}", file.display()))?;
+    }
+    let path = file.to_string_lossy();
+    loop {
+        let mut c = command(exe, &[&["suite", &*path], &args[..]].concat());
+        eprintln!("$ {c:?}");
+        let status = c
+            .status()
+            .map_err(|e| format!("could not start {c:?}: {e}"))?;
+        let done: std::collections::HashSet<String> = std::fs::read_to_string(file)
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| {
+                let mut f = l.split('\t');
+                Some(format!("{}/{}", f.next()?, f.next()?))
+            })
+            .collect();
+        let Some(lost) = keys.iter().find(|k| !done.contains(*k)) else {
+            return Ok(());
+        };
+        if status.success() {
+            return Err(format!("{} ended without running {lost}", exe.display()));
+        }
+        eprintln!(
+            "  {} ended ({status}) in {lost}; going on after it",
+            exe.display()
+        );
+        let (group, name) = lost.split_once('/').unwrap_or((lost, ""));
+        let line =
+            format!("{group}\t{name}\texact\tERROR the process ended ({status}) in this case\n");
+        std::fs::OpenOptions::new()
+            .append(true)
+            .create(true)
+            .open(file)
+            .and_then(|mut f| std::io::Write::write_all(&mut f, line.as_bytes()))
+            .map_err(|e| format!("write {}: {e}", file.display()))?;
+    }
 }
 
 /// Compares the records two runs left in `dir` (`ours.txt`,
@@ -188,8 +294,8 @@ fn losses(text: &str) -> Vec<f32> {
 
 fn mlp(builds: &Builds, steps: usize) -> Result {
     let steps = steps.to_string();
-    let ours = losses(&output(&builds.ours, &["mlp", &steps])?);
-    let upstream = losses(&output(&builds.upstream, &["mlp", &steps])?);
+    let (ours, upstream) = builds.both(|exe| output(exe, &["mlp", &steps]))?;
+    let (ours, upstream) = (losses(&ours), losses(&upstream));
     let worst = ours
         .iter()
         .zip(&upstream)
@@ -232,8 +338,7 @@ fn values(text: &str, name: &str) -> Vec<f32> {
 /// absolute) of upstream's, and the losses of one training step within
 /// 1e-4 relative.
 fn transformer(builds: &Builds) -> Result {
-    let ours = output(&builds.ours, &["transformer", "small"])?;
-    let theirs = output(&builds.upstream, &["transformer", "small"])?;
+    let (ours, theirs) = builds.both(|exe| output(exe, &["transformer", "small"]))?;
     let (a, b) = (values(&ours, "value"), values(&theirs, "value"));
     let off = a
         .iter()

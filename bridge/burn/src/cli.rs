@@ -1,6 +1,9 @@
-//! What both builds' binaries do: `suite OUT [FILTER]` writes the suite's
-//! records to OUT; `mlp STEPS` prints the MLP's losses; `transformer
-//! small|full` the encoder's forward output and one training step.
+//! What both builds' binaries do: `suite OUT [--filter P] [--every N]`
+//! appends the suite's records to OUT (`list` names the cases it would
+//! run: `suite/runner.rs`); `mlp STEPS` prints the MLP's losses; `transformer
+//! small|full` the encoder's forward output and one training step;
+//! `data-parallel RANKS STEPS` trains on RANKS devices and checks the ranks
+//! agree; `bench [WARM [TIMED]]` prints the `burn.*` timings.
 
 use burn::tensor::Device;
 
@@ -12,17 +15,12 @@ pub fn main() -> std::process::ExitCode {
     match args.first().map(String::as_str) {
         Some("suite") => {
             let Some(out) = args.get(1) else {
-                eprintln!("usage: suite OUT [FILTER]");
+                eprintln!("usage: suite OUT [--filter PREFIX] [--every N]");
                 return std::process::ExitCode::FAILURE;
             };
-            let filter = args.get(2).map_or("", String::as_str);
-            let lines = crate::suite::run(&device, filter);
-            if let Err(e) = std::fs::write(out, lines.join("\n") + "\n") {
-                eprintln!("write {out}: {e}");
-                return std::process::ExitCode::FAILURE;
-            }
-            println!("{} cases written to {out}", lines.len());
+            return crate::suite::runner::suite(&device, out, &args[2..]);
         }
+        Some("list") => return crate::suite::runner::list(&args[1..]),
         Some("mlp") => {
             let steps = args.get(1).and_then(|s| s.parse().ok()).unwrap_or(200);
             let losses = crate::programs::mlp::losses(&device, steps, 64, 128);
@@ -77,10 +75,18 @@ pub fn main() -> std::process::ExitCode {
                 return std::process::ExitCode::FAILURE;
             }
         }
+        Some("bench") => {
+            let warm = args.get(1).and_then(|s| s.parse().ok()).unwrap_or(3);
+            let timed = args.get(2).and_then(|s| s.parse().ok()).unwrap_or(10);
+            let ranks = crate::programs::data_parallel::devices(2);
+            for f in crate::programs::bench::run(&device, &ranks, warm, timed) {
+                println!("{} {:.4}", f.name, f.value);
+            }
+        }
         _ => {
             eprintln!(
-                "usage: suite OUT [FILTER] | mlp STEPS | transformer small|full | data-parallel \
-                 RANKS STEPS"
+                "usage: suite OUT [--filter P] [--every N] | list | mlp STEPS | transformer small|full | data-parallel \
+                 RANKS STEPS | bench [WARM [TIMED]]"
             );
             return std::process::ExitCode::FAILURE;
         }

@@ -23,6 +23,7 @@ mod matmul;
 mod pool;
 mod random;
 mod reduce;
+pub mod runner;
 mod scan;
 mod shape;
 mod softmax;
@@ -116,17 +117,49 @@ pub fn cases() -> Vec<Case> {
     groups.into_iter().flat_map(|group| group()).collect()
 }
 
-/// Runs every case whose `group/name` starts with `filter` on `device`
-/// and returns one record line per case (see [`record`]).
-pub fn run(device: &Device, filter: &str) -> Vec<String> {
+impl Case {
+    /// `group/name`: what filters, divergences and records name it by.
+    pub fn key(&self) -> String {
+        format!("{}/{}", self.group, self.name)
+    }
+}
+
+/// The cases a run takes: those whose key starts with `filter`, and of
+/// those every `every`-th of each group, from its first (CI's sample:
+/// every group, a fraction of its cases).
+pub fn selected(filter: &str, every: usize) -> Vec<Case> {
+    let mut seen: std::collections::HashMap<&str, usize> = Default::default();
     cases()
         .into_iter()
-        .filter(|c| format!("{}/{}", c.group, c.name).starts_with(filter))
-        .map(|c| {
-            let out = catch_unwind(AssertUnwindSafe(|| (c.run)(device)));
-            record(&c, out.map_err(|p| panic_text(&*p)))
+        .filter(|c| c.key().starts_with(filter))
+        .filter(|c| {
+            let n = seen.entry(c.group).or_default();
+            *n += 1;
+            (*n - 1) % every.max(1) == 0
         })
         .collect()
+}
+
+/// Runs `cases` in order on `device`, handing each one's record line (see
+/// [`record`]) to `write` as soon as it is made, so a run that dies keeps
+/// what it did; `starting` hears each case's key before it runs.
+pub fn run(
+    device: &Device,
+    cases: Vec<Case>,
+    mut starting: impl FnMut(&str),
+    mut write: impl FnMut(&str),
+) {
+    for c in cases {
+        starting(&c.key());
+        let out = catch_unwind(AssertUnwindSafe(|| (c.run)(device)));
+        write(&record(&c, out.map_err(|p| panic_text(&*p))));
+    }
+}
+
+/// The key of a record line (`GROUP\tNAME\t...` gives `GROUP/NAME`).
+pub fn record_key(line: &str) -> Option<String> {
+    let mut fields = line.split('\t');
+    Some(format!("{}/{}", fields.next()?, fields.next()?))
 }
 
 /// A case's record: `GROUP\tNAME\tTOL\tOUTPUTS`, where OUTPUTS is

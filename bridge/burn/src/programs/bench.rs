@@ -1,0 +1,151 @@
+//! The burn timings (docs/burn.md, "Figures"): wall-clock per step of the
+//! MLP (batch 64), the encoder's forward pass and training step (the
+//! issue's full size), and a 64 MiB `Tensor::all_reduce` over two devices
+//! of one adapter. Each figure is the median of timed repetitions after
+//! warm-up repetitions (autotune and pipeline compilation happen there),
+//! each repetition ending in `Device::sync`, so the device's work is in it.
+//! Both builds run this same code; only the cubecl-wgpu under it differs.
+
+use std::time::Instant;
+
+use burn::nn::loss::CrossEntropyLossConfig;
+use burn::nn::transformer::{TransformerEncoder, TransformerEncoderInput};
+use burn::optim::{AdamConfig, GradientsParams};
+use burn::tensor::distributed::ReduceOperation;
+use burn::tensor::{Device, Tensor};
+
+use super::mlp::{Mlp, task};
+use super::transformer::{FULL, Sizes, encoder, input};
+
+/// One named figure.
+pub struct Figure {
+    /// `burn.*` name, as in docs/bench.
+    pub name: &'static str,
+    /// The value, in the unit the name ends with.
+    pub value: f64,
+}
+
+/// Every figure, `warm` and `timed` repetitions each (the all-reduce's
+/// `ranks` devices opened by the caller: they are what differs per build).
+pub fn run(device: &Device, ranks: &[Device], warm: usize, timed: usize) -> Vec<Figure> {
+    let mut out = vec![
+        Figure {
+            name: "burn.mlp_step_ms",
+            value: mlp_step_ms(device, warm, timed),
+        },
+        Figure {
+            name: "burn.transformer_forward_ms",
+            value: transformer_forward_ms(device, FULL, warm, timed),
+        },
+        Figure {
+            name: "burn.transformer_step_ms",
+            value: transformer_step_ms(device, FULL, warm, timed),
+        },
+    ];
+    if ranks.len() >= 2 {
+        out.push(Figure {
+            name: "burn.all_reduce_64mib_busbw_gbps",
+            value: all_reduce_busbw_gbps(ranks, 64 << 20, warm, timed),
+        });
+    }
+    out
+}
+
+/// The median of `timed` runs of `f` after `warm` untimed ones, in ms.
+fn median_ms(warm: usize, timed: usize, mut f: impl FnMut()) -> f64 {
+    for _ in 0..warm {
+        f();
+    }
+    let mut times: Vec<f64> = (0..timed.max(1))
+        .map(|_| {
+            let start = Instant::now();
+            f();
+            start.elapsed().as_secs_f64() * 1e3
+        })
+        .collect();
+    times.sort_by(f64::total_cmp);
+    times[times.len() / 2]
+}
+
+fn sync(device: &Device) {
+    if let Err(e) = device.sync() {
+        panic!("sync: {e}");
+    }
+}
+
+/// One Adam step of the MLP (hidden 128) on a batch of 64: forward, loss,
+/// backward, update.
+fn mlp_step_ms(device: &Device, warm: usize, timed: usize) -> f64 {
+    let device = device.clone().autodiff();
+    device.seed(7);
+    let (x, labels) = task(&device, 64, 0, 64);
+    let mut model = Some(Mlp::new(&device, 128));
+    let mut optim = AdamConfig::new().init();
+    let loss_fn = CrossEntropyLossConfig::new().init(&device);
+    median_ms(warm, timed, || {
+        let Some(m) = model.take() else { return };
+        let loss = loss_fn.forward(m.forward(x.clone()), labels.clone());
+        let grads = GradientsParams::from_grads(loss.backward(), &m);
+        model = Some(optim.step(1e-2, m, grads));
+        sync(&device);
+    })
+}
+
+fn transformer_forward_ms(device: &Device, s: Sizes, warm: usize, timed: usize) -> f64 {
+    let model = encoder(device, s);
+    let x = input(device, s, 21);
+    median_ms(warm, timed, || {
+        // Kept alive past the sync, so no build may skip its work.
+        let out = model.forward(TransformerEncoderInput::new(x.clone()));
+        sync(device);
+        drop(out);
+    })
+}
+
+/// Forward, mean squared error, backward and one Adam update.
+fn transformer_step_ms(device: &Device, s: Sizes, warm: usize, timed: usize) -> f64 {
+    let device = device.clone().autodiff();
+    let mut model: Option<TransformerEncoder> = Some(encoder(&device, s));
+    let x = input(&device, s, 21);
+    let target = input(&device, s, 22);
+    let mut optim = AdamConfig::new().init();
+    median_ms(warm, timed, || {
+        let Some(m) = model.take() else { return };
+        let out = m.forward(TransformerEncoderInput::new(x.clone()));
+        let loss = (out - target.clone()).powi_scalar(2).mean();
+        let grads = GradientsParams::from_grads(loss.backward(), &m);
+        model = Some(optim.step(1e-3, m, grads));
+        sync(&device);
+    })
+}
+
+/// Bus bandwidth of a sum over `ranks` of `bytes` of f32 each (the NCCL
+/// convention: 2 (n - 1) / n of the bytes per rank, over the time).
+fn all_reduce_busbw_gbps(ranks: &[Device], bytes: usize, warm: usize, timed: usize) -> f64 {
+    let n = bytes / 4;
+    let parts: Vec<Tensor<1>> = ranks
+        .iter()
+        .enumerate()
+        .map(|(r, d)| Tensor::<1>::ones([n], d).mul_scalar(r as f32 + 1.0))
+        .collect();
+    for d in ranks {
+        sync(d);
+    }
+    let ms = median_ms(warm, timed, || {
+        let out = Tensor::all_reduce(parts.clone(), ReduceOperation::Sum);
+        for d in ranks {
+            sync(d);
+        }
+        drop(out);
+    });
+    // The figure counts only if the sum is right (1 + 2 + .. + ranks).
+    let want = (ranks.len() * (ranks.len() + 1) / 2) as f32;
+    for out in Tensor::all_reduce(parts, ReduceOperation::Sum) {
+        let got: Vec<f32> = out.slice([n - 4..n]).into_data().iter::<f32>().collect();
+        if got.iter().any(|v| *v != want) {
+            panic!("all_reduce: {got:?}, want {want}");
+        }
+    }
+    let r = ranks.len() as f64;
+    2.0 * (r - 1.0) / r * bytes as f64 / (ms * 1e-3) / 1e9
+}
