@@ -3,7 +3,8 @@
 # `cargo xtask burn --bundle` leaves in `.burn`: release builds of
 # burn-suite, this server, and burn-upstream, published cubecl-wgpu):
 #   bash xtask/h200/run-burn.sh OUTDIR [bench|suite|programs]...
-# Leaves in OUTDIR: bench-ours.txt / bench-upstream.txt (`burn.*`
+# Steps: bench, suite, programs, phases (the training step's parts, with
+# cubecl's autotune and profiling logs). Leaves in OUTDIR: bench-ours.txt / bench-upstream.txt (`burn.*`
 # figures, both builds in this one call), ours.txt / upstream.txt (the
 # suite's records; compare them here with `cargo xtask burn --from
 # OUTDIR`), and the programs' outputs (*.log).
@@ -43,7 +44,17 @@ for what in "$@"; do
         timeout 280 .burn/bin/${b%%:*} bench 3 10 > "$out/bench-${b#*:}.txt" 2> "$out/bench-${b#*:}.err"
         echo "bench ${b#*:} rc=$? at ${SECONDS}s"; cat "$out/bench-${b#*:}.txt"
       done ;;
-    suite) suite burn-suite ours.txt; suite burn-upstream upstream.txt ;;
+    suite)
+      # Both at once: separate processes on one GPU, as on the CI machine.
+      suite burn-suite ours.txt & suite burn-upstream upstream.txt & wait ;;
+    phases)
+      # The encoder's training step split into forward, backward and the
+      # update, with cubecl's own logs (autotune choices, kernel times).
+      for b in burn-suite:ours burn-upstream:upstream; do
+        CUBECL_DEBUG_LOG="$out/cubecl-${b#*:}.log" timeout 200 .burn/bin/${b%%:*} phases full \
+          > "$out/phases-${b#*:}.txt" 2>&1
+        echo "phases ${b#*:} rc=$?: $(grep '^transformer' "$out/phases-${b#*:}.txt")"
+      done ;;
     programs)
       for b in burn-suite burn-upstream; do
         timeout 120 .burn/bin/$b mlp 200 > "$out/$b-mlp.log" 2>&1; echo "$b mlp rc=$?"

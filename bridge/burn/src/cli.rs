@@ -83,10 +83,20 @@ pub fn main() -> std::process::ExitCode {
                 println!("{} {:.4}", f.name, f.value);
             }
         }
+        Some("phases") => {
+            use crate::programs::transformer::{FULL, SMALL};
+            let sizes = if args.get(1).map(String::as_str) == Some("small") {
+                SMALL
+            } else {
+                FULL
+            };
+            let [f, b, u] = crate::programs::bench::transformer_phases(&device, sizes, 3, 10);
+            println!("transformer step phases (ms): forward {f:.3} backward {b:.3} update {u:.3}");
+        }
         _ => {
             eprintln!(
                 "usage: suite OUT [--filter P] [--every N] | list | mlp STEPS | transformer small|full | data-parallel \
-                 RANKS STEPS | bench [WARM [TIMED]]"
+                 RANKS STEPS | bench [WARM [TIMED]] | phases [small|full]"
             );
             return std::process::ExitCode::FAILURE;
         }

@@ -119,6 +119,42 @@ fn transformer_step_ms(device: &Device, s: Sizes, warm: usize, timed: usize) -> 
     })
 }
 
+/// The training step's phases, each ended by a sync (what the step's
+/// figure is made of, to find where two builds differ): forward with
+/// autodiff and the loss, backward, the Adam update; median ms each.
+pub fn transformer_phases(device: &Device, s: Sizes, warm: usize, timed: usize) -> [f64; 3] {
+    let device = device.clone().autodiff();
+    let mut model = encoder(&device, s);
+    let x = input(&device, s, 21);
+    let target = input(&device, s, 22);
+    let mut optim = AdamConfig::new().init();
+    let mut times = [Vec::new(), Vec::new(), Vec::new()];
+    for i in 0..warm + timed.max(1) {
+        let t = Instant::now();
+        let out = model.forward(TransformerEncoderInput::new(x.clone()));
+        let loss = (out - target.clone()).powi_scalar(2).mean();
+        sync(&device);
+        let forward = t.elapsed();
+        let t = Instant::now();
+        let grads = GradientsParams::from_grads(loss.backward(), &model);
+        sync(&device);
+        let backward = t.elapsed();
+        let t = Instant::now();
+        model = optim.step(1e-3, model, grads);
+        sync(&device);
+        let update = t.elapsed();
+        if i >= warm {
+            for (v, d) in times.iter_mut().zip([forward, backward, update]) {
+                v.push(d.as_secs_f64() * 1e3);
+            }
+        }
+    }
+    times.map(|mut v| {
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    })
+}
+
 /// Bus bandwidth of a sum over `ranks` of `bytes` of f32 each (the NCCL
 /// convention: 2 (n - 1) / n of the bytes per rank, over the time).
 fn all_reduce_busbw_gbps(ranks: &[Device], bytes: usize, warm: usize, timed: usize) -> f64 {
