@@ -27,7 +27,7 @@ suite() {
   local exe=.burn/bin/$1 file=$out/$2
   $exe list > "$out/$1.keys"; rm -f "$file"
   for _ in $(seq 50); do
-    BURN_SUITE_CASE_SECONDS=60 timeout 300 $exe suite "$file" > /dev/null 2>> "$out/$1-suite.err"
+    BURN_SUITE_CASE_SECONDS=60 timeout 1500 $exe suite "$file" > /dev/null 2>> "$out/$1-suite.err"
     local rc=$? lost
     lost=$( (cut -f1,2 "$file" 2>/dev/null | tr '\t' / ) | grep -vxFf - "$out/$1.keys" | head -1)
     [ -z "$lost" ] && break

@@ -21,7 +21,7 @@
 //! `--steps N` (the MLP's steps; 200 by default), `--from DIR` (compare the
 //! `ours.txt` and `upstream.txt` a run left in DIR, here or on the device
 //! machine, instead of running), `--every N` (every N-th case of each
-//! group), `--bundle` (release builds for the device machine:
+//! group), `--ci` (every 8th: what `.ci/run` runs), `--bundle` (release builds for the device machine:
 //! `burn/bundle.rs`).
 
 use std::collections::BTreeMap;
@@ -39,6 +39,11 @@ use compare::{Verdict, judge, parse};
 
 /// cubecl's autotune effort (`minimal`, `balanced`, `extensive`, `full`).
 const AUTOTUNE_ENV: &str = "CUBECL_AUTOTUNE_LEVEL";
+
+/// CI's sample of the suite (`--ci`): every 8th case of each group, so
+/// every group runs and `.ci/run` stays under its 30 minutes on two cores
+/// (docs/burn.md, "In CI").
+const CI_EVERY: usize = 8;
 
 /// The two builds' binaries.
 struct Builds {
@@ -64,9 +69,12 @@ pub(crate) fn burn(args: &[String]) -> Result {
         }
         return compare_files(dir);
     }
+    let ci = args.iter().any(|a| a == "--ci");
     let selection = Selection {
         filter: value("--filter").unwrap_or_default(),
-        every: value("--every").and_then(|s| s.parse().ok()).unwrap_or(1),
+        every: value("--every")
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(if ci { CI_EVERY } else { 1 }),
     };
     let steps: usize = value("--steps").and_then(|s| s.parse().ok()).unwrap_or(200);
     crate::setup()?;

@@ -78,8 +78,12 @@ pub fn main() -> std::process::ExitCode {
         Some("bench") => {
             let warm = args.get(1).and_then(|s| s.parse().ok()).unwrap_or(3);
             let timed = args.get(2).and_then(|s| s.parse().ok()).unwrap_or(10);
+            let sizes = match args.get(3).map(String::as_str) {
+                Some("small") => crate::programs::transformer::SMALL,
+                _ => crate::programs::transformer::FULL,
+            };
             let ranks = crate::programs::data_parallel::devices(2);
-            for f in crate::programs::bench::run(&device, &ranks, warm, timed) {
+            for f in crate::programs::bench::run(&device, &ranks, sizes, warm, timed) {
                 println!("{} {:.4}", f.name, f.value);
             }
         }
@@ -96,7 +100,7 @@ pub fn main() -> std::process::ExitCode {
         _ => {
             eprintln!(
                 "usage: suite OUT [--filter P] [--every N] | list | mlp STEPS | transformer small|full | data-parallel \
-                 RANKS STEPS | bench [WARM [TIMED]] | phases [small|full]"
+                 RANKS STEPS | bench [WARM [TIMED [small|full]]] | phases [small|full]"
             );
             return std::process::ExitCode::FAILURE;
         }

@@ -15,7 +15,7 @@ use burn::tensor::distributed::ReduceOperation;
 use burn::tensor::{Device, Tensor};
 
 use super::mlp::{Mlp, task};
-use super::transformer::{FULL, Sizes, encoder, input};
+use super::transformer::{Sizes, encoder, input};
 
 /// One named figure.
 pub struct Figure {
@@ -25,9 +25,16 @@ pub struct Figure {
     pub value: f64,
 }
 
-/// Every figure, `warm` and `timed` repetitions each (the all-reduce's
+/// Every figure (the encoder at `sizes`: the figures at
+/// [`super::transformer::FULL`]), `warm` and `timed` repetitions each (the all-reduce's
 /// `ranks` devices opened by the caller: they are what differs per build).
-pub fn run(device: &Device, ranks: &[Device], warm: usize, timed: usize) -> Vec<Figure> {
+pub fn run(
+    device: &Device,
+    ranks: &[Device],
+    sizes: Sizes,
+    warm: usize,
+    timed: usize,
+) -> Vec<Figure> {
     let mut out = vec![
         Figure {
             name: "burn.mlp_step_ms",
@@ -35,11 +42,11 @@ pub fn run(device: &Device, ranks: &[Device], warm: usize, timed: usize) -> Vec<
         },
         Figure {
             name: "burn.transformer_forward_ms",
-            value: transformer_forward_ms(device, FULL, warm, timed),
+            value: transformer_forward_ms(device, sizes, warm, timed),
         },
         Figure {
             name: "burn.transformer_step_ms",
-            value: transformer_step_ms(device, FULL, warm, timed),
+            value: transformer_step_ms(device, sizes, warm, timed),
         },
     ];
     if ranks.len() >= 2 {
