@@ -155,13 +155,16 @@ fn compile(
         _ => None,
     };
     let access = interface.storage.iter().map(|s| s.access).collect();
-    let kernel = WgslKernel::new(
+    let mut kernel = WgslKernel::new(
         entry.as_str(),
         source,
         entry.as_str(),
         interface.workgroup_size,
         access,
     );
+    if unchecked() {
+        kernel = kernel.with_bounds_checks(wgpu_server::BoundsChecks::Unchecked);
+    }
     Ok(Compiled {
         kernel,
         io,
@@ -174,6 +177,17 @@ fn compile(
 /// compiled when the rewrite or the allowlist refuses it) and its WGSL
 /// written there, one file set per distinct module.
 const DUMP_ENV: &str = "CUBECL_BRIDGE_SPIRV_DUMP";
+
+/// Set (to anything) to compile every kernel without wgpu's run-time
+/// checks (no index clamping, no loop bounding): UNSAFE, an out-of-bounds
+/// access is then undefined. For measuring what the checks cost (the
+/// burn training step on the H100, docs/burn.md), never a default.
+const UNCHECKED_ENV: &str = "CUBECL_BRIDGE_UNSAFE_UNCHECKED";
+
+fn unchecked() -> bool {
+    static SET: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *SET.get_or_init(|| std::env::var_os(UNCHECKED_ENV).is_some())
+}
 
 /// cubecl-spirv's kernel as WGSL: the device addresses rewritten into
 /// bindings ([`crate::spirv::descriptors`]) and every instruction checked

@@ -89,8 +89,9 @@ impl BridgeServer {
             CubeMode::Execute => {
                 self.compile_queued_now(stream);
                 // Safety: the kernel was compiled with the server's bounds
-                // checks on (the bridge never asks for `Unchecked`), so its
-                // accesses stay inside its bindings.
+                // checks on (the bridge asks for `Unchecked` only when the
+                // user set `CUBECL_BRIDGE_UNSAFE_UNCHECKED`, whose contract
+                // is theirs), so its accesses stay inside its bindings.
                 unsafe {
                     self.inner.launch(
                         Box::new(compiled.kernel.clone()),

@@ -184,7 +184,7 @@ fn all_reduce_busbw_gbps(ranks: &[Device], bytes: usize, warm: usize, timed: usi
     // The figure counts only if the sum is right (1 + 2 + .. + ranks).
     let want = (ranks.len() * (ranks.len() + 1) / 2) as f32;
     for out in Tensor::all_reduce(parts, ReduceOperation::Sum) {
-        let got: Vec<f32> = out.slice([n - 4..n]).into_data().iter::<f32>().collect();
+        let got: Vec<f32> = out.narrow(0, n - 4, 4).into_data().iter::<f32>().collect();
         if got.iter().any(|v| *v != want) {
             panic!("all_reduce: {got:?}, want {want}");
         }

@@ -135,7 +135,7 @@ pub fn selected(filter: &str, every: usize) -> Vec<Case> {
         .filter(|c| {
             let n = seen.entry(c.group).or_default();
             *n += 1;
-            (*n - 1) % every.max(1) == 0
+            (*n - 1).is_multiple_of(every.max(1))
         })
         .collect()
 }
