@@ -108,8 +108,12 @@ fn build() -> Result<Builds> {
 /// same few candidates, and a CPU adapter spends minutes, not tens,
 /// benchmarking them), and a runtime dir for the Vulkan loader.
 fn command(exe: &Path, args: &[&str]) -> Command {
-    let mut c = Command::new(exe);
-    c.args(args);
+    // Killed past PROGRAM_LIMIT_S: upstream's poll thread can panic inside
+    // wgpu-core on lavapipe and leave its process waiting forever.
+    let mut c = Command::new("timeout");
+    c.args(["--signal=KILL", PROGRAM_LIMIT_S])
+        .arg(exe)
+        .args(args);
     if std::env::var_os(AUTOTUNE_ENV).is_none() {
         c.env(AUTOTUNE_ENV, "minimal");
     }
@@ -120,6 +124,24 @@ fn command(exe: &Path, args: &[&str]) -> Command {
         );
     }
     c
+}
+
+/// The longest one program or suite process may run, in seconds.
+const PROGRAM_LIMIT_S: &str = "1200";
+
+/// `exe ARGS`, its standard output (its errors shown as they come); run
+/// once more when it fails, if it is upstream's build: its poll thread
+/// panics inside wgpu-core now and then on lavapipe (`If the queue is
+/// empty, the current submission index ..`), without a fault of the
+/// program's.
+fn output_retrying(builds: &Builds, exe: &Path, args: &[&str]) -> Result<String> {
+    match output(exe, args) {
+        Err(e) if exe == builds.upstream => {
+            eprintln!("  upstream failed ({e}); running it once more");
+            output(exe, args)
+        }
+        other => other,
+    }
 }
 
 /// `exe ARGS`, its standard output (its errors shown as they come).
@@ -302,7 +324,7 @@ fn losses(text: &str) -> Vec<f32> {
 
 fn mlp(builds: &Builds, steps: usize) -> Result {
     let steps = steps.to_string();
-    let (ours, upstream) = builds.both(|exe| output(exe, &["mlp", &steps]))?;
+    let (ours, upstream) = builds.both(|exe| output_retrying(builds, exe, &["mlp", &steps]))?;
     let (ours, upstream) = (losses(&ours), losses(&upstream));
     let worst = ours
         .iter()
@@ -346,7 +368,8 @@ fn values(text: &str, name: &str) -> Vec<f32> {
 /// absolute) of upstream's, and the losses of one training step within
 /// 1e-4 relative.
 fn transformer(builds: &Builds) -> Result {
-    let (ours, theirs) = builds.both(|exe| output(exe, &["transformer", "small"]))?;
+    let (ours, theirs) =
+        builds.both(|exe| output_retrying(builds, exe, &["transformer", "small"]))?;
     let (a, b) = (values(&ours, "value"), values(&theirs, "value"));
     let off = a
         .iter()
