@@ -114,6 +114,18 @@ fn command(exe: &Path, args: &[&str]) -> Command {
     c.args(["--signal=KILL", PROGRAM_LIMIT_S])
         .arg(exe)
         .args(args);
+    with_env(c)
+}
+
+/// `exe ARGS` unbounded: a suite process, whose watchdog bounds each case
+/// (a whole suite runs longer than any one program).
+fn suite_command(exe: &Path, args: &[&str]) -> Command {
+    let mut c = Command::new(exe);
+    c.args(args);
+    with_env(c)
+}
+
+fn with_env(mut c: Command) -> Command {
     if std::env::var_os(AUTOTUNE_ENV).is_none() {
         c.env(AUTOTUNE_ENV, "minimal");
     }
@@ -126,7 +138,7 @@ fn command(exe: &Path, args: &[&str]) -> Command {
     c
 }
 
-/// The longest one program or suite process may run, in seconds.
+/// The longest one program may run, in seconds.
 const PROGRAM_LIMIT_S: &str = "1200";
 
 /// `exe ARGS`, its standard output (its errors shown as they come); run
@@ -220,7 +232,7 @@ fn run_suite(exe: &Path, file: &Path, selection: &Selection) -> Result {
     }
     let path = file.to_string_lossy();
     loop {
-        let mut c = command(exe, &[&["suite", &*path], &args[..]].concat());
+        let mut c = suite_command(exe, &[&["suite", &*path], &args[..]].concat());
         eprintln!("$ {c:?}");
         let status = c
             .status()
