@@ -26,6 +26,7 @@ mod ir_ops;
 mod ir_registers;
 mod ir_subgroups;
 mod lifetime;
+mod loops;
 mod memory;
 mod model;
 mod oob;

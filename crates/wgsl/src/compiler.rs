@@ -7,7 +7,10 @@ use compute_runtime::{CubeKernel, ServerError};
 /// Whether generated shaders check their memory accesses at run time.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
 pub enum BoundsChecks {
-    /// wgpu's default: every access is clamped or checked.
+    /// wgpu's default: every access is clamped or checked. Loops keep
+    /// wgpu's hidden loop counter unless the server proves that every
+    /// loop of the module ends (wgpu-server's `launch/termination.rs`:
+    /// counted loops such as `for (var i = a; i < b; i++)`).
     #[default]
     Checked,
     /// No runtime checks (`create_shader_module_trusted`): faster, and the

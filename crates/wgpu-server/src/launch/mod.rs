@@ -9,6 +9,8 @@
 //! - `pipeline`: compiled pipelines by kernel id and options;
 //! - `bind`: bind groups by resolved ranges and scalars;
 //! - `queued`: `LaunchMode::Queue` launches held until `compile_queued`;
+//! - `termination`: the proof that every loop of a module ends, which
+//!   spares it wgpu's loop bounding;
 //! - `validate`: the checks of `resolve` without enqueuing anything, for
 //!   the client's checked launch (`LaunchValidation`).
 
@@ -17,6 +19,7 @@ pub(crate) mod cache;
 pub(crate) mod pipeline;
 pub(crate) mod queued;
 pub(crate) mod resolve;
+pub(crate) mod termination;
 
 use std::borrow::Cow;
 use std::sync::Arc;
@@ -94,6 +97,11 @@ impl<C: WgpuCompiler> Kernels<C> {
     /// Compiled pipelines.
     pub fn pipelines(&self) -> usize {
         self.pipelines.len()
+    }
+
+    #[cfg(feature = "testing")]
+    pub fn pipelines_with_bounded_loops(&self) -> usize {
+        self.pipelines.with_bounded_loops()
     }
 
     pub fn bind_groups(&mut self) -> &mut bind::BindGroupCache {

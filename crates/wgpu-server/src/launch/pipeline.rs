@@ -42,6 +42,10 @@ pub struct CachedPipeline {
     /// Whether the module checks its accesses at run time (the kernel's
     /// own policy, else the options').
     pub bounds_checks: BoundsChecks,
+    /// Whether wgpu bounds the module's loops with its hidden counter: a
+    /// checked module whose loops are not all counted loops
+    /// ([`super::termination`]).
+    pub loops_bounded: bool,
 }
 
 /// Compiled pipelines of one device.
@@ -63,6 +67,12 @@ impl PipelineCache {
     /// Number of cached pipelines.
     pub fn len(&self) -> usize {
         self.pipelines.len()
+    }
+
+    /// Number of cached pipelines that kept wgpu's loop counter.
+    #[cfg(feature = "testing")]
+    pub fn with_bounded_loops(&self) -> usize {
+        self.pipelines.values().filter(|p| p.loops_bounded).count()
     }
 
     /// The pipeline of `kernel`, compiling it on a miss.
@@ -91,9 +101,14 @@ impl PipelineCache {
         };
         let (module, sizes) = checked_module(&compiled)?;
         let bounds_checks = compiled.bounds_checks.unwrap_or(options.bounds_checks);
+        let loops_bounded = bounds_checks != BoundsChecks::Unchecked
+            && !super::termination::every_loop_counted(&module);
+        let checks = Checks {
+            bounds: bounds_checks,
+            loops_bounded,
+        };
         let (pipeline, bind_group_layout) =
-            create_pipeline(device, &compiled, module, &sizes, bounds_checks)
-                .map_err(as_compile_error)?;
+            create_pipeline(device, &compiled, module, &sizes, checks).map_err(as_compile_error)?;
         static NEXT: AtomicU64 = AtomicU64::new(1);
         let cached = Arc::new(CachedPipeline {
             id: NEXT.fetch_add(1, Ordering::Relaxed),
@@ -103,13 +118,20 @@ impl PipelineCache {
             sizes,
             name: compiled.name,
             bounds_checks,
+            loops_bounded,
         });
         logger.log(LogCategory::Compile, LogLevel::Basic, || {
             format!(
-                "compiled `{}` ({:?}) in {:?}",
+                "compiled `{}` ({:?}) in {:?}, {:?}{}",
                 cached.name,
                 kernel.id(),
-                started.elapsed()
+                started.elapsed(),
+                cached.bounds_checks,
+                if cached.loops_bounded {
+                    ", loops bounded (not all counted)"
+                } else {
+                    ""
+                }
             )
         });
         self.pipelines.insert(key, Arc::clone(&cached));
@@ -210,13 +232,21 @@ fn create_pipeline(
     compiled: &CompiledKernel,
     module: naga::Module,
     sizes: &BindingSizes,
-    bounds_checks: BoundsChecks,
+    checks: Checks,
 ) -> Result<(wgpu::ComputePipeline, wgpu::BindGroupLayout), ServerError> {
     scoped(device, || {
         without_panics(&compiled.name, "wgpu's shader translation", || {
-            build_pipeline(device, compiled, module, sizes, bounds_checks)
+            build_pipeline(device, compiled, module, sizes, checks)
         })
     })?
+}
+
+/// The run-time checks a module is built with.
+#[derive(Clone, Copy, Debug)]
+struct Checks {
+    bounds: BoundsChecks,
+    /// wgpu's loop counter; off only where every loop is counted.
+    loops_bounded: bool,
 }
 
 fn build_pipeline(
@@ -224,7 +254,7 @@ fn build_pipeline(
     compiled: &CompiledKernel,
     module: naga::Module,
     sizes: &BindingSizes,
-    bounds_checks: BoundsChecks,
+    checks: Checks,
 ) -> (wgpu::ComputePipeline, wgpu::BindGroupLayout) {
     let bgl = bind_group_layout(device, &compiled.layout, sizes);
     // A reporting kernel's slot is group 1 (`stream/reports.rs`).
@@ -238,8 +268,18 @@ fn build_pipeline(
         label: Some(&compiled.name),
         source: wgpu::ShaderSource::Naga(std::borrow::Cow::Owned(module)),
     };
-    let module = match bounds_checks {
-        BoundsChecks::Checked | BoundsChecks::Reported => device.create_shader_module(source),
+    let module = match checks.bounds {
+        BoundsChecks::Checked | BoundsChecks::Reported if checks.loops_bounded => {
+            device.create_shader_module(source)
+        }
+        // SAFETY: every check stays but the loop counter, which guards
+        // against a loop that never ends; `termination` proved that every
+        // loop of this module ends.
+        BoundsChecks::Checked | BoundsChecks::Reported => unsafe {
+            let mut runtime = wgpu::ShaderRuntimeChecks::checked();
+            runtime.force_loop_bounding = false;
+            device.create_shader_module_trusted(source, runtime)
+        },
         // SAFETY: the caller chose unchecked accesses (options or the
         // kernel's own policy); the kernel's memory safety is then the
         // caller's contract (`Server::launch` is unsafe for this reason).

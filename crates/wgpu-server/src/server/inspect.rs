@@ -17,6 +17,12 @@ impl<C: WgpuCompiler> WgpuServer<C> {
         self.kernels.pipelines()
     }
 
+    /// Compiled pipelines that kept wgpu's loop counter (a checked module
+    /// with a loop the server could not prove ends).
+    pub fn pipelines_with_bounded_loops(&self) -> usize {
+        self.kernels.pipelines_with_bounded_loops()
+    }
+
     /// Host allocations `staging` had to make (the rest came from its pool).
     pub fn staging_allocations(&self) -> u64 {
         self.memory.staging().allocations

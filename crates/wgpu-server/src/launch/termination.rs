@@ -1,0 +1,339 @@
+//! Which modules need wgpu's loop bounding: a proof that every loop ends.
+//!
+//! wgpu's checked modules bound every loop with a hidden 64-bit counter
+//! (`force_loop_bounding`), so a driver never meets a loop it may assume
+//! ends and exploit as undefined behaviour. The counter also hides every
+//! trip count from the driver: no loop unrolls, and a per-thread array
+//! indexed by the loop variable moves from registers to memory. On an
+//! H100 that made cubek's tiled matmuls 25-33x slower (docs/burn.md).
+//!
+//! A module whose every loop is a *counted loop* gets no counter: the
+//! proof below is the bound. Anything else keeps wgpu's counter, for the
+//! whole module. Bounds checks (index clamping) stay on either way.
+//!
+//! A counted loop, as naga's IR spells `for (var i = a; i < b; i++)` (and
+//! cubecl's SPIR-V loops after naga's front end):
+//! - the first statement of its body past `Emit`s and `Store`s is an
+//!   `if` whose one exit arm is exactly `break`, on `v < b` (or `b > v`) with `v` a load,
+//!   emitted there, of an integer scalar local `i`;
+//! - its `continuing` block stores `i = x + 1` at its top level once, `x`
+//!   a load of `i`, and nothing else in the loop writes `i`;
+//! - no call in the function is given a pointer to `i`.
+//!
+//! Then every iteration that reaches `continuing` had `v < b <= MAX`, so
+//! `i` grows by one without wrapping: at most `MAX - MIN` iterations. The
+//! mirror (`v > b`, `i = x - 1`) is counted too, and so is an unsigned
+//! `i` halved or shifted right while `v > b` (tree reductions: `v >= 1`
+//! there, so it strictly shrinks). Extra exits (`break`,
+//! `return`, `break_if`) only end a loop sooner.
+
+use naga::{
+    BinaryOperator, Block, Expression, Function, Handle, Literal, LocalVariable, Module, Scalar,
+    ScalarKind, Statement, TypeInner, UnaryOperator,
+};
+
+/// Whether every loop of every function in `module` is counted, so the
+/// module may be compiled without wgpu's loop bounding.
+pub(crate) fn every_loop_counted(module: &Module) -> bool {
+    let functions = module.functions.iter().map(|(_, f)| f);
+    let entries = module.entry_points.iter().map(|e| &e.function);
+    functions
+        .chain(entries)
+        .all(|f| loops_counted(module, f, &f.body))
+}
+
+fn loops_counted(module: &Module, f: &Function, block: &Block) -> bool {
+    block.iter().all(|s| match s {
+        Statement::Loop {
+            body, continuing, ..
+        } => {
+            counted(module, f, body, continuing)
+                && loops_counted(module, f, body)
+                && loops_counted(module, f, continuing)
+        }
+        Statement::Block(b) => loops_counted(module, f, b),
+        Statement::If { accept, reject, .. } => {
+            loops_counted(module, f, accept) && loops_counted(module, f, reject)
+        }
+        Statement::Switch { cases, .. } => cases.iter().all(|c| loops_counted(module, f, &c.body)),
+        _ => true,
+    })
+}
+
+/// Which way a counted loop's variable moves.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Step {
+    Up,
+    Down,
+}
+
+/// The loop whose blocks these are, by the rules in the module doc.
+fn counted(module: &Module, f: &Function, body: &Block, continuing: &Block) -> bool {
+    let Some((var, v, step)) = header(module, f, body) else {
+        return false;
+    };
+    let stores: Vec<Handle<Expression>> = continuing
+        .iter()
+        .filter_map(|s| match *s {
+            Statement::Store { pointer, value } if local_of(f, pointer) == Some(var) => Some(value),
+            _ => None,
+        })
+        .collect();
+    let [value] = stores[..] else {
+        return false;
+    };
+    let mut inside = Vec::new();
+    emitted(body, &mut inside);
+    emitted(continuing, &mut inside);
+    steps(f, value, var, v, step, &inside, unsigned(module, f, var))
+        && writes(f, body, var) == 0
+        && writes(f, continuing, var) == 1
+        && !passed_to_a_call(f, &f.body, var)
+}
+
+/// The loop's exit test: its variable, the load the test reads, and the
+/// direction that keeps the loop going.
+fn header(
+    module: &Module,
+    f: &Function,
+    body: &Block,
+) -> Option<(Handle<LocalVariable>, Handle<Expression>, Step)> {
+    let mut emitted = Vec::new();
+    // Stores may come first (naga's SPIR-V front end writes a phi's
+    // variable there); nothing that jumps, which could skip the test.
+    let test = body.iter().find_map(|s| match s {
+        Statement::Emit(range) => {
+            emitted.extend(range.clone());
+            None
+        }
+        Statement::Store { .. } => None,
+        other => Some(other),
+    })?;
+    let Statement::If {
+        condition,
+        accept,
+        reject,
+    } = test
+    else {
+        return None;
+    };
+    let (v, step) = if only_break(reject) {
+        stays_in(f, *condition)?
+    } else if only_break(accept) {
+        leaves(f, *condition)?
+    } else {
+        return None;
+    };
+    let var = match f.expressions[v] {
+        Expression::Load { pointer } => local_of(f, pointer)?,
+        _ => return None,
+    };
+    (emitted.contains(&v) && integer(module, f, var)).then_some((var, v, step))
+}
+
+/// `v < b`, `b > v` (up) or `v > b`, `b < v` (down): the condition under
+/// which the loop goes on; `v` the operand that is a load.
+fn stays_in(f: &Function, condition: Handle<Expression>) -> Option<(Handle<Expression>, Step)> {
+    let Expression::Binary { op, left, right } = f.expressions[condition] else {
+        return None;
+    };
+    let is_load = |e: Handle<Expression>| matches!(f.expressions[e], Expression::Load { .. });
+    match op {
+        BinaryOperator::Less if is_load(left) => Some((left, Step::Up)),
+        BinaryOperator::Greater if is_load(right) => Some((right, Step::Up)),
+        BinaryOperator::Greater if is_load(left) => Some((left, Step::Down)),
+        BinaryOperator::Less if is_load(right) => Some((right, Step::Down)),
+        _ => None,
+    }
+}
+
+/// The condition under which the loop breaks: `!(stays)`, `v >= b`
+/// (`!(v < b)`), `b <= v`, or the mirrors.
+fn leaves(f: &Function, condition: Handle<Expression>) -> Option<(Handle<Expression>, Step)> {
+    match f.expressions[condition] {
+        Expression::Unary {
+            op: UnaryOperator::LogicalNot,
+            expr,
+        } => stays_in(f, expr),
+        Expression::Binary { op, left, right } => {
+            let is_load =
+                |e: Handle<Expression>| matches!(f.expressions[e], Expression::Load { .. });
+            match op {
+                BinaryOperator::GreaterEqual if is_load(left) => Some((left, Step::Up)),
+                BinaryOperator::LessEqual if is_load(right) => Some((right, Step::Up)),
+                BinaryOperator::LessEqual if is_load(left) => Some((left, Step::Down)),
+                BinaryOperator::GreaterEqual if is_load(right) => Some((right, Step::Down)),
+                _ => None,
+            }
+        }
+        _ => None,
+    }
+}
+
+/// `value` is `x + 1` (up) or `x - 1`, `x / c`, `x >> c` (down; the last
+/// two unsigned only, `c` a literal that shrinks `x`), `x` the header's load `v`
+/// or another load of `var` evaluated in the loop (`inside`): `var`
+/// changes only here, so such a load reads what `v` read.
+fn steps(
+    f: &Function,
+    value: Handle<Expression>,
+    var: Handle<LocalVariable>,
+    v: Handle<Expression>,
+    step: Step,
+    inside: &[Handle<Expression>],
+    unsigned: bool,
+) -> bool {
+    let Expression::Binary { op, left, right } = f.expressions[value] else {
+        return false;
+    };
+    let reads_var = |e: Handle<Expression>| {
+        e == v
+            || (inside.contains(&e)
+                && matches!(f.expressions[e], Expression::Load { pointer } if local_of(f, pointer) == Some(var)))
+    };
+    match (op, step) {
+        (BinaryOperator::Add, Step::Up) => {
+            (reads_var(left) && one(f, right)) || (one(f, left) && reads_var(right))
+        }
+        (BinaryOperator::Subtract, Step::Down) => reads_var(left) && one(f, right),
+        // Unsigned `v > b` means `v >= 1`, where halving (or any shift)
+        // strictly shrinks `v`; a signed `v` may be negative, where it
+        // does not.
+        (BinaryOperator::Divide, Step::Down) => {
+            unsigned && reads_var(left) && literal_at_least(f, right, 2)
+        }
+        (BinaryOperator::ShiftRight, Step::Down) => {
+            unsigned && reads_var(left) && literal_at_least(f, right, 1)
+        }
+        _ => false,
+    }
+}
+
+/// An unsigned constant `>= least`: a literal, or a load of a local that
+/// a literal initializes and nothing writes (how the IR backend spells a
+/// constant: `var v_lit: u32 = 1u; let v = v_lit;`).
+fn literal_at_least(f: &Function, e: Handle<Expression>, least: u64) -> bool {
+    match f.expressions[constant(f, e)] {
+        Expression::Literal(Literal::U32(x)) => u64::from(x) >= least,
+        Expression::Literal(Literal::U64(x)) => x >= least,
+        _ => false,
+    }
+}
+
+/// What `e` always evaluates to when it reads a local that only its
+/// initializer sets; `e` itself otherwise.
+fn constant(f: &Function, e: Handle<Expression>) -> Handle<Expression> {
+    let Expression::Load { pointer } = f.expressions[e] else {
+        return e;
+    };
+    let Some(var) = local_of(f, pointer) else {
+        return e;
+    };
+    match f.local_variables[var].init {
+        Some(init) if writes(f, &f.body, var) == 0 && !passed_to_a_call(f, &f.body, var) => init,
+        _ => e,
+    }
+}
+
+/// Every expression `block` evaluates (nested blocks included).
+fn emitted(block: &Block, out: &mut Vec<Handle<Expression>>) {
+    for s in block.iter() {
+        match s {
+            Statement::Emit(range) => out.extend(range.clone()),
+            Statement::Block(b) => emitted(b, out),
+            Statement::If { accept, reject, .. } => {
+                emitted(accept, out);
+                emitted(reject, out);
+            }
+            Statement::Switch { cases, .. } => cases.iter().for_each(|c| emitted(&c.body, out)),
+            Statement::Loop {
+                body, continuing, ..
+            } => {
+                emitted(body, out);
+                emitted(continuing, out);
+            }
+            _ => {}
+        }
+    }
+}
+
+fn one(f: &Function, e: Handle<Expression>) -> bool {
+    matches!(
+        f.expressions[constant(f, e)],
+        Expression::Literal(Literal::U32(1) | Literal::I32(1) | Literal::U64(1) | Literal::I64(1))
+    )
+}
+
+fn only_break(block: &Block) -> bool {
+    let mut rest = block.iter().filter(|s| !matches!(s, Statement::Emit(_)));
+    matches!(rest.next(), Some(Statement::Break)) && rest.next().is_none()
+}
+
+fn local_of(f: &Function, pointer: Handle<Expression>) -> Option<Handle<LocalVariable>> {
+    match f.expressions[pointer] {
+        Expression::LocalVariable(var) => Some(var),
+        _ => None,
+    }
+}
+
+/// A scalar integer: the only pointers to it are the variable itself
+/// (no element or member of it to point at), and it wraps at a bound.
+fn integer(module: &Module, f: &Function, var: Handle<LocalVariable>) -> bool {
+    matches!(
+        module.types[f.local_variables[var].ty].inner,
+        TypeInner::Scalar(Scalar {
+            kind: ScalarKind::Uint | ScalarKind::Sint,
+            ..
+        })
+    )
+}
+
+fn unsigned(module: &Module, f: &Function, var: Handle<LocalVariable>) -> bool {
+    matches!(
+        module.types[f.local_variables[var].ty].inner,
+        TypeInner::Scalar(Scalar {
+            kind: ScalarKind::Uint,
+            ..
+        })
+    )
+}
+
+/// How many statements in `block` (nested ones included) store to `var`.
+fn writes(f: &Function, block: &Block, var: Handle<LocalVariable>) -> usize {
+    block
+        .iter()
+        .map(|s| match s {
+            Statement::Store { pointer, .. } => usize::from(local_of(f, *pointer) == Some(var)),
+            Statement::Block(b) => writes(f, b, var),
+            Statement::If { accept, reject, .. } => writes(f, accept, var) + writes(f, reject, var),
+            Statement::Switch { cases, .. } => cases.iter().map(|c| writes(f, &c.body, var)).sum(),
+            Statement::Loop {
+                body, continuing, ..
+            } => writes(f, body, var) + writes(f, continuing, var),
+            _ => 0,
+        })
+        .sum()
+}
+
+/// Whether a call anywhere in `block` is given a pointer to `var` (the
+/// callee could write it). Other statements that write through a pointer
+/// (atomics, ray queries, cooperative stores, workgroup loads) take types
+/// or address spaces a function's integer scalar does not have.
+fn passed_to_a_call(f: &Function, block: &Block, var: Handle<LocalVariable>) -> bool {
+    block.iter().any(|s| match s {
+        Statement::Call { arguments, .. } => arguments.iter().any(|a| local_of(f, *a) == Some(var)),
+        Statement::Block(b) => passed_to_a_call(f, b, var),
+        Statement::If { accept, reject, .. } => {
+            passed_to_a_call(f, accept, var) || passed_to_a_call(f, reject, var)
+        }
+        Statement::Switch { cases, .. } => cases.iter().any(|c| passed_to_a_call(f, &c.body, var)),
+        Statement::Loop {
+            body, continuing, ..
+        } => passed_to_a_call(f, body, var) || passed_to_a_call(f, continuing, var),
+        _ => false,
+    })
+}
+
+#[cfg(test)]
+#[path = "termination_tests.rs"]
+mod tests;
