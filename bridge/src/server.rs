@@ -291,12 +291,20 @@ impl Server for BridgeServer {
             .map_err(|e| to_cubecl(&e))
     }
 
+    /// A device without timestamp queries has no at-launch window (it
+    /// would need the launch's own timestamps): a host-timed window from
+    /// now, which also spans the launch, measures it as upstream does
+    /// there (cubecl's autotune opens these windows on every device).
     fn start_profile_at_launch(
         &mut self,
         stream_id: StreamId,
     ) -> Result<ProfilingToken, ServerError> {
-        self.inner
-            .start_profile_at_launch(stream(stream_id))
+        let at_launch = self.inner.start_profile_at_launch(stream(stream_id));
+        let token = match at_launch {
+            Err(Inner::Unsupported { .. }) => self.inner.start_profile(stream(stream_id)),
+            other => other,
+        };
+        token
             .map(|t| ProfilingToken { id: t.id })
             .map_err(|e| to_cubecl(&e))
     }
