@@ -27,6 +27,8 @@
 //! there, so it strictly shrinks). Extra exits (`break`,
 //! `return`, `break_if`) only end a loop sooner.
 
+use std::ops::RangeInclusive;
+
 use naga::{
     BinaryOperator, Block, Expression, Function, Handle, Literal, LocalVariable, Module, Scalar,
     ScalarKind, Statement, TypeInner, UnaryOperator,
@@ -200,22 +202,24 @@ fn steps(
         // strictly shrinks `v`; a signed `v` may be negative, where it
         // does not.
         (BinaryOperator::Divide, Step::Down) => {
-            unsigned && reads_var(left) && literal_at_least(f, right, 2)
+            unsigned && reads_var(left) && literal_in(f, right, 2..=u64::MAX)
         }
+        // WGSL masks a run-time shift amount to the bit width (`>> 32u`
+        // on a `u32` read from a local is `>> 0u`): 1 to 31 only.
         (BinaryOperator::ShiftRight, Step::Down) => {
-            unsigned && reads_var(left) && literal_at_least(f, right, 1)
+            unsigned && reads_var(left) && literal_in(f, right, 1..=31)
         }
         _ => false,
     }
 }
 
-/// An unsigned constant `>= least`: a literal, or a load of a local that
+/// An unsigned constant in `range`: a literal, or a load of a local that
 /// a literal initializes and nothing writes (how the IR backend spells a
 /// constant: `var v_lit: u32 = 1u; let v = v_lit;`).
-fn literal_at_least(f: &Function, e: Handle<Expression>, least: u64) -> bool {
+fn literal_in(f: &Function, e: Handle<Expression>, range: RangeInclusive<u64>) -> bool {
     match f.expressions[constant(f, e)] {
-        Expression::Literal(Literal::U32(x)) => u64::from(x) >= least,
-        Expression::Literal(Literal::U64(x)) => x >= least,
+        Expression::Literal(Literal::U32(x)) => range.contains(&u64::from(x)),
+        Expression::Literal(Literal::U64(x)) => range.contains(&x),
         _ => false,
     }
 }

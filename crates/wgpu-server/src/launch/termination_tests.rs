@@ -75,6 +75,15 @@ fn a_tree_reduction_halving_an_unsigned_stride_is_counted() {
         "for (var s = n; s > 0u; s >>= 0u) { a[0] = 1u; }",
         ""
     ));
+    // A run-time shift by 32 is a shift by 0.
+    assert!(!counted(
+        "var k = 32u; let by = k; for (var s = n; s > 0u; s = s >> by) { a[0] = 1u; }",
+        ""
+    ));
+    assert!(counted(
+        "var k = 31u; let by = k; for (var s = n; s > 0u; s = s >> by) { a[0] = 1u; }",
+        ""
+    ));
 }
 
 #[test]
