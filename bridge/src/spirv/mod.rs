@@ -50,6 +50,9 @@
 //!   lowering packs and unpacks bytes through `vec4<u8>` (bitcasts to and
 //!   from `u32`, `OpUConvert` to and from `vec4<u32>`, `OpIEqual`), which
 //!   become shifts and masks on `vec4<u32>` lanes.
+//! - [`copy_cross_block_operands`]: a value from another block that a
+//!   subgroup instruction reads is copied into the reader's block first
+//!   (naga's front end panics spilling it there).
 //! - [`allow::check`]: every instruction left is one naga's front end is
 //!   known to read right, with the operand types it needs; anything else
 //!   fails the compilation, never a silent misreading.
@@ -64,6 +67,7 @@ mod atomics;
 mod descriptors;
 mod layout;
 mod nonfinite;
+mod operands;
 mod polyfills;
 mod signed;
 mod special;
@@ -75,6 +79,7 @@ pub use atomics::signed_atomics;
 pub use descriptors::descriptors;
 pub use layout::pad_structs;
 pub use nonfinite::nonfinite_constants;
+pub use operands::copy_cross_block_operands;
 pub use polyfills::{byte_vectors, polyfills};
 pub use signed::{signed_mod, signed_ops};
 
@@ -94,6 +99,7 @@ pub fn for_naga(module: &Module) -> Result<Module, String> {
     polyfills(&mut m);
     byte_vectors(&mut m);
     nonfinite_constants(&mut m);
+    copy_cross_block_operands(&mut m);
     allow::check(&m)?;
     Ok(m)
 }

@@ -385,3 +385,55 @@ fn nan_and_infinite_constants_become_run_time_values() {
     // What the server parses again: the WGSL front end takes it too.
     naga::front::wgsl::parse_str(&wgsl).unwrap_or_else(|e| panic!("{e}\n{wgsl}"));
 }
+
+/// A loop whose header defines `x = idx + 1` and `c = idx < 1`; after the
+/// loop (its merge block, outside the loop body naga builds) `reader`
+/// reads them: naga's front end spills such values, and panicked doing it
+/// for a branch or a subgroup instruction.
+fn read_after_loop(reader: impl FnOnce(&mut Builder, &Ctx, Word, Word) -> Word) -> Module {
+    kernel(&[], u32s, |b, ctx, _| {
+        let one = b.constant_bit32(ctx.u32, 1);
+        let (header, body, cont, merge) = (b.id(), b.id(), b.id(), b.id());
+        b.branch(header).expect("branch");
+        b.begin_block(Some(header)).expect("header");
+        let x = b.i_add(ctx.u32, None, ctx.idx, one).expect("add");
+        let c = b
+            .u_less_than(ctx.bool, None, ctx.idx, one)
+            .expect("compare");
+        b.loop_merge(merge, cont, rspirv::spirv::LoopControl::NONE, [])
+            .expect("loop merge");
+        b.branch_conditional(c, body, merge, []).expect("exit");
+        b.begin_block(Some(body)).expect("body");
+        b.branch(cont).expect("to continue");
+        b.begin_block(Some(cont)).expect("continue");
+        b.branch(header).expect("back edge");
+        b.begin_block(Some(merge)).expect("merge");
+        reader(b, ctx, x, c)
+    })
+}
+
+#[test]
+fn a_subgroup_instruction_reading_a_value_from_another_block_reads_a_copy() {
+    let m = read_after_loop(|b, ctx, x, _| {
+        let scope = b.constant_bit32(ctx.u32, rspirv::spirv::Scope::Subgroup as u32);
+        let id = b.id();
+        let i = Instruction::new(
+            Op::GroupNonUniformIAdd,
+            Some(ctx.u32),
+            Some(id),
+            vec![
+                Operand::IdScope(scope),
+                Operand::GroupOperation(GroupOperation::Reduce),
+                Operand::IdRef(x),
+            ],
+        );
+        b.insert_into_block(rspirv::dr::InsertPoint::End, i)
+            .expect("inserted");
+        id
+    });
+    let caught = std::panic::catch_unwind(|| naga_wgsl(&m));
+    assert!(caught.is_err(), "naga's front end reads it as is now");
+    let (fixed, wgsl) = bridged(&m);
+    assert_eq!(count(&fixed, Op::CopyObject), 1);
+    assert!(shape(&wgsl).contains("subgroupAdd("), "{wgsl}");
+}
