@@ -48,3 +48,50 @@ fn a_zero_byte_allocation_reads_as_empty() {
     let data = client.create_from_slice(&[1, 2, 3]);
     assert_eq!(&*client.read_one(data).expect("a 3-byte read"), &[1, 2, 3]);
 }
+
+/// Polls `f` to the end (wgpu's and the server's futures are driven by
+/// their own threads).
+fn block_on<F: std::future::Future>(f: F) -> F::Output {
+    let mut f = std::pin::pin!(f);
+    let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+    loop {
+        if let std::task::Poll::Ready(v) = f.as_mut().poll(&mut cx) {
+            return v;
+        }
+        std::thread::yield_now();
+    }
+}
+
+/// cubecl's autotune opens at-launch windows on every device; on one
+/// without timestamp queries (burn's data-parallel ranks open such
+/// devices) the window is timed by the host instead of refused, which
+/// made autotune panic.
+#[test]
+fn an_at_launch_window_on_a_device_without_timestamps_is_timed_by_the_host() {
+    use cubecl_common::device::Device;
+    use cubecl_runtime::server::Server;
+    let mut desc = wgpu::InstanceDescriptor::new_without_display_handle();
+    desc.backends = wgpu::Backends::PRIMARY;
+    let instance = wgpu::Instance::new(desc);
+    let adapter = block_on(instance.request_adapter(&Default::default())).expect("an adapter");
+    let (device, queue) =
+        block_on(adapter.request_device(&Default::default())).expect("a device without features");
+    assert!(!device.features().contains(wgpu::Features::TIMESTAMP_QUERY));
+    let id = cubecl_runtime::device::WgpuDevice::default().to_id();
+    let mut server = cubecl_bridge::BridgeServer::from_parts(
+        id,
+        &adapter,
+        device,
+        queue,
+        wgpu_server::WgpuServerOptions::new(),
+    )
+    .expect("a server");
+    let stream = cubecl_environment::stream::StreamId::current();
+    let token = server
+        .start_profile_at_launch(stream)
+        .expect("a host-timed window");
+    let duration = server
+        .end_profile(stream, token)
+        .expect("the window closes");
+    assert!(block_on(duration.resolve()).is_some(), "a measurement");
+}
