@@ -34,7 +34,7 @@ use cubecl_runtime::server::{
     Server, ServerError, ServerUtilities,
 };
 use wgpu_server::runtime::{self as inner_rt, Server as _, ServerError as Inner};
-use wgpu_server::{WgpuServer, WgpuServerOptions, WgslPassthrough};
+use wgpu_server::{LoopBounding, WgpuServer, WgpuServerOptions, WgslPassthrough};
 
 use crate::compile::Kernels;
 use crate::errors::{is_device_fault, to_cubecl};
@@ -96,6 +96,10 @@ impl BridgeServer {
         // The server's own device id (what its collectives pair ranks by):
         // cubecl's id, type and index, which is unique in the process.
         let id = crate::collective::inner_device(device_id);
+        let options = match loop_bounding() {
+            Some(bounding) => options.loop_bounding(bounding),
+            None => options,
+        };
         let inner = options.device_id(id).build::<WgslPassthrough>(
             device,
             queue,
@@ -331,5 +335,21 @@ impl Server for BridgeServer {
             _ => inner_rt::MemoryAllocationMode::Auto,
         };
         self.inner.allocation_mode(mode, stream(stream_id));
+    }
+}
+
+/// Set to `unproven` to compile with [`LoopBounding::Unproven`] (`every`:
+/// the default, whatever the caller's options say): wgpu's
+/// loop counter only in modules with a loop the server cannot prove ends.
+/// On the H100 it made cubek's tiled matmuls 25-33x faster and their first
+/// compile take up to 45 s each (docs/burn.md); not the default until that
+/// compile time is understood.
+const LOOP_BOUNDING_ENV: &str = "CUBECL_BRIDGE_LOOP_BOUNDING";
+
+fn loop_bounding() -> Option<LoopBounding> {
+    match std::env::var(LOOP_BOUNDING_ENV).as_deref() {
+        Ok("unproven") => Some(LoopBounding::Unproven),
+        Ok("every") => Some(LoopBounding::Every),
+        _ => None,
     }
 }

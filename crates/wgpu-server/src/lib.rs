@@ -61,8 +61,8 @@ pub use stream::{ScheduledWgpuBackend, WgpuStream};
 pub use timing::timeline::{DEFAULT_TIMELINE_CAPACITY, Timeline, TimelineEvent};
 
 pub use compute_wgsl::{
-    BindingAccess, BoundsChecks, DefaultCompiler, IrCompiler, WgpuCompilationOptions, WgpuCompiler,
-    WgslKernel, WgslPassthrough,
+    BindingAccess, BoundsChecks, DefaultCompiler, IrCompiler, LoopBounding, WgpuCompilationOptions,
+    WgpuCompiler, WgslKernel, WgslPassthrough,
 };
 pub use wgpu::Backend;
 

@@ -33,8 +33,8 @@ pub use compute_runtime::{
     StreamMemoryReport, TimingMethod,
 };
 pub use compute_wgsl::{
-    BindingAccess, BoundsChecks, DefaultCompiler, IrCompiler, WgpuCompilationOptions, WgslKernel,
-    WgslPassthrough,
+    BindingAccess, BoundsChecks, DefaultCompiler, IrCompiler, LoopBounding, WgpuCompilationOptions,
+    WgslKernel, WgslPassthrough,
 };
 
 pub use crate::{DefaultClient, DefaultServer, WgpuServer, WgpuServerOptions};

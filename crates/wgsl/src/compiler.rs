@@ -7,10 +7,9 @@ use compute_runtime::{CubeKernel, ServerError};
 /// Whether generated shaders check their memory accesses at run time.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
 pub enum BoundsChecks {
-    /// wgpu's default: every access is clamped or checked. Loops keep
-    /// wgpu's hidden loop counter unless the server proves that every
-    /// loop of the module ends (wgpu-server's `launch/termination.rs`:
-    /// counted loops such as `for (var i = a; i < b; i++)`).
+    /// wgpu's default: every access is clamped or checked, and loops keep
+    /// wgpu's hidden loop counter (see [`LoopBounding`] for where they
+    /// need not).
     #[default]
     Checked,
     /// No runtime checks (`create_shader_module_trusted`): faster, and the
@@ -51,11 +50,29 @@ pub const REPORT_VECTOR_BIT: u32 = 1 << 28;
 /// record is seen even when the count wraps.
 pub const REPORT_PRESENT_BIT: u32 = 1 << 30;
 
+/// Which checked modules keep wgpu's hidden loop counter, which makes a
+/// loop that never ends stop (a driver may otherwise assume it ends) and
+/// also hides every trip count from the driver (no loop unrolls).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub enum LoopBounding {
+    /// Every checked module (wgpu's default).
+    #[default]
+    Every,
+    /// Only a module with a loop the server cannot prove ends
+    /// (wgpu-server's `launch/termination.rs`: counted loops such as
+    /// `for (var i = a; i < b; i++)` are proved). On an H100 this made
+    /// cubek's tiled matmuls 25-33x faster and their first compile take
+    /// up to 45 s each in NVIDIA's driver (docs/burn.md), hence opt-in.
+    Unproven,
+}
+
 /// Options a server compiles with; part of the pipeline cache key.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct WgpuCompilationOptions {
     /// Runtime bounds checks.
     pub bounds_checks: BoundsChecks,
+    /// Which checked modules keep wgpu's loop counter.
+    pub loop_bounding: LoopBounding,
     /// Have the backend run an extra naga validation of what it generates
     /// (the server parses and checks every kernel with naga anyway, and
     /// wgpu validates the module again; this catches a backend bug with the
@@ -69,6 +86,7 @@ impl Default for WgpuCompilationOptions {
     fn default() -> Self {
         Self {
             bounds_checks: BoundsChecks::Checked,
+            loop_bounding: LoopBounding::Every,
             validate: false,
         }
     }

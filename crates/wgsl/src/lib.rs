@@ -32,7 +32,8 @@ mod reflect;
 mod validate;
 
 pub use compiler::{
-    BindingAccess, BoundsChecks, CompiledKernel, DeviceCaps, KernelLayout, REPORT_BYTES,
+    BindingAccess, BoundsChecks, CompiledKernel, DeviceCaps, KernelLayout, LoopBounding,
+    REPORT_BYTES,
     REPORT_GROUP, REPORT_LOCAL_BIT, REPORT_PRESENT_BIT, REPORT_SHARED_BIT, REPORT_VECTOR_BIT,
     WgpuCompilationOptions, WgpuCompiler,
 };

@@ -49,6 +49,7 @@ proptest! {
         let options = WgpuCompilationOptions {
             bounds_checks: BoundsChecks::Reported,
             validate: true,
+            ..Default::default()
         };
         let c = IrCompiler.compile(&p.kernel, &options, &caps())
             .map_err(|e| TestCaseError::fail(format!("seed {seed}: {e}")))?;

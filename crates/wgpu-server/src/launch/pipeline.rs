@@ -16,7 +16,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use compute_runtime::{CubeKernel, KernelId, LogCategory, LogLevel, ServerError, ServerLogger};
 use compute_wgsl::{
-    BoundsChecks, CompiledKernel, DeviceCaps, KernelLayout, WgpuCompilationOptions, WgpuCompiler,
+    BoundsChecks, CompiledKernel, DeviceCaps, KernelLayout, LoopBounding, WgpuCompilationOptions,
+    WgpuCompiler,
     check_layout, make_storage_writable, module_interface, validate_wgsl, without_panics,
 };
 use hashbrown::HashMap;
@@ -102,7 +103,8 @@ impl PipelineCache {
         let (module, sizes) = checked_module(&compiled)?;
         let bounds_checks = compiled.bounds_checks.unwrap_or(options.bounds_checks);
         let loops_bounded = bounds_checks != BoundsChecks::Unchecked
-            && !super::termination::every_loop_counted(&module);
+            && (options.loop_bounding == LoopBounding::Every
+                || !super::termination::every_loop_counted(&module));
         let checks = Checks {
             bounds: bounds_checks,
             loops_bounded,
@@ -128,7 +130,7 @@ impl PipelineCache {
                 started.elapsed(),
                 cached.bounds_checks,
                 if cached.loops_bounded {
-                    ", loops bounded (not all counted)"
+                    ", loops bounded"
                 } else {
                     ""
                 }

@@ -154,6 +154,15 @@ impl WgpuServerOptions {
         self
     }
 
+    /// Which checked modules keep wgpu's loop counter (default
+    /// [`LoopBounding::Every`](compute_wgsl::LoopBounding::Every);
+    /// `Unproven` drops it from a module whose every loop the server
+    /// proves ends, which lets the driver unroll its loops).
+    pub fn loop_bounding(mut self, bounding: compute_wgsl::LoopBounding) -> Self {
+        self.compilation.loop_bounding = bounding;
+        self
+    }
+
     /// Tasks a stream encodes before it submits (default
     /// `WGPU_SERVER_TASKS_MAX`, else 128).
     pub fn tasks_max(mut self, tasks: usize) -> Self {
