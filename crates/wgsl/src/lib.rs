@@ -33,9 +33,8 @@ mod validate;
 
 pub use compiler::{
     BindingAccess, BoundsChecks, CompiledKernel, DeviceCaps, KernelLayout, LoopBounding,
-    REPORT_BYTES,
-    REPORT_GROUP, REPORT_LOCAL_BIT, REPORT_PRESENT_BIT, REPORT_SHARED_BIT, REPORT_VECTOR_BIT,
-    WgpuCompilationOptions, WgpuCompiler,
+    REPORT_BYTES, REPORT_GROUP, REPORT_LOCAL_BIT, REPORT_PRESENT_BIT, REPORT_SHARED_BIT,
+    REPORT_VECTOR_BIT, WgpuCompilationOptions, WgpuCompiler,
 };
 pub use default::DefaultCompiler;
 pub use ir::IrCompiler;

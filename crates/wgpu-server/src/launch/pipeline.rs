@@ -17,8 +17,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use compute_runtime::{CubeKernel, KernelId, LogCategory, LogLevel, ServerError, ServerLogger};
 use compute_wgsl::{
     BoundsChecks, CompiledKernel, DeviceCaps, KernelLayout, LoopBounding, WgpuCompilationOptions,
-    WgpuCompiler,
-    check_layout, make_storage_writable, module_interface, validate_wgsl, without_panics,
+    WgpuCompiler, check_layout, make_storage_writable, module_interface, validate_wgsl,
+    without_panics,
 };
 use hashbrown::HashMap;
 
