@@ -18,14 +18,27 @@ pub(crate) fn bundle() -> Result {
         "burn-suite",
     ]);
     run(ours)?;
+    // The compile-time probe (`bridge/examples/compile_probe.rs`) that
+    // `xtask/h200/compile-probe.sh` runs on the bridge's dumped modules.
+    let mut probe = bridge_cargo();
+    probe.args([
+        "build",
+        "--release",
+        "-p",
+        "cubecl-bridge",
+        "--example",
+        "compile_probe",
+    ]);
+    run(probe)?;
     let mut upstream = bridge_cargo();
     upstream.current_dir(root().join("bridge/upstream"));
     upstream.args(["build", "--release", "--bin", "burn-upstream"]);
     run(upstream)?;
     let out = root().join(".burn");
     std::fs::create_dir_all(&out).map_err(|e| format!("create {}: {e}", out.display()))?;
-    for name in ["burn-suite", "burn-upstream"] {
+    for name in ["burn-suite", "burn-upstream", "examples/compile_probe"] {
         let bin = target_dir().join("release").join(name);
+        let name = name.trim_start_matches("examples/");
         let to = out.join(name);
         std::fs::copy(&bin, &to).map_err(|e| format!("copy {}: {e}", bin.display()))?;
         let mut strip = Command::new("strip");
