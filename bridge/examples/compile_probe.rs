@@ -17,6 +17,8 @@
 
 use std::time::Instant;
 
+use cubecl_environment::future::block_on;
+
 fn main() -> Result<(), String> {
     let mut args = std::env::args().skip(1);
     let (Some(path), Some(variant)) = (args.next(), args.next()) else {
@@ -92,28 +94,16 @@ fn device() -> Result<(wgpu::Device, wgpu::Queue), String> {
     let mut desc = wgpu::InstanceDescriptor::new_without_display_handle();
     desc.backends = wgpu::Backends::PRIMARY;
     let instance = wgpu::Instance::new(desc);
-    let adapter = pollster(instance.request_adapter(&Default::default()))
+    let adapter = block_on(instance.request_adapter(&Default::default()))
         .map_err(|e| format!("no adapter: {e}"))?;
     let wanted = wgpu::Features::SHADER_F16
         | wgpu::Features::SUBGROUP
         | wgpu::Features::SHADER_INT64
         | wgpu::Features::SHADER_FLOAT32_ATOMIC;
-    pollster(adapter.request_device(&wgpu::DeviceDescriptor {
+    block_on(adapter.request_device(&wgpu::DeviceDescriptor {
         required_features: adapter.features() & wanted,
         required_limits: adapter.limits(),
         ..Default::default()
     }))
     .map_err(|e| format!("no device: {e}"))
-}
-
-/// wgpu's native futures are ready when polled after their work is done.
-fn pollster<F: std::future::Future>(f: F) -> F::Output {
-    let mut f = std::pin::pin!(f);
-    let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
-    loop {
-        if let std::task::Poll::Ready(v) = f.as_mut().poll(&mut cx) {
-            return v;
-        }
-        std::thread::yield_now();
-    }
 }

@@ -2,6 +2,7 @@
 //! between cubecl's contract and the server's.
 
 use cubecl_bridge::BridgeRuntime;
+use cubecl_environment::future::block_on;
 use cubecl_runtime::memory_management::MemoryScope;
 use cubecl_runtime::runtime::Runtime;
 
@@ -47,19 +48,6 @@ fn a_zero_byte_allocation_reads_as_empty() {
     assert!(client.read_one(empty).expect("an empty read").is_empty());
     let data = client.create_from_slice(&[1, 2, 3]);
     assert_eq!(&*client.read_one(data).expect("a 3-byte read"), &[1, 2, 3]);
-}
-
-/// Polls `f` to the end (wgpu's and the server's futures are driven by
-/// their own threads).
-fn block_on<F: std::future::Future>(f: F) -> F::Output {
-    let mut f = std::pin::pin!(f);
-    let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
-    loop {
-        if let std::task::Poll::Ready(v) = f.as_mut().poll(&mut cx) {
-            return v;
-        }
-        std::thread::yield_now();
-    }
 }
 
 /// cubecl's autotune opens at-launch windows on every device; on one

@@ -70,14 +70,12 @@ pub fn copy_cross_block_operands(m: &mut Module) {
 /// The value operands `inst` reads with naga's emitter stopped: (operand
 /// index, id).
 fn stopped_operands(inst: &Instruction) -> impl Iterator<Item = (usize, Word)> + '_ {
-    let all = group_non_uniform(inst.class.opcode);
+    let stopped = group_non_uniform(inst.class.opcode);
     inst.operands
         .iter()
         .enumerate()
-        .filter(move |_| all)
-        .filter_map(|(n, o)| match o {
-            // Labels are `IdRef`s too; they are never a block's result.
-            Operand::IdRef(id) => Some((n, *id)),
+        .filter_map(move |(n, o)| match o {
+            Operand::IdRef(id) if stopped => Some((n, *id)),
             _ => None,
         })
 }

@@ -39,27 +39,41 @@ use naga::{
 pub(crate) fn every_loop_counted(module: &Module) -> bool {
     let functions = module.functions.iter().map(|(_, f)| f);
     let entries = module.entry_points.iter().map(|e| &e.function);
-    functions
-        .chain(entries)
-        .all(|f| loops_counted(module, f, &f.body))
+    functions.chain(entries).all(|f| {
+        let mut all = true;
+        walk(&f.body, &mut |s| {
+            if let Statement::Loop {
+                body, continuing, ..
+            } = s
+            {
+                all &= counted(module, f, body, continuing);
+            }
+        });
+        all
+    })
 }
 
-fn loops_counted(module: &Module, f: &Function, block: &Block) -> bool {
-    block.iter().all(|s| match s {
-        Statement::Loop {
-            body, continuing, ..
-        } => {
-            counted(module, f, body, continuing)
-                && loops_counted(module, f, body)
-                && loops_counted(module, f, continuing)
+/// Calls `visit` on every statement of `block`, nested ones included
+/// (the blocks of `if`, `switch`, loops and plain blocks).
+fn walk<'a>(block: &'a Block, visit: &mut impl FnMut(&'a Statement)) {
+    for s in block.iter() {
+        visit(s);
+        match s {
+            Statement::Block(b) => walk(b, visit),
+            Statement::If { accept, reject, .. } => {
+                walk(accept, visit);
+                walk(reject, visit);
+            }
+            Statement::Switch { cases, .. } => cases.iter().for_each(|c| walk(&c.body, visit)),
+            Statement::Loop {
+                body, continuing, ..
+            } => {
+                walk(body, visit);
+                walk(continuing, visit);
+            }
+            _ => {}
         }
-        Statement::Block(b) => loops_counted(module, f, b),
-        Statement::If { accept, reject, .. } => {
-            loops_counted(module, f, accept) && loops_counted(module, f, reject)
-        }
-        Statement::Switch { cases, .. } => cases.iter().all(|c| loops_counted(module, f, &c.body)),
-        _ => true,
-    })
+    }
 }
 
 /// Which way a counted loop's variable moves.
@@ -139,12 +153,11 @@ fn stays_in(f: &Function, condition: Handle<Expression>) -> Option<(Handle<Expre
     let Expression::Binary { op, left, right } = f.expressions[condition] else {
         return None;
     };
-    let is_load = |e: Handle<Expression>| matches!(f.expressions[e], Expression::Load { .. });
     match op {
-        BinaryOperator::Less if is_load(left) => Some((left, Step::Up)),
-        BinaryOperator::Greater if is_load(right) => Some((right, Step::Up)),
-        BinaryOperator::Greater if is_load(left) => Some((left, Step::Down)),
-        BinaryOperator::Less if is_load(right) => Some((right, Step::Down)),
+        BinaryOperator::Less if is_load(f, left) => Some((left, Step::Up)),
+        BinaryOperator::Greater if is_load(f, right) => Some((right, Step::Up)),
+        BinaryOperator::Greater if is_load(f, left) => Some((left, Step::Down)),
+        BinaryOperator::Less if is_load(f, right) => Some((right, Step::Down)),
         _ => None,
     }
 }
@@ -157,17 +170,13 @@ fn leaves(f: &Function, condition: Handle<Expression>) -> Option<(Handle<Express
             op: UnaryOperator::LogicalNot,
             expr,
         } => stays_in(f, expr),
-        Expression::Binary { op, left, right } => {
-            let is_load =
-                |e: Handle<Expression>| matches!(f.expressions[e], Expression::Load { .. });
-            match op {
-                BinaryOperator::GreaterEqual if is_load(left) => Some((left, Step::Up)),
-                BinaryOperator::LessEqual if is_load(right) => Some((right, Step::Up)),
-                BinaryOperator::LessEqual if is_load(left) => Some((left, Step::Down)),
-                BinaryOperator::GreaterEqual if is_load(right) => Some((right, Step::Down)),
-                _ => None,
-            }
-        }
+        Expression::Binary { op, left, right } => match op {
+            BinaryOperator::GreaterEqual if is_load(f, left) => Some((left, Step::Up)),
+            BinaryOperator::LessEqual if is_load(f, right) => Some((right, Step::Up)),
+            BinaryOperator::LessEqual if is_load(f, left) => Some((left, Step::Down)),
+            BinaryOperator::GreaterEqual if is_load(f, right) => Some((right, Step::Down)),
+            _ => None,
+        },
         _ => None,
     }
 }
@@ -241,24 +250,11 @@ fn constant(f: &Function, e: Handle<Expression>) -> Handle<Expression> {
 
 /// Every expression `block` evaluates (nested blocks included).
 fn emitted(block: &Block, out: &mut Vec<Handle<Expression>>) {
-    for s in block.iter() {
-        match s {
-            Statement::Emit(range) => out.extend(range.clone()),
-            Statement::Block(b) => emitted(b, out),
-            Statement::If { accept, reject, .. } => {
-                emitted(accept, out);
-                emitted(reject, out);
-            }
-            Statement::Switch { cases, .. } => cases.iter().for_each(|c| emitted(&c.body, out)),
-            Statement::Loop {
-                body, continuing, ..
-            } => {
-                emitted(body, out);
-                emitted(continuing, out);
-            }
-            _ => {}
+    walk(block, &mut |s| {
+        if let Statement::Emit(range) = s {
+            out.extend(range.clone());
         }
-    }
+    });
 }
 
 fn one(f: &Function, e: Handle<Expression>) -> bool {
@@ -266,6 +262,10 @@ fn one(f: &Function, e: Handle<Expression>) -> bool {
         f.expressions[constant(f, e)],
         Expression::Literal(Literal::U32(1) | Literal::I32(1) | Literal::U64(1) | Literal::I64(1))
     )
+}
+
+fn is_load(f: &Function, e: Handle<Expression>) -> bool {
+    matches!(f.expressions[e], Expression::Load { .. })
 }
 
 fn only_break(block: &Block) -> bool {
@@ -304,19 +304,13 @@ fn unsigned(module: &Module, f: &Function, var: Handle<LocalVariable>) -> bool {
 
 /// How many statements in `block` (nested ones included) store to `var`.
 fn writes(f: &Function, block: &Block, var: Handle<LocalVariable>) -> usize {
-    block
-        .iter()
-        .map(|s| match s {
-            Statement::Store { pointer, .. } => usize::from(local_of(f, *pointer) == Some(var)),
-            Statement::Block(b) => writes(f, b, var),
-            Statement::If { accept, reject, .. } => writes(f, accept, var) + writes(f, reject, var),
-            Statement::Switch { cases, .. } => cases.iter().map(|c| writes(f, &c.body, var)).sum(),
-            Statement::Loop {
-                body, continuing, ..
-            } => writes(f, body, var) + writes(f, continuing, var),
-            _ => 0,
-        })
-        .sum()
+    let mut n = 0;
+    walk(block, &mut |s| {
+        if let Statement::Store { pointer, .. } = s {
+            n += usize::from(local_of(f, *pointer) == Some(var));
+        }
+    });
+    n
 }
 
 /// Whether a call anywhere in `block` is given a pointer to `var` (the
@@ -324,18 +318,13 @@ fn writes(f: &Function, block: &Block, var: Handle<LocalVariable>) -> usize {
 /// (atomics, ray queries, cooperative stores, workgroup loads) take types
 /// or address spaces a function's integer scalar does not have.
 fn passed_to_a_call(f: &Function, block: &Block, var: Handle<LocalVariable>) -> bool {
-    block.iter().any(|s| match s {
-        Statement::Call { arguments, .. } => arguments.iter().any(|a| local_of(f, *a) == Some(var)),
-        Statement::Block(b) => passed_to_a_call(f, b, var),
-        Statement::If { accept, reject, .. } => {
-            passed_to_a_call(f, accept, var) || passed_to_a_call(f, reject, var)
+    let mut passed = false;
+    walk(block, &mut |s| {
+        if let Statement::Call { arguments, .. } = s {
+            passed |= arguments.iter().any(|a| local_of(f, *a) == Some(var));
         }
-        Statement::Switch { cases, .. } => cases.iter().any(|c| passed_to_a_call(f, &c.body, var)),
-        Statement::Loop {
-            body, continuing, ..
-        } => passed_to_a_call(f, body, var) || passed_to_a_call(f, continuing, var),
-        _ => false,
-    })
+    });
+    passed
 }
 
 #[cfg(test)]
