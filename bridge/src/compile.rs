@@ -174,8 +174,8 @@ fn compile(
 }
 
 /// Set to a directory to have each kernel's SPIR-V (as rewritten, or as
-/// compiled when the rewrite or the allowlist refuses it) and its WGSL
-/// written there, one file set per distinct module.
+/// compiled when the rewrite or the allowlist refuses it; text, and binaries
+/// of both) and its WGSL written there, one file set per distinct module.
 const DUMP_ENV: &str = "CUBECL_BRIDGE_SPIRV_DUMP";
 
 /// Set (to anything) to compile every kernel without wgpu's run-time
@@ -241,6 +241,14 @@ fn to_wgsl(name: &str, repr: &SpirvKernel) -> Result<String, Inner> {
         let _ = std::fs::write(f, rewritten.disassemble());
     }
     let words = rewritten.assemble();
+    // The binaries too, for `examples/compile_probe.rs` to hand the driver
+    // cubecl's own SPIR-V (before and after the rewrite) beside naga's.
+    if let (Some(spv), Some(orig)) = (file("spv"), file("orig.spv")) {
+        for (f, module) in [(spv, words.clone()), (orig, original.assemble())] {
+            let bytes: Vec<u8> = module.iter().flat_map(|w| w.to_le_bytes()).collect();
+            let _ = std::fs::write(f, bytes);
+        }
+    }
     let options = naga::front::spv::Options {
         adjust_coordinate_space: false,
         strict_capabilities: false,

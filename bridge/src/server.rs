@@ -338,12 +338,12 @@ impl Server for BridgeServer {
     }
 }
 
-/// Set to `unproven` to compile with [`LoopBounding::Unproven`] (`every`:
-/// the default, whatever the caller's options say): wgpu's
-/// loop counter only in modules with a loop the server cannot prove ends.
-/// On the H100 it made cubek's tiled matmuls 25-33x faster and their first
-/// compile take up to 45 s each (docs/burn.md); not the default until that
-/// compile time is understood.
+/// Set to `every` to compile with [`LoopBounding::Every`] (wgpu's loop
+/// counter and index clamps in every checked module, as upstream's wgpu
+/// runtime has them) or `unproven` (the server's default: only where the
+/// server cannot prove that the loops end and the indices are in range),
+/// whatever the caller's options say: for measuring what they cost
+/// (docs/burn.md).
 const LOOP_BOUNDING_ENV: &str = "CUBECL_BRIDGE_LOOP_BOUNDING";
 
 fn loop_bounding() -> Option<LoopBounding> {

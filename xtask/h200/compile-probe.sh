@@ -2,10 +2,13 @@
 # Run ON THE DEVICE (from the repo root, `.gl` and `.burn` carried; what
 # `cargo xtask burn --bundle` leaves there):
 #   bash xtask/h200/compile-probe.sh OUTDIR [MODULES [SECONDS]]
-# Dumps the WGSL modules of a few MLP steps of burn on this server (with
+# Dumps the modules of a few MLP steps of burn on this server (with
 # wgpu's loop counter, the default), then compiles the MODULES (default 4)
-# largest under each set of wgpu's run-time checks, each compile in its own
-# process bounded by SECONDS (default 60), NVIDIA's disk cache off.
+# largest under each VARIANTS (default: cubecl's own SPIR-V as the bridge
+# rewrote it, naga's with no checks, without the counter, checked, cubecl's
+# SPIR-V before the rewrite; see bridge/examples/compile_probe.rs), each
+# compile in its own process bounded by SECONDS (default 60), NVIDIA's disk
+# cache off.
 # Prints and leaves in OUTDIR/compile.txt `VARIANT FILE ms` lines (a
 # timed-out compile prints `VARIANT FILE timeout`).
 set -u
@@ -20,7 +23,7 @@ CUBECL_BRIDGE_SPIRV_DUMP=/tmp/probe-dump timeout 200 .burn/bin/burn-suite mlp 3 
 echo "dumped $(ls /tmp/probe-dump/*.wgsl | wc -l) modules at ${SECONDS}s"
 export __GL_SHADER_DISK_CACHE=0
 for f in $(ls -S /tmp/probe-dump/*.wgsl | head -"$modules"); do
-  for v in checked noloop noloop-noclamp noloop-nodiv noloop-nozero none; do
+  for v in ${VARIANTS:-spirv none noloop checked spirv-orig}; do
     timeout "$seconds" .burn/bin/compile_probe "$f" "$v" 2>/dev/null
     rc=$?; [ $rc = 124 ] && echo "$v $f timeout"; [ $rc != 0 ] && [ $rc != 124 ] && echo "$v $f error $rc"
   done

@@ -50,19 +50,25 @@ pub const REPORT_VECTOR_BIT: u32 = 1 << 28;
 /// record is seen even when the count wraps.
 pub const REPORT_PRESENT_BIT: u32 = 1 << 30;
 
-/// Which checked modules keep wgpu's hidden loop counter, which makes a
-/// loop that never ends stop (a driver may otherwise assume it ends) and
-/// also hides every trip count from the driver (no loop unrolls).
+/// Which checked modules keep wgpu's hidden loop counter and its index
+/// clamps. The counter makes a loop that never ends stop (a driver may
+/// otherwise assume it ends) and also hides every trip count from the
+/// driver: no loop unrolls, and a per-thread array indexed by a loop
+/// variable lives in memory instead of registers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
 pub enum LoopBounding {
     /// Every checked module (wgpu's default).
-    #[default]
     Every,
-    /// Only a module with a loop the server cannot prove ends
+    /// Only a module where the server cannot prove that every loop ends
     /// (wgpu-server's `launch/termination.rs`: counted loops such as
-    /// `for (var i = a; i < b; i++)` are proved). On an H100 this made
-    /// cubek's tiled matmuls 25-33x faster and their first compile take
-    /// up to 45 s each in NVIDIA's driver (docs/burn.md), hence opt-in.
+    /// `for (var i = a; i < b; i++)`) and that every index outside a
+    /// buffer is in range (`launch/indices.rs`, on a device whose driver
+    /// bounds buffer accesses itself): a module with both proofs drops
+    /// the counter and the clamps, one without either keeps both (NVIDIA's
+    /// compiler took 22 s instead of 0.8 s on an unrolled matmul with the
+    /// clamps kept, docs/burn.md). On an H100 this made cubek's tiled
+    /// matmuls 25-33x faster.
+    #[default]
     Unproven,
 }
 
@@ -71,7 +77,7 @@ pub enum LoopBounding {
 pub struct WgpuCompilationOptions {
     /// Runtime bounds checks.
     pub bounds_checks: BoundsChecks,
-    /// Which checked modules keep wgpu's loop counter.
+    /// Which checked modules keep wgpu's loop counter and index clamps.
     pub loop_bounding: LoopBounding,
     /// Have the backend run an extra naga validation of what it generates
     /// (the server parses and checks every kernel with naga anyway, and
@@ -86,7 +92,7 @@ impl Default for WgpuCompilationOptions {
     fn default() -> Self {
         Self {
             bounds_checks: BoundsChecks::Checked,
-            loop_bounding: LoopBounding::Every,
+            loop_bounding: LoopBounding::Unproven,
             validate: false,
         }
     }
@@ -104,6 +110,11 @@ pub struct DeviceCaps {
     /// (`Adapter::cooperative_matrix_properties`), when the device has
     /// `EXPERIMENTAL_COOPERATIVE_MATRIX`; empty otherwise.
     pub cooperative_matrices: Vec<wgpu_types::CooperativeMatrixProperties>,
+    /// The driver bounds every buffer access itself (Vulkan's
+    /// `robustBufferAccess2`): wgpu then adds no clamps to them, and a
+    /// module whose other indices are proven in range needs none of
+    /// wgpu's bounds checks.
+    pub driver_bounds_buffers: bool,
 }
 
 impl DeviceCaps {
@@ -115,7 +126,14 @@ impl DeviceCaps {
             limits,
             features,
             cooperative_matrices: Vec::new(),
+            driver_bounds_buffers: false,
         }
+    }
+
+    /// With whether the driver bounds buffer accesses.
+    pub fn with_driver_bounded_buffers(mut self, bounded: bool) -> Self {
+        self.driver_bounds_buffers = bounded;
+        self
     }
 
     /// With the adapter's cooperative-matrix configurations.

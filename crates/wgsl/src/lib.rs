@@ -40,4 +40,4 @@ pub use default::DefaultCompiler;
 pub use ir::IrCompiler;
 pub use passthrough::{WgslKernel, WgslPassthrough};
 pub use reflect::{ModuleInterface, StorageInterface, check_layout, module_interface};
-pub use validate::{make_storage_writable, validate_wgsl, without_panics};
+pub use validate::{make_storage_writable, validate_wgsl, validate_wgsl_with_info, without_panics};

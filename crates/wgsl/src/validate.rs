@@ -7,6 +7,15 @@ use compute_runtime::ServerError;
 /// [`ServerError::Compilation`] for `kernel`. A panic inside naga is that
 /// error too ([`without_panics`]): the source is the caller's.
 pub fn validate_wgsl(kernel: &str, source: &str) -> Result<naga::Module, ServerError> {
+    validate_wgsl_with_info(kernel, source).map(|(module, _)| module)
+}
+
+/// [`validate_wgsl`], with what naga's validator learnt of the module (each
+/// expression's type, for analyses of the module that follow).
+pub fn validate_wgsl_with_info(
+    kernel: &str,
+    source: &str,
+) -> Result<(naga::Module, naga::valid::ModuleInfo), ServerError> {
     without_panics(kernel, "naga's WGSL parser or validator", || {
         parse_and_validate(kernel, source)
     })?
@@ -37,12 +46,15 @@ pub fn without_panics<T>(
     })
 }
 
-fn parse_and_validate(kernel: &str, source: &str) -> Result<naga::Module, ServerError> {
+fn parse_and_validate(
+    kernel: &str,
+    source: &str,
+) -> Result<(naga::Module, naga::valid::ModuleInfo), ServerError> {
     let module = naga::front::wgsl::parse_str(source).map_err(|e| ServerError::Compilation {
         kernel: kernel.to_string(),
         diagnostic: e.emit_to_string(source),
     })?;
-    naga::valid::Validator::new(
+    let info = naga::valid::Validator::new(
         naga::valid::ValidationFlags::all(),
         naga::valid::Capabilities::all(),
     )
@@ -51,7 +63,7 @@ fn parse_and_validate(kernel: &str, source: &str) -> Result<naga::Module, Server
         kernel: kernel.to_string(),
         diagnostic: e.emit_to_string(source),
     })?;
-    Ok(module)
+    Ok((module, info))
 }
 
 /// Makes every `var<storage, read>` of `module` `read_write`; whether

@@ -6,13 +6,15 @@
 //!   place the layers are wired together;
 //! - `poller`: the device's one waiter thread;
 //! - `faults`: device loss and uncaptured errors, and the error scopes every
-//!   fallible wgpu call runs in.
+//!   fallible wgpu call runs in;
+//! - `robustness`: whether the driver bounds buffer accesses itself.
 
 pub mod adapter;
 pub(crate) mod faults;
 pub(crate) mod map;
 pub(crate) mod poller;
 pub(crate) mod pool;
+pub(crate) mod robustness;
 pub(crate) mod stamps;
 pub(crate) mod wait;
 
@@ -46,7 +48,8 @@ impl Gpu {
         cooperative_matrices: Vec<wgpu::wgt::CooperativeMatrixProperties>,
     ) -> Self {
         let caps = DeviceCaps::of(device.limits(), device.features())
-            .with_cooperative_matrices(cooperative_matrices);
+            .with_cooperative_matrices(cooperative_matrices)
+            .with_driver_bounded_buffers(robustness::driver_bounds_buffers(&device));
         Gpu {
             device,
             queue,

@@ -16,6 +16,7 @@
 
 pub(crate) mod bind;
 pub(crate) mod cache;
+pub(crate) mod indices;
 pub(crate) mod pipeline;
 pub(crate) mod queued;
 pub(crate) mod resolve;

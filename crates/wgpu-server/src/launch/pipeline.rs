@@ -17,7 +17,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use compute_runtime::{CubeKernel, KernelId, LogCategory, LogLevel, ServerError, ServerLogger};
 use compute_wgsl::{
     BoundsChecks, CompiledKernel, DeviceCaps, KernelLayout, LoopBounding, WgpuCompilationOptions,
-    WgpuCompiler, check_layout, make_storage_writable, module_interface, validate_wgsl,
+    WgpuCompiler, check_layout, make_storage_writable, module_interface, validate_wgsl_with_info,
     without_panics,
 };
 use hashbrown::HashMap;
@@ -43,9 +43,12 @@ pub struct CachedPipeline {
     /// Whether the module checks its accesses at run time (the kernel's
     /// own policy, else the options').
     pub bounds_checks: BoundsChecks,
-    /// Whether wgpu bounds the module's loops with its hidden counter: a
-    /// checked module whose loops are not all counted loops
-    /// ([`super::termination`]).
+    /// Whether wgpu bounds the module's loops with its hidden counter and
+    /// clamps its indices: a checked module, unless
+    /// [`LoopBounding::Unproven`] and the proofs show both add nothing
+    /// (every loop counted, [`super::termination`]; every index outside a
+    /// buffer in range, with the driver bounding buffers,
+    /// [`super::indices`]).
     pub loops_bounded: bool,
 }
 
@@ -100,11 +103,19 @@ impl PipelineCache {
             },
             other => other,
         };
-        let (module, sizes) = checked_module(&compiled)?;
+        let (module, info, sizes) = checked_module(&compiled)?;
         let bounds_checks = compiled.bounds_checks.unwrap_or(options.bounds_checks);
+        // Both proofs or neither: without the counter, NVIDIA's compiler
+        // unrolls, and index clamps in unrolled code took it 22 s where it
+        // took 0.8 s without them (cubek's matmuls, docs/burn.md).
         let loops_bounded = bounds_checks != BoundsChecks::Unchecked
             && (options.loop_bounding == LoopBounding::Every
-                || !super::termination::every_loop_counted(&module));
+                || !super::termination::every_loop_counted(&module)
+                || !super::indices::every_index_in_range(
+                    &module,
+                    &info,
+                    caps.driver_bounds_buffers,
+                ));
         let checks = Checks {
             bounds: bounds_checks,
             loops_bounded,
@@ -129,10 +140,10 @@ impl PipelineCache {
                 kernel.id(),
                 started.elapsed(),
                 cached.bounds_checks,
-                if cached.loops_bounded {
-                    ", loops bounded"
-                } else {
-                    ""
+                match (cached.bounds_checks, cached.loops_bounded) {
+                    (BoundsChecks::Unchecked, _) => "",
+                    (_, true) => ", loops bounded, indices clamped",
+                    (_, false) => ", loops and indices proven",
                 }
             )
         });
@@ -158,8 +169,10 @@ pub struct BindingSizes {
 /// Parses the compiled source with naga, checks the backend's layout
 /// against the module (a layout is never believed), and makes every storage
 /// binding writable (see `compute_wgsl::make_storage_writable`).
-fn checked_module(compiled: &CompiledKernel) -> Result<(naga::Module, BindingSizes), ServerError> {
-    let mut module = validate_wgsl(&compiled.name, &compiled.source)?;
+fn checked_module(
+    compiled: &CompiledKernel,
+) -> Result<(naga::Module, naga::valid::ModuleInfo, BindingSizes), ServerError> {
+    let (mut module, info) = validate_wgsl_with_info(&compiled.name, &compiled.source)?;
     let mismatch = |reason: String| ServerError::LayoutMismatch {
         kernel: compiled.name.clone(),
         reason,
@@ -172,7 +185,7 @@ fn checked_module(compiled: &CompiledKernel) -> Result<(naga::Module, BindingSiz
         elems: interface.storage.iter().map(|b| b.elem).collect(),
         uniform: interface.uniform_size.unwrap_or(0),
     };
-    Ok((module, sizes))
+    Ok((module, info, sizes))
 }
 
 fn bind_group_layout(
@@ -247,7 +260,8 @@ fn create_pipeline(
 #[derive(Clone, Copy, Debug)]
 struct Checks {
     bounds: BoundsChecks,
-    /// wgpu's loop counter; off only where every loop is counted.
+    /// wgpu's loop counter and index clamps; off only where the proofs
+    /// show they add nothing.
     loops_bounded: bool,
 }
 
@@ -275,11 +289,14 @@ fn build_pipeline(
             device.create_shader_module(source)
         }
         // SAFETY: every check stays but the loop counter, which guards
-        // against a loop that never ends; `termination` proved that every
-        // loop of this module ends.
+        // against a loop that never ends, and the bounds checks: `termination`
+        // proved that every loop of this module ends, `indices` that every
+        // index outside a buffer is in range, and the driver bounds buffer
+        // accesses (wgpu leaves them to it on such a device anyway).
         BoundsChecks::Checked | BoundsChecks::Reported => unsafe {
             let mut runtime = wgpu::ShaderRuntimeChecks::checked();
             runtime.force_loop_bounding = false;
+            runtime.bounds_checks = false;
             device.create_shader_module_trusted(source, runtime)
         },
         // SAFETY: the caller chose unchecked accesses (options or the

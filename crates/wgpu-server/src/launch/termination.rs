@@ -46,7 +46,7 @@ pub(crate) fn every_loop_counted(module: &Module) -> bool {
                 body, continuing, ..
             } = s
             {
-                all &= counted(module, f, body, continuing);
+                all &= counted(module, f, body, continuing).is_some();
             }
         });
         all
@@ -55,7 +55,7 @@ pub(crate) fn every_loop_counted(module: &Module) -> bool {
 
 /// Calls `visit` on every statement of `block`, nested ones included
 /// (the blocks of `if`, `switch`, loops and plain blocks).
-fn walk<'a>(block: &'a Block, visit: &mut impl FnMut(&'a Statement)) {
+pub(crate) fn walk<'a>(block: &'a Block, visit: &mut impl FnMut(&'a Statement)) {
     for s in block.iter() {
         visit(s);
         match s {
@@ -78,62 +78,79 @@ fn walk<'a>(block: &'a Block, visit: &mut impl FnMut(&'a Statement)) {
 
 /// Which way a counted loop's variable moves.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
-enum Step {
+pub(crate) enum Step {
     Up,
     Down,
 }
 
-/// The loop whose blocks these are, by the rules in the module doc.
-fn counted(module: &Module, f: &Function, body: &Block, continuing: &Block) -> bool {
-    let Some((var, v, step)) = header(module, f, body) else {
-        return false;
-    };
+/// What the proof knows of a counted loop, for the index proof
+/// (`indices.rs`): past its exit test (the body's `test`-th statement) and
+/// in its `continuing` block, the load `v` of its variable satisfies
+/// `v < bound` (up) or `v > bound` (down).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Counted {
+    pub(crate) var: Handle<LocalVariable>,
+    pub(crate) v: Handle<Expression>,
+    pub(crate) bound: Handle<Expression>,
+    pub(crate) step: Step,
+    pub(crate) test: usize,
+}
+
+/// The loop whose blocks these are, if it is counted by the rules in the
+/// module doc.
+pub(crate) fn counted(
+    module: &Module,
+    f: &Function,
+    body: &Block,
+    continuing: &Block,
+) -> Option<Counted> {
+    let c = header(module, f, body)?;
     let stores: Vec<Handle<Expression>> = continuing
         .iter()
         .filter_map(|s| match *s {
-            Statement::Store { pointer, value } if local_of(f, pointer) == Some(var) => Some(value),
+            Statement::Store { pointer, value } if local_of(f, pointer) == Some(c.var) => {
+                Some(value)
+            }
             _ => None,
         })
         .collect();
     let [value] = stores[..] else {
-        return false;
+        return None;
     };
     let mut inside = Vec::new();
     emitted(body, &mut inside);
     emitted(continuing, &mut inside);
-    steps(f, value, var, v, step, &inside, unsigned(module, f, var))
-        && writes(f, body, var) == 0
-        && writes(f, continuing, var) == 1
-        && !passed_to_a_call(f, &f.body, var)
+    let unsigned = unsigned(module, f, c.var);
+    (steps(f, value, &c, &inside, unsigned)
+        && writes(f, body, c.var) == 0
+        && writes(f, continuing, c.var) == 1
+        && !passed_to_a_call(f, &f.body, c.var))
+    .then_some(c)
 }
 
-/// The loop's exit test: its variable, the load the test reads, and the
-/// direction that keeps the loop going.
-fn header(
-    module: &Module,
-    f: &Function,
-    body: &Block,
-) -> Option<(Handle<LocalVariable>, Handle<Expression>, Step)> {
+/// The loop's exit test: its variable, the load the test reads, the bound
+/// and the direction that keeps the loop going.
+fn header(module: &Module, f: &Function, body: &Block) -> Option<Counted> {
     let mut emitted = Vec::new();
     // Stores may come first (naga's SPIR-V front end writes a phi's
     // variable there); nothing that jumps, which could skip the test.
-    let test = body.iter().find_map(|s| match s {
+    let (test, statement) = body.iter().enumerate().find_map(|(i, s)| match s {
         Statement::Emit(range) => {
             emitted.extend(range.clone());
             None
         }
         Statement::Store { .. } => None,
-        other => Some(other),
+        other => Some((i, other)),
     })?;
     let Statement::If {
         condition,
         accept,
         reject,
-    } = test
+    } = statement
     else {
         return None;
     };
-    let (v, step) = if only_break(reject) {
+    let (v, bound, step) = if only_break(reject) {
         stays_in(f, *condition)?
     } else if only_break(accept) {
         leaves(f, *condition)?
@@ -144,37 +161,49 @@ fn header(
         Expression::Load { pointer } => local_of(f, pointer)?,
         _ => return None,
     };
-    (emitted.contains(&v) && integer(module, f, var)).then_some((var, v, step))
+    (emitted.contains(&v) && integer(module, f, var)).then_some(Counted {
+        var,
+        v,
+        bound,
+        step,
+        test,
+    })
 }
 
 /// `v < b`, `b > v` (up) or `v > b`, `b < v` (down): the condition under
-/// which the loop goes on; `v` the operand that is a load.
-fn stays_in(f: &Function, condition: Handle<Expression>) -> Option<(Handle<Expression>, Step)> {
+/// which the loop goes on; `v` the operand that is a load, and `b`.
+fn stays_in(
+    f: &Function,
+    condition: Handle<Expression>,
+) -> Option<(Handle<Expression>, Handle<Expression>, Step)> {
     let Expression::Binary { op, left, right } = f.expressions[condition] else {
         return None;
     };
     match op {
-        BinaryOperator::Less if is_load(f, left) => Some((left, Step::Up)),
-        BinaryOperator::Greater if is_load(f, right) => Some((right, Step::Up)),
-        BinaryOperator::Greater if is_load(f, left) => Some((left, Step::Down)),
-        BinaryOperator::Less if is_load(f, right) => Some((right, Step::Down)),
+        BinaryOperator::Less if is_load(f, left) => Some((left, right, Step::Up)),
+        BinaryOperator::Greater if is_load(f, right) => Some((right, left, Step::Up)),
+        BinaryOperator::Greater if is_load(f, left) => Some((left, right, Step::Down)),
+        BinaryOperator::Less if is_load(f, right) => Some((right, left, Step::Down)),
         _ => None,
     }
 }
 
 /// The condition under which the loop breaks: `!(stays)`, `v >= b`
 /// (`!(v < b)`), `b <= v`, or the mirrors.
-fn leaves(f: &Function, condition: Handle<Expression>) -> Option<(Handle<Expression>, Step)> {
+fn leaves(
+    f: &Function,
+    condition: Handle<Expression>,
+) -> Option<(Handle<Expression>, Handle<Expression>, Step)> {
     match f.expressions[condition] {
         Expression::Unary {
             op: UnaryOperator::LogicalNot,
             expr,
         } => stays_in(f, expr),
         Expression::Binary { op, left, right } => match op {
-            BinaryOperator::GreaterEqual if is_load(f, left) => Some((left, Step::Up)),
-            BinaryOperator::LessEqual if is_load(f, right) => Some((right, Step::Up)),
-            BinaryOperator::LessEqual if is_load(f, left) => Some((left, Step::Down)),
-            BinaryOperator::GreaterEqual if is_load(f, right) => Some((right, Step::Down)),
+            BinaryOperator::GreaterEqual if is_load(f, left) => Some((left, right, Step::Up)),
+            BinaryOperator::LessEqual if is_load(f, right) => Some((right, left, Step::Up)),
+            BinaryOperator::LessEqual if is_load(f, left) => Some((left, right, Step::Down)),
+            BinaryOperator::GreaterEqual if is_load(f, right) => Some((right, left, Step::Down)),
             _ => None,
         },
         _ => None,
@@ -183,20 +212,19 @@ fn leaves(f: &Function, condition: Handle<Expression>) -> Option<(Handle<Express
 
 /// `value` is `x + 1` (up) or `x - 1`, `x / c`, `x >> c` (down; the last
 /// two unsigned only, `c` a literal that shrinks `x`), `x` the header's load `v`
-/// or another load of `var` evaluated in the loop (`inside`): `var`
+/// or another load of the variable evaluated in the loop (`inside`): it
 /// changes only here, so such a load reads what `v` read.
 fn steps(
     f: &Function,
     value: Handle<Expression>,
-    var: Handle<LocalVariable>,
-    v: Handle<Expression>,
-    step: Step,
+    c: &Counted,
     inside: &[Handle<Expression>],
     unsigned: bool,
 ) -> bool {
     let Expression::Binary { op, left, right } = f.expressions[value] else {
         return false;
     };
+    let (var, v, step) = (c.var, c.v, c.step);
     let reads_var = |e: Handle<Expression>| {
         e == v
             || (inside.contains(&e)
@@ -235,7 +263,7 @@ fn literal_in(f: &Function, e: Handle<Expression>, range: RangeInclusive<u64>) -
 
 /// What `e` always evaluates to when it reads a local that only its
 /// initializer sets; `e` itself otherwise.
-fn constant(f: &Function, e: Handle<Expression>) -> Handle<Expression> {
+pub(crate) fn constant(f: &Function, e: Handle<Expression>) -> Handle<Expression> {
     let Expression::Load { pointer } = f.expressions[e] else {
         return e;
     };

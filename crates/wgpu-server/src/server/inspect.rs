@@ -17,10 +17,18 @@ impl<C: WgpuCompiler> WgpuServer<C> {
         self.kernels.pipelines()
     }
 
-    /// Compiled pipelines that kept wgpu's loop counter (a checked module
-    /// with a loop the server could not prove ends).
+    /// Compiled pipelines that kept wgpu's loop counter and index clamps
+    /// (a checked module with a loop the server could not prove ends or an
+    /// index it could not prove in range, or any checked module under
+    /// `LoopBounding::Every`).
     pub fn pipelines_with_bounded_loops(&self) -> usize {
         self.kernels.pipelines_with_bounded_loops()
+    }
+
+    /// Whether the device's driver bounds buffer accesses itself (Vulkan's
+    /// `robustBufferAccess2`), which the index proof needs.
+    pub fn driver_bounds_buffers(&self) -> bool {
+        self.gpu.caps().driver_bounds_buffers
     }
 
     /// Host allocations `staging` had to make (the rest came from its pool).

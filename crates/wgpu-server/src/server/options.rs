@@ -154,10 +154,12 @@ impl WgpuServerOptions {
         self
     }
 
-    /// Which checked modules keep wgpu's loop counter (default
-    /// [`LoopBounding::Every`](compute_wgsl::LoopBounding::Every);
-    /// `Unproven` drops it from a module whose every loop the server
-    /// proves ends, which lets the driver unroll its loops).
+    /// Which checked modules keep wgpu's loop counter and index clamps
+    /// (default [`LoopBounding::Unproven`](compute_wgsl::LoopBounding::Unproven):
+    /// dropped from a module whose every loop the server proves ends and
+    /// whose every index outside a buffer it proves in range, which lets
+    /// the driver unroll its loops; `Every` keeps them everywhere, as wgpu
+    /// does).
     pub fn loop_bounding(mut self, bounding: compute_wgsl::LoopBounding) -> Self {
         self.compilation.loop_bounding = bounding;
         self

@@ -4,7 +4,8 @@
 //! code that made it. Nothing is folded here: the interpreter is the oracle
 //! the emitted code is tested against, so the emitter computes nothing the
 //! interpreter computes. Instead every literal is bound through a function
-//! variable (`var v3_lit: i32 = 7i; let v3: i32 = v3_lit;`), which keeps
+//! variable (`var v3_lit: i32 = 7i;` at the top, `let v3: i32 = v3_lit;`
+//! where the IR has it), which keeps
 //! naga's constant evaluator out of the way: naga evaluates any expression
 //! whose operands are all constant, and refuses there what WGSL's run-time
 //! rules define (`1i / 0i`, overflow, a NaN result). With no constant
@@ -42,6 +43,7 @@ pub fn emit_wgsl_reporting(kernel: &Kernel, reports: bool) -> String {
     let mut e = Emitter {
         def,
         out: String::new(),
+        literals: String::new(),
         indent: 1,
         reports,
     };
@@ -55,7 +57,10 @@ pub fn emit_wgsl_reporting(kernel: &Kernel, reports: bool) -> String {
         ));
     }
     matrix::declarations(&mut e);
+    let body = e.out.len();
     e.block(&def.body);
+    let literals = std::mem::take(&mut e.literals);
+    e.out.insert_str(body, &literals);
     e.out.push_str("}\n");
     e.out
 }
@@ -63,6 +68,11 @@ pub fn emit_wgsl_reporting(kernel: &Kernel, reports: bool) -> String {
 pub(super) struct Emitter<'k> {
     pub(super) def: &'k KernelDef,
     out: String,
+    /// The literals' variables, declared at the top of the entry point
+    /// whatever block uses them: declared in a loop, naga would store the
+    /// initial value on every pass, and a variable with stores is no
+    /// constant to the server's loop and index proofs.
+    literals: String,
     pub(super) indent: usize,
     /// Whether accesses are reported (`BoundsChecks::Reported`).
     pub(super) reports: bool,
@@ -201,8 +211,12 @@ impl Emitter<'_> {
             return;
         }
         let tys = literal::ty(t);
-        let text = format!("var {}_lit: {tys} = {};", v(id), literal::scalar(s, bits));
-        self.line(&text);
+        let text = format!(
+            "    var {}_lit: {tys} = {};\n",
+            v(id),
+            literal::scalar(s, bits)
+        );
+        self.literals.push_str(&text);
         let text = format!("let {}: {tys} = {}_lit;", v(id), v(id));
         self.line(&text);
     }

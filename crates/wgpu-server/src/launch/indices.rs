@@ -1,0 +1,599 @@
+//! Which modules need wgpu's index clamps: a proof that every run-time
+//! index into an array, vector or matrix outside a buffer is in range.
+//!
+//! wgpu's checked modules clamp such an index (`min(i, n - 1)`, naga's
+//! `Restrict` policy for `index`); buffer accesses follow the `buffer`
+//! policy, which wgpu leaves to the driver where the device has
+//! `robustBufferAccess2`. On an H100 the clamps are harmless while the
+//! loop counter stops unrolling, but with the counter gone
+//! (`termination.rs`) NVIDIA's compiler takes 22 s instead of 0.8 s on
+//! cubek's unrolled register-tile matmuls (docs/burn.md). An index the
+//! proof below bounds needs no clamp; a module where every such index is
+//! bounded, on a device whose buffer accesses the driver bounds, is
+//! compiled without wgpu's bounds checks and loses nothing by it.
+//!
+//! The proof is interval arithmetic over the index expression, with no
+//! wrapping anywhere in it: literals, constants, the type's own range,
+//! and what a counted loop knows past its exit test (`v < b`). An access
+//! it cannot bound (or any image or cooperative-matrix operation, or a
+//! buffer access where the driver does not bound it) keeps every clamp
+//! of the module.
+
+use naga::valid::{FunctionInfo, ModuleInfo};
+use naga::{
+    AddressSpace, BinaryOperator, Binding, Block, BuiltIn, EntryPoint, Expression, Function,
+    GlobalVariable, Handle, Literal, LocalVariable, MathFunction, Module, ScalarKind, Statement,
+    TypeInner, UnaryOperator,
+};
+
+use super::termination::{Step, counted};
+
+/// Whether every run-time index of `module` into an array, vector or
+/// matrix is in range, so wgpu's index clamps change nothing.
+/// `robust_buffers`: the device bounds buffer accesses itself (wgpu then
+/// leaves them unclamped either way).
+pub(crate) fn every_index_in_range(
+    module: &Module,
+    info: &ModuleInfo,
+    robust_buffers: bool,
+) -> bool {
+    let privates = builtins_in_privates(module);
+    let functions = (module.functions.iter()).map(|(h, f)| (f, &info[h], None));
+    let entries = (module.entry_points.iter().enumerate())
+        .map(|(i, e)| (&e.function, info.get_entry_point(i), Some(e)));
+    functions.chain(entries).all(|(f, fi, entry)| {
+        let proof = Proof {
+            module,
+            f,
+            info: fi,
+            entry,
+            privates: &privates,
+            robust_buffers,
+        };
+        proof.block(&f.body, &mut Vec::new())
+    })
+}
+
+/// Per component, the values a thread-id builtin may take in `entry`:
+/// `local_invocation_id` below the workgroup size; `local_invocation_index`
+/// and `subgroup_id` below its product (a workgroup has at most one
+/// subgroup per invocation); `subgroup_invocation_id` below 128, the
+/// largest subgroup Vulkan and WebGPU allow.
+fn builtin(entry: &EntryPoint, argument: u32, component: Option<u32>) -> Option<Range> {
+    let arg = entry.function.arguments.get(argument as usize)?;
+    let Some(Binding::BuiltIn(b)) = arg.binding else {
+        return None;
+    };
+    if entry.workgroup_size_overrides.is_some() {
+        return None;
+    }
+    let size = entry.workgroup_size.map(i128::from);
+    match (b, component) {
+        (BuiltIn::LocalInvocationId, Some(c)) => Some((0, size.get(c as usize)? - 1)),
+        (BuiltIn::LocalInvocationIndex | BuiltIn::SubgroupId, None) => {
+            Some((0, size.iter().product::<i128>() - 1))
+        }
+        (BuiltIn::SubgroupInvocationId, None) => Some((0, 127)),
+        _ => None,
+    }
+}
+
+/// Private globals that hold nothing but a thread-id builtin (naga's
+/// SPIR-V front end copies each input into one at the entry point, and the
+/// kernel's function loads it): per component, the union of what every
+/// store to it writes and its zero initial value. A global with any other
+/// store, or passed to a call, has none.
+fn builtins_in_privates(module: &Module) -> Vec<(Handle<GlobalVariable>, [Range; 3])> {
+    let mut ranges: Vec<(Handle<GlobalVariable>, Option<[Range; 3]>)> = Vec::new();
+    let mut note = |g: Handle<GlobalVariable>, stored: Option<[Range; 3]>| match ranges
+        .iter_mut()
+        .find(|(h, _)| *h == g)
+    {
+        Some((_, r)) => {
+            *r = r
+                .zip(stored)
+                .map(|(a, b)| std::array::from_fn(|i| union(a[i], b[i])));
+        }
+        None => ranges.push((g, stored.map(|b| b.map(|r| union(r, (0, 0)))))),
+    };
+    let functions = (module.functions.iter()).map(|(_, f)| (f, None));
+    let entries = (module.entry_points.iter()).map(|e| (&e.function, Some(e)));
+    for (f, entry) in functions.chain(entries) {
+        super::termination::walk(&f.body, &mut |s| match *s {
+            Statement::Store { pointer, value } => {
+                let Some(g) = private_under(module, f, pointer) else {
+                    return;
+                };
+                let whole = matches!(f.expressions[pointer], Expression::GlobalVariable(_));
+                let stored = match (&f.expressions[value], entry) {
+                    (&Expression::FunctionArgument(a), Some(e)) if whole => {
+                        let c = |i| builtin(e, a, Some(i)).or_else(|| builtin(e, a, None));
+                        c(0).zip(c(1)).zip(c(2)).map(|((x, y), z)| [x, y, z])
+                    }
+                    _ => None,
+                };
+                note(g, stored);
+            }
+            Statement::Call { ref arguments, .. } => {
+                for &a in arguments {
+                    if let Some(g) = private_under(module, f, a) {
+                        note(g, None);
+                    }
+                }
+            }
+            _ => {}
+        });
+    }
+    ranges
+        .into_iter()
+        .filter_map(|(g, r)| Some((g, r?)))
+        .collect()
+}
+
+/// The private global `pointer` points into, if any.
+fn private_under(
+    module: &Module,
+    f: &Function,
+    pointer: Handle<Expression>,
+) -> Option<Handle<GlobalVariable>> {
+    match f.expressions[pointer] {
+        Expression::GlobalVariable(g) => {
+            (module.global_variables[g].space == AddressSpace::Private).then_some(g)
+        }
+        Expression::Access { base, .. } | Expression::AccessIndex { base, .. } => {
+            private_under(module, f, base)
+        }
+        _ => None,
+    }
+}
+
+/// An inclusive range of integer values.
+type Range = (i128, i128);
+
+/// Where this fact holds, `what` takes values in `range`.
+#[derive(Clone, Copy)]
+struct Fact {
+    what: Subject,
+    range: Range,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Subject {
+    /// One expression (its value is fixed once evaluated).
+    Expr(Handle<Expression>),
+    /// Every load of a local variable (where nothing writes it).
+    Var(Handle<LocalVariable>),
+}
+
+struct Proof<'a> {
+    module: &'a Module,
+    f: &'a Function,
+    info: &'a FunctionInfo,
+    /// The entry point `f` is, if it is one (its builtins' ranges).
+    entry: Option<&'a EntryPoint>,
+    privates: &'a [(Handle<GlobalVariable>, [Range; 3])],
+    robust_buffers: bool,
+}
+
+/// How deep an index expression is followed before the proof gives up
+/// (a pathological kernel must not exhaust the stack).
+const DEPTH: u32 = 64;
+
+impl Proof<'_> {
+    /// Every access emitted in `block` is in range under `facts`.
+    fn block(&self, block: &Block, facts: &mut Vec<Fact>) -> bool {
+        block.iter().all(|s| self.statement(s, facts))
+    }
+
+    /// Every access `s` evaluates is in range under `facts`. Listed in full
+    /// so that a statement naga adds is refused until it is looked at.
+    fn statement(&self, s: &Statement, facts: &mut Vec<Fact>) -> bool {
+        match s {
+            Statement::Emit(range) => range.clone().all(|e| self.access(e, facts)),
+            Statement::Block(b) => self.scoped(facts, |p, facts| p.block(b, facts)),
+            Statement::If {
+                condition,
+                accept,
+                reject,
+            } => [(accept, true), (reject, false)]
+                .into_iter()
+                .all(|(b, holds)| {
+                    self.scoped(facts, |p, facts| {
+                        p.guard(*condition, holds, facts, 0);
+                        p.block(b, facts)
+                    })
+                }),
+            Statement::Switch { cases, .. } => cases
+                .iter()
+                .all(|c| self.scoped(facts, |p, facts| p.block(&c.body, facts))),
+            Statement::Loop {
+                body, continuing, ..
+            } => self.scoped(facts, |p, facts| p.in_loop(body, continuing, facts)),
+            // Images have their own policy; the rest are left alone.
+            Statement::ImageStore { .. }
+            | Statement::ImageAtomic { .. }
+            | Statement::RayQuery { .. }
+            | Statement::RayPipelineFunction(_)
+            | Statement::CooperativeStore { .. } => false,
+            // Their pointers and values are expressions, emitted (and so
+            // checked) before them.
+            Statement::Break
+            | Statement::Continue
+            | Statement::Return { .. }
+            | Statement::Kill
+            | Statement::ControlBarrier(_)
+            | Statement::MemoryBarrier(_)
+            | Statement::Store { .. }
+            | Statement::Atomic { .. }
+            | Statement::WorkGroupUniformLoad { .. }
+            | Statement::Call { .. }
+            | Statement::SubgroupBallot { .. }
+            | Statement::SubgroupGather { .. }
+            | Statement::SubgroupCollectiveOperation { .. } => true,
+        }
+    }
+
+    /// A loop's blocks: past a counted loop's exit test, its variable is
+    /// within its bound, in the rest of the body and in `continuing` up to
+    /// the one store that steps it (the proof in `termination.rs` says
+    /// nothing else in the loop writes it, so every load there reads what
+    /// the test read). The test's own load keeps the bound after the step.
+    fn in_loop(&self, body: &Block, continuing: &Block, facts: &mut Vec<Fact>) -> bool {
+        let Some(c) = counted(self.module, self.f, body, continuing) else {
+            return self.block(body, facts) && self.block(continuing, facts);
+        };
+        let (before, after) = body.split_at(c.test + 1);
+        if !before.iter().all(|s| self.statement(s, facts)) {
+            return false;
+        }
+        let (Some(v), Some(b)) = (self.range(c.v, facts, 0), self.range(c.bound, facts, 0)) else {
+            return false;
+        };
+        let range = match c.step {
+            Step::Up => (v.0, v.1.min(b.1 - 1)),
+            Step::Down => (v.0.max(b.0 + 1), v.1),
+        };
+        let step_at = continuing.iter().position(|s| {
+            matches!(*s, Statement::Store { pointer, .. }
+                if matches!(self.f.expressions[pointer], Expression::LocalVariable(var) if var == c.var))
+        });
+        let Some(step_at) = step_at else {
+            return false;
+        };
+        let (stepping, stepped) = continuing.split_at(step_at);
+        facts.push(Fact {
+            what: Subject::Expr(c.v),
+            range,
+        });
+        facts.push(Fact {
+            what: Subject::Var(c.var),
+            range,
+        });
+        if !(after
+            .iter()
+            .chain(stepping)
+            .all(|s| self.statement(s, facts)))
+        {
+            return false;
+        }
+        facts.pop();
+        stepped.iter().all(|s| self.statement(s, facts))
+    }
+
+    /// Adds to `facts` what `condition` evaluating to `holds` says of its
+    /// operands: `a < b` bounds `a` by `b`'s largest value and `b` by
+    /// `a`'s smallest (and so on for the other comparisons, negations, and
+    /// both sides of `a && b` when it holds).
+    fn guard(&self, condition: Handle<Expression>, holds: bool, facts: &mut Vec<Fact>, depth: u32) {
+        if depth > DEPTH {
+            return;
+        }
+        let (op, left, right) = match self.f.expressions[condition] {
+            Expression::Unary {
+                op: UnaryOperator::LogicalNot,
+                expr,
+            } => return self.guard(expr, !holds, facts, depth + 1),
+            Expression::Binary {
+                op: BinaryOperator::LogicalAnd,
+                left,
+                right,
+            } if holds => {
+                self.guard(left, true, facts, depth + 1);
+                return self.guard(right, true, facts, depth + 1);
+            }
+            Expression::Binary { op, left, right } => (op, left, right),
+            _ => return,
+        };
+        // As `small < big` (strict) or `small <= big`.
+        let (small, big, strict) = match (op, holds) {
+            (BinaryOperator::Less, true) | (BinaryOperator::GreaterEqual, false) => {
+                (left, right, true)
+            }
+            (BinaryOperator::LessEqual, true) | (BinaryOperator::Greater, false) => {
+                (left, right, false)
+            }
+            (BinaryOperator::Greater, true) | (BinaryOperator::LessEqual, false) => {
+                (right, left, true)
+            }
+            (BinaryOperator::GreaterEqual, true) | (BinaryOperator::Less, false) => {
+                (right, left, false)
+            }
+            _ => return,
+        };
+        let gap = i128::from(strict);
+        let (Some(s), Some(b)) = (self.range(small, facts, 0), self.range(big, facts, 0)) else {
+            return;
+        };
+        facts.push(Fact {
+            what: Subject::Expr(small),
+            range: (s.0, s.1.min(b.1 - gap)),
+        });
+        facts.push(Fact {
+            what: Subject::Expr(big),
+            range: (b.0.max(s.0 + gap), b.1),
+        });
+    }
+
+    /// `f` on `facts`, which are as they were afterwards.
+    fn scoped(&self, facts: &mut Vec<Fact>, f: impl FnOnce(&Self, &mut Vec<Fact>) -> bool) -> bool {
+        let n = facts.len();
+        let ok = f(self, facts);
+        facts.truncate(n);
+        ok
+    }
+
+    /// Expression `e` is no access wgpu would clamp, or its index is in
+    /// range. Listed in full, as statements are.
+    fn access(&self, e: Handle<Expression>, facts: &[Fact]) -> bool {
+        match self.f.expressions[e] {
+            Expression::Access { base, index } => match self.length(base) {
+                Length::Fixed(n) => self
+                    .range(index, facts, 0)
+                    .is_some_and(|(lo, hi)| lo >= 0 && hi < i128::from(n)),
+                Length::Buffer => self.robust_buffers,
+                Length::Unknown => false,
+            },
+            Expression::AccessIndex { base, .. } => match self.length(base) {
+                // naga's validator checks a constant index against a
+                // fixed length.
+                Length::Fixed(_) => true,
+                Length::Buffer => self.robust_buffers,
+                Length::Unknown => false,
+            },
+            Expression::ImageSample { .. }
+            | Expression::ImageLoad { .. }
+            | Expression::ImageQuery { .. }
+            | Expression::CooperativeLoad { .. }
+            | Expression::RayQueryGetIntersection { .. }
+            | Expression::RayQueryVertexPositions { .. }
+            | Expression::RayQueryProceedResult => false,
+            Expression::Literal(_)
+            | Expression::Constant(_)
+            | Expression::Override(_)
+            | Expression::ZeroValue(_)
+            | Expression::Compose { .. }
+            | Expression::Splat { .. }
+            | Expression::Swizzle { .. }
+            | Expression::FunctionArgument(_)
+            | Expression::GlobalVariable(_)
+            | Expression::LocalVariable(_)
+            | Expression::Load { .. }
+            | Expression::Unary { .. }
+            | Expression::Binary { .. }
+            | Expression::Select { .. }
+            | Expression::Derivative { .. }
+            | Expression::Relational { .. }
+            | Expression::Math { .. }
+            | Expression::As { .. }
+            | Expression::CallResult(_)
+            | Expression::AtomicResult { .. }
+            | Expression::WorkGroupUniformLoadResult { .. }
+            | Expression::ArrayLength(_)
+            | Expression::SubgroupBallotResult
+            | Expression::SubgroupOperationResult { .. }
+            | Expression::CooperativeMultiplyAdd { .. } => true,
+        }
+    }
+
+    /// How many elements the thing `base` is or points at has, as naga's
+    /// bounds-check policies see it.
+    fn length(&self, base: Handle<Expression>) -> Length {
+        let types = &self.module.types;
+        let (inner, space) = match self.info[base].ty.inner_with(types) {
+            TypeInner::Pointer { base, space } => (&types[*base].inner, Some(*space)),
+            TypeInner::ValuePointer { size, space, .. } => {
+                return match space {
+                    AddressSpace::Storage { .. } | AddressSpace::Uniform => Length::Buffer,
+                    _ => size.map_or(Length::Unknown, |s| Length::Fixed(s as u32)),
+                };
+            }
+            other => (other, None),
+        };
+        if matches!(
+            space,
+            Some(AddressSpace::Storage { .. } | AddressSpace::Uniform)
+        ) {
+            return Length::Buffer;
+        }
+        match *inner {
+            TypeInner::Vector { size, .. } => Length::Fixed(size as u32),
+            TypeInner::Matrix { columns, .. } => Length::Fixed(columns as u32),
+            TypeInner::Array {
+                size: naga::ArraySize::Constant(n),
+                ..
+            } => Length::Fixed(n.get()),
+            // Only ever indexed by a constant, which naga's validator checks.
+            TypeInner::Struct { ref members, .. } => {
+                Length::Fixed(u32::try_from(members.len()).unwrap_or(u32::MAX))
+            }
+            _ => Length::Unknown,
+        }
+    }
+
+    /// Every value `e` may take, where `facts` hold; `None` where the
+    /// proof cannot tell (or the value may have wrapped).
+    fn range(&self, e: Handle<Expression>, facts: &[Fact], depth: u32) -> Option<Range> {
+        if depth > DEPTH {
+            return None;
+        }
+        let own = self.of_type(e);
+        let var = match self.f.expressions[e] {
+            Expression::Load { pointer } => match self.f.expressions[pointer] {
+                Expression::LocalVariable(var) => Some(Subject::Var(var)),
+                _ => None,
+            },
+            _ => None,
+        };
+        let known = facts
+            .iter()
+            .filter(|f| f.what == Subject::Expr(e) || Some(f.what) == var)
+            .fold(own, |r, f| intersect(r, Some(f.range)));
+        let sub = |x: Handle<Expression>| self.range(x, facts, depth + 1);
+        let derived = match self.f.expressions[e] {
+            Expression::Literal(l) => literal(l),
+            Expression::Constant(c) => {
+                match self.module.global_expressions[self.module.constants[c].init] {
+                    Expression::Literal(l) => literal(l),
+                    _ => None,
+                }
+            }
+            Expression::Load { pointer } => match super::termination::constant(self.f, e) {
+                c if c != e => sub(c),
+                _ => self.private(pointer, None),
+            },
+            Expression::FunctionArgument(a) => self.entry.and_then(|en| builtin(en, a, None)),
+            Expression::AccessIndex { base, index } => match self.f.expressions[base] {
+                Expression::FunctionArgument(a) => {
+                    self.entry.and_then(|en| builtin(en, a, Some(index)))
+                }
+                Expression::Load { pointer } => self.private(pointer, Some(index)),
+                _ => None,
+            },
+            Expression::Binary { op, left, right } => binary(op, sub(left)?, sub(right)?),
+            Expression::Math {
+                fun,
+                arg,
+                arg1,
+                arg2,
+                ..
+            } => math(fun, sub(arg)?, arg1.and_then(sub), arg2.and_then(sub)),
+            Expression::Select { accept, reject, .. } => Some(union(sub(accept)?, sub(reject)?)),
+            // A conversion or bitcast keeps the value where the source's
+            // range fits the target's (checked against `own` below).
+            Expression::As { expr, .. } => sub(expr),
+            _ => None,
+        };
+        // A derived range outside the type's own means the value wrapped.
+        match (derived, own) {
+            (Some(d), Some(t)) if d.0 < t.0 || d.1 > t.1 => known,
+            (Some(d), _) => intersect(known, Some(d)),
+            (None, _) => known,
+        }
+    }
+
+    /// What a load through `pointer` (of `component`) reads, where it
+    /// points at a private global that holds a builtin.
+    fn private(&self, pointer: Handle<Expression>, component: Option<u32>) -> Option<Range> {
+        let (g, component) = match (&self.f.expressions[pointer], component) {
+            (&Expression::GlobalVariable(g), c) => (g, c.unwrap_or(0)),
+            (&Expression::AccessIndex { base, index }, None) => match self.f.expressions[base] {
+                Expression::GlobalVariable(g) => (g, index),
+                _ => return None,
+            },
+            _ => return None,
+        };
+        let (_, r) = self.privates.iter().find(|(h, _)| *h == g)?;
+        r.get(component as usize).copied()
+    }
+
+    /// The range of `e`'s integer scalar type, if it has one.
+    fn of_type(&self, e: Handle<Expression>) -> Option<Range> {
+        let TypeInner::Scalar(s) = *self.info[e].ty.inner_with(&self.module.types) else {
+            return None;
+        };
+        let bits = u32::from(s.width) * 8;
+        match s.kind {
+            ScalarKind::Uint => Some((0, (1i128 << bits) - 1)),
+            ScalarKind::Sint => Some((-(1i128 << (bits - 1)), (1i128 << (bits - 1)) - 1)),
+            _ => None,
+        }
+    }
+}
+
+enum Length {
+    Fixed(u32),
+    /// In a storage or uniform buffer: naga's `buffer` policy.
+    Buffer,
+    Unknown,
+}
+
+fn union(a: Range, b: Range) -> Range {
+    (a.0.min(b.0), a.1.max(b.1))
+}
+
+fn intersect(a: Option<Range>, b: Option<Range>) -> Option<Range> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some((a.0.max(b.0), a.1.min(b.1))),
+        (a, None) => a,
+        (None, b) => b,
+    }
+}
+
+fn literal(l: Literal) -> Option<Range> {
+    let v = match l {
+        Literal::U32(v) => i128::from(v),
+        Literal::I32(v) => i128::from(v),
+        Literal::U64(v) => i128::from(v),
+        Literal::I64(v) => i128::from(v),
+        _ => return None,
+    };
+    Some((v, v))
+}
+
+/// The result's range, in exact arithmetic (the caller rejects one that
+/// leaves the result type's range: the value may have wrapped).
+fn binary(op: BinaryOperator, a: Range, b: Range) -> Option<Range> {
+    let non_negative = a.0 >= 0 && b.0 >= 0;
+    match op {
+        BinaryOperator::Add => Some((a.0 + b.0, a.1 + b.1)),
+        BinaryOperator::Subtract => Some((a.0 - b.1, a.1 - b.0)),
+        BinaryOperator::Multiply if non_negative => Some((a.0 * b.0, a.1.checked_mul(b.1)?)),
+        BinaryOperator::Divide if non_negative && b.0 > 0 => Some((a.0 / b.1, a.1 / b.0)),
+        BinaryOperator::Modulo if non_negative && b.0 > 0 => Some((0, a.1.min(b.1 - 1))),
+        BinaryOperator::And if non_negative => Some((0, a.1.min(b.1))),
+        BinaryOperator::InclusiveOr | BinaryOperator::ExclusiveOr if non_negative => {
+            Some((0, below_power_of_two(a.1.max(b.1))))
+        }
+        // WGSL masks a shift amount to the width: only amounts that are
+        // below 32 for any width (the caller checks the result's range).
+        BinaryOperator::ShiftRight if non_negative && b.1 < 32 => Some((a.0 >> b.1, a.1 >> b.0)),
+        BinaryOperator::ShiftLeft if non_negative && b.1 < 32 => Some((a.0 << b.0, a.1 << b.1)),
+        _ => None,
+    }
+}
+
+/// The largest `2^k - 1` at least `x` (for `x >= 0`): a bound of `x | y`
+/// and `x ^ y` when both are at most `x`.
+fn below_power_of_two(x: i128) -> i128 {
+    let mut p = 1i128;
+    while p <= x {
+        p <<= 1;
+    }
+    p - 1
+}
+
+fn math(fun: MathFunction, a: Range, b: Option<Range>, c: Option<Range>) -> Option<Range> {
+    match (fun, b, c) {
+        (MathFunction::Min, Some(b), _) => Some((a.0.min(b.0), a.1.min(b.1))),
+        (MathFunction::Max, Some(b), _) => Some((a.0.max(b.0), a.1.max(b.1))),
+        // `clamp(x, lo, hi)` is `min(max(x, lo), hi)`.
+        (MathFunction::Clamp, Some(lo), Some(hi)) => {
+            Some((a.0.max(lo.0).min(hi.0), a.1.max(lo.1).min(hi.1)))
+        }
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+#[path = "indices_tests.rs"]
+mod tests;

@@ -1,0 +1,227 @@
+use super::every_index_in_range;
+
+/// `body` inside a compute entry point with a storage array `a`, a
+/// uniform `n` and a workgroup array `w` of 64; `extra` at module scope.
+fn in_range(body: &str, extra: &str) -> bool {
+    let source = format!(
+        "@group(0) @binding(0) var<storage, read_write> a: array<u32>;
+         @group(0) @binding(1) var<uniform> n: u32;
+         var<workgroup> w: array<u32, 64>;
+         {extra}
+         @compute @workgroup_size(64) fn main(@builtin(local_invocation_index) lid: u32) {{ {body} }}"
+    );
+    let module = naga::front::wgsl::parse_str(&source).expect("test WGSL parses");
+    let info = naga::valid::Validator::new(
+        naga::valid::ValidationFlags::all(),
+        naga::valid::Capabilities::all(),
+    )
+    .validate(&module)
+    .expect("test WGSL validates");
+    every_index_in_range(&module, &info, true)
+}
+
+#[test]
+fn constant_indices_and_buffers_need_no_proof() {
+    assert!(in_range(
+        "var t: array<u32, 4>; t[3] = a[n]; w[63] = t[0];",
+        ""
+    ));
+}
+
+#[test]
+fn a_counted_loop_bounds_its_variable_past_the_test() {
+    assert!(in_range(
+        "var t: array<f32, 16>; for (var i = 0u; i < 4u; i++) { for (var j = 0u; j < 4u; j++) { t[i * 4u + j] = 1.0; } }",
+        ""
+    ));
+    assert!(in_range(
+        "var t: array<f32, 16>; for (var i = 0u; i < 16u; i++) { t[i] = t[15u - i]; }",
+        ""
+    ));
+}
+
+#[test]
+fn an_index_the_bound_does_not_cover_keeps_the_clamps() {
+    // One too many: i reaches 16.
+    assert!(!in_range(
+        "var t: array<f32, 16>; for (var i = 0u; i <= 16u; i++) { t[i] = 1.0; }",
+        ""
+    ));
+    assert!(!in_range(
+        "var t: array<f32, 16>; for (var i = 0u; i < 17u; i++) { t[i] = 1.0; }",
+        ""
+    ));
+    // A run-time bound.
+    assert!(!in_range(
+        "var t: array<f32, 16>; for (var i = 0u; i < n; i++) { t[i] = 1.0; }",
+        ""
+    ));
+    // Read from a buffer, a thread id: no range known.
+    assert!(!in_range("var t: array<f32, 16>; t[a[0]] = 1.0;", ""));
+    assert!(!in_range("w[lid + 1u] = 1u;", ""));
+}
+
+#[test]
+fn masks_and_remainders_bound_an_unknown_value() {
+    assert!(in_range(
+        "var t: array<f32, 16>; t[a[0] & 15u] = 1.0; w[a[1] % 64u] = 1u;",
+        ""
+    ));
+    assert!(!in_range("var t: array<f32, 16>; t[a[0] & 16u] = 1.0;", ""));
+    assert!(in_range(
+        "var t: array<f32, 16>; t[min(a[0], 15u)] = 1.0;",
+        ""
+    ));
+    assert!(in_range("var t: array<f32, 16>; t[a[0] >> 28u] = 1.0;", ""));
+    assert!(!in_range(
+        "var t: array<f32, 16>; t[a[0] >> 27u] = 1.0;",
+        ""
+    ));
+}
+
+#[test]
+fn an_index_that_may_wrap_keeps_the_clamps() {
+    // 0 - 1 wraps to u32::MAX.
+    assert!(!in_range(
+        "var t: array<f32, 16>; for (var i = 0u; i < 4u; i++) { t[i - 1u] = 1.0; }",
+        ""
+    ));
+    // A sum that may wrap is any u32, which the mask then bounds.
+    assert!(in_range(
+        "var t: array<f32, 16>; for (var i = 0u; i < 4u; i++) { t[(i + 4294967295u) & 7u] = 1.0; }",
+        ""
+    ));
+    // A signed counter may be negative as far as the proof knows.
+    assert!(!in_range(
+        "var t: array<f32, 16>; for (var i = 0; i < 4; i++) { t[i] = 1.0; }",
+        ""
+    ));
+}
+
+#[test]
+fn the_fact_holds_only_past_the_exit_test() {
+    // Read before the test, with i == 16 on the last pass.
+    assert!(!in_range(
+        "var t: array<f32, 16>; var i = 0u; var s = 0.0; loop { let x = t[i]; if i >= 16u { break; } s += x; continuing { i = i + 1u; } }",
+        ""
+    ));
+    assert!(in_range(
+        "var t: array<f32, 16>; var i = 0u; var s = 0.0; loop { if i >= 16u { break; } s += t[i]; continuing { i = i + 1u; } }",
+        ""
+    ));
+}
+
+#[test]
+fn vectors_and_matrices_are_indexed_arrays_too() {
+    assert!(in_range(
+        "var v = vec4<f32>(); var m = mat4x4<f32>(); for (var i = 0u; i < 4u; i++) { v[i] = 1.0; m[i] = v; }",
+        ""
+    ));
+    assert!(!in_range(
+        "var v = vec4<f32>(); for (var i = 0u; i < 5u; i++) { v[i] = 1.0; }",
+        ""
+    ));
+}
+
+#[test]
+fn buffers_need_the_drivers_bounds() {
+    let source = "@group(0) @binding(0) var<storage, read_write> a: array<u32>;
+         @compute @workgroup_size(1) fn main() { a[a[0]] = 1u; }";
+    let module = naga::front::wgsl::parse_str(source).expect("parses");
+    let info = naga::valid::Validator::new(
+        naga::valid::ValidationFlags::all(),
+        naga::valid::Capabilities::all(),
+    )
+    .validate(&module)
+    .expect("validates");
+    assert!(every_index_in_range(&module, &info, true));
+    assert!(!every_index_in_range(&module, &info, false));
+}
+
+/// naga's SPIR-V front end copies each builtin input into a private global
+/// at the entry point and the kernel's function loads it: a thread id so
+/// kept is still below the workgroup size.
+#[test]
+fn thread_ids_bound_indices_also_through_private_globals() {
+    let source = "var<workgroup> w: array<u32, 128>;
+         var<private> lid: vec3<u32>;
+         var<private> index: u32;
+         fn body() { w[lid.y * 32u + lid.x] = 1u; w[index] = 2u; let v = lid; w[v[1] * 64u + v[0]] = 3u; }
+         @compute @workgroup_size(32, 2, 1)
+         fn main(@builtin(local_invocation_id) l: vec3<u32>, @builtin(local_invocation_index) i: u32) {
+             lid = l; index = i; body(); w[l.x + l.y] = 4u; w[i] = 5u;
+         }";
+    assert!(module_in_range(source));
+    // A third row would pass the end; another store makes it any value.
+    assert!(!module_in_range(
+        &source.replace("(32, 2, 1)", "(32, 5, 1)")
+    ));
+    assert!(!module_in_range(
+        &source.replace("fn body() {", "fn body() { index = 200u;")
+    ));
+    assert!(!module_in_range(
+        &source.replace("lid = l;", "lid = l * 2u;")
+    ));
+}
+
+fn module_in_range(source: &str) -> bool {
+    let module = naga::front::wgsl::parse_str(source).expect("test WGSL parses");
+    let info = naga::valid::Validator::new(
+        naga::valid::ValidationFlags::all(),
+        naga::valid::Capabilities::all(),
+    )
+    .validate(&module)
+    .expect("test WGSL validates");
+    every_index_in_range(&module, &info, true)
+}
+
+/// Which of the IR backend's reference kernels the proof covers. The rest
+/// keep wgpu's clamps (and with them its loop counter): the register
+/// matmul's tile index is bounded by its guards only through a product the
+/// intervals lose, the scans and the radix scatter index by a variable
+/// they write on data, and the single-pass scan's look-back indexes 65
+/// flags by a lane plus a step.
+#[test]
+fn the_ir_backends_reference_kernels_proven_in_range() {
+    use compute_ir::Scalar;
+    use compute_testkit::kernels as k;
+    use compute_wgsl::{DeviceCaps, IrCompiler, WgpuCompilationOptions, WgpuCompiler};
+    let kernels = [
+        k::elementwise_add(Scalar::F32, 64),
+        k::workgroup_sum(Scalar::F32, 256),
+        k::histogram(64),
+        k::byte_histogram(),
+        k::tiled_matmul(),
+        k::register_matmul(),
+        k::softmax(1024),
+        k::layernorm(1024),
+        k::scan_reduce(),
+        k::scan_spine(),
+        k::scan_down(),
+        k::scan_single_pass(4, 8),
+        k::radix_count(),
+        k::radix_scatter(),
+        k::uniform_rounds(),
+    ];
+    let caps = DeviceCaps::of(wgpu::Limits::default(), wgpu::Features::all());
+    let options = WgpuCompilationOptions::default();
+    let mut clamped = Vec::new();
+    for kernel in &kernels {
+        let kernel = kernel.as_ref().expect("reference kernel builds");
+        let compiled = IrCompiler
+            .compile(kernel, &options, &caps)
+            .expect("reference kernel compiles");
+        if !module_in_range(&compiled.source) {
+            clamped.push(compiled.name);
+        }
+    }
+    let expected = [
+        "matmul_registers_128",
+        "scan_reduce",
+        "scan_spine",
+        "scan_down",
+        "scan_single_pass_4_8",
+        "radix_scatter",
+    ];
+    assert_eq!(clamped, expected);
+}
