@@ -104,6 +104,10 @@ fn builtins_in_privates(module: &Module) -> Vec<(Handle<GlobalVariable>, [Range;
                 let Some(g) = private_under(module, f, pointer) else {
                     return;
                 };
+                // Its initial value is its initializer's, not zero.
+                if module.global_variables[g].init.is_some() {
+                    return note(g, None);
+                }
                 let whole = matches!(f.expressions[pointer], Expression::GlobalVariable(_));
                 let stored = match (&f.expressions[value], entry) {
                     (&Expression::FunctionArgument(a), Some(e)) if whole => {
@@ -283,7 +287,7 @@ impl Proof<'_> {
     /// Adds to `facts` what `condition` evaluating to `holds` says of its
     /// operands: `a < b` bounds `a` by `b`'s largest value and `b` by
     /// `a`'s smallest (and so on for the other comparisons, negations, and
-    /// both sides of `a && b` when it holds).
+    /// both sides of `a & b` when it holds).
     fn guard(&self, condition: Handle<Expression>, holds: bool, facts: &mut Vec<Fact>, depth: u32) {
         if depth > DEPTH {
             return;
@@ -293,8 +297,9 @@ impl Proof<'_> {
                 op: UnaryOperator::LogicalNot,
                 expr,
             } => return self.guard(expr, !holds, facts, depth + 1),
+            // `&` here is on booleans (a condition is one).
             Expression::Binary {
-                op: BinaryOperator::LogicalAnd,
+                op: BinaryOperator::LogicalAnd | BinaryOperator::And,
                 left,
                 right,
             } if holds => {
@@ -433,10 +438,12 @@ impl Proof<'_> {
     /// Every value `e` may take, where `facts` hold; `None` where the
     /// proof cannot tell (or the value may have wrapped).
     fn range(&self, e: Handle<Expression>, facts: &[Fact], depth: u32) -> Option<Range> {
-        if depth > DEPTH {
+        // Integer scalars only: float arithmetic rounds (a sum of two
+        // floats may land above the sum of their bounds).
+        let own = self.of_type(e);
+        if depth > DEPTH || own.is_none() {
             return None;
         }
-        let own = self.of_type(e);
         let var = match self.f.expressions[e] {
             Expression::Load { pointer } => match self.f.expressions[pointer] {
                 Expression::LocalVariable(var) => Some(Subject::Var(var)),

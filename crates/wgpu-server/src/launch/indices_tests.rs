@@ -162,6 +162,64 @@ fn thread_ids_bound_indices_also_through_private_globals() {
     assert!(!module_in_range(
         &source.replace("lid = l;", "lid = l * 2u;")
     ));
+    // An initializer is a value the stores do not show.
+    assert!(!module_in_range(&source.replace(
+        "var<private> index: u32;",
+        "var<private> index: u32 = 300u;"
+    )));
+}
+
+#[test]
+fn float_arithmetic_bounds_nothing() {
+    // Each sum below 2^24 is exact in f32, but the proof does not reason
+    // about rounding, so any float step drops what it knew.
+    assert!(!in_range(
+        "var t: array<f32, 16>; for (var i = 0u; i < 8u; i++) { t[u32(f32(i) + f32(i))] = 1.0; }",
+        ""
+    ));
+    assert!(in_range(
+        "var t: array<f32, 16>; for (var i = 0u; i < 8u; i++) { t[i + i] = 1.0; }",
+        ""
+    ));
+}
+
+#[test]
+fn guards_bound_what_they_compare() {
+    assert!(in_range(
+        "if lid < 16u { var t: array<f32, 16>; t[lid] = 1.0; }",
+        ""
+    ));
+    assert!(in_range(
+        "let s = a[0] & 31u; if lid < s { w[lid + s] = 1u; }",
+        ""
+    ));
+    assert!(in_range(
+        "if !(lid >= 16u) { var t: array<f32, 16>; t[lid] = 1.0; }",
+        ""
+    ));
+    assert!(in_range(
+        "var t: array<f32, 16>; if lid >= 16u { } else { t[lid] = 1.0; }",
+        ""
+    ));
+    // `&` on booleans (WGSL's `&&` is lowered to an `if` and a variable,
+    // which the proof does not follow).
+    assert!(in_range(
+        "var t: array<f32, 16>; if (lid < 16u) & (lid > 2u) { t[lid - 3u] = 1.0; }",
+        ""
+    ));
+    // Only where the guard holds.
+    assert!(!in_range(
+        "var t: array<f32, 16>; if lid < 16u { } t[lid] = 1.0;",
+        ""
+    ));
+    assert!(!in_range(
+        "var t: array<f32, 16>; if lid < 17u { t[lid] = 1.0; }",
+        ""
+    ));
+    assert!(!in_range(
+        "var t: array<f32, 16>; if lid < 16u || lid == 40u { t[lid] = 1.0; }",
+        ""
+    ));
 }
 
 fn module_in_range(source: &str) -> bool {
