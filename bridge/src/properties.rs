@@ -92,6 +92,7 @@ pub fn device_properties(adapter: &wgpu::Adapter, device: &wgpu::Device) -> Devi
     };
     let mut props = DeviceProperties::new(Default::default(), memory, hardware, timing, identity);
     register_types(&mut props, features);
+    register_planes(&mut props, features, info.device_type);
     if probing() {
         claim_everything(&mut props);
     }
@@ -137,12 +138,22 @@ fn register_types(props: &mut DeviceProperties, features: wgpu::Features) {
     if features.contains(wgpu::Features::SHADER_FLOAT32_ATOMIC) {
         props.register_atomic_type_usage(Type::atomic(ElemType::Float(FloatKind::F32)), atomic);
     }
-    // No plane ops claimed, on any adapter (cubecl-wgpu claims them off CPU
-    // adapters): cubecl's plane kernels through cubecl-spirv reach a panic
-    // in naga 30's SPIR-V front end (`Emitter::finish` on a value used
-    // across blocks, `front/spv/mod.rs:970`: every cubek-reduce plane
-    // kernel burn's MLP launched on the H200), so a device with subgroups
-    // gets the kernels that do not use them. docs/burn.md, "Not yet".
+}
+
+/// cubecl-wgpu's plane claim: plane operations where the device has
+/// subgroups, off CPU adapters (as cubecl-wgpu: lavapipe runs cubecl's
+/// plane suites only under the probe, [`PROBE_ENV`]). Not
+/// `Plane::Sync` (a subgroup barrier through naga's SPIR-V front end, not
+/// tested here) nor `Plane::NonUniformControlFlow` (cubecl-wgpu claims it
+/// for its SPIR-V compiler; WGSL asks for subgroup operations in uniform
+/// control flow): without it cubek's reductions mask idle planes instead
+/// of ending them, which is right either way. naga's SPIR-V front end
+/// panicked on cubecl's plane kernels until the bridge copied their
+/// operands into the reading block (`spirv/operands.rs`).
+fn register_planes(props: &mut DeviceProperties, features: wgpu::Features, kind: wgpu::DeviceType) {
+    if features.contains(wgpu::Features::SUBGROUP) && kind != wgpu::DeviceType::Cpu {
+        props.features.plane.insert(Plane::Ops);
+    }
 }
 
 /// Every element type for every use, every atomic, every plane feature.
