@@ -20,6 +20,10 @@ use cubecl_ir::{
 /// counts which tests would have launched a kernel.
 pub const PROBE_ENV: &str = "CUBECL_BRIDGE_PROBE";
 
+/// Set to `off` to claim no plane operations on any adapter: for measuring
+/// what cubecl's plane kernels change (docs/burn.md), never a default.
+pub const PLANES_ENV: &str = "CUBECL_BRIDGE_PLANES";
+
 /// Whether this process runs as the feature probe.
 pub fn probing() -> bool {
     std::env::var_os(PROBE_ENV).is_some()
@@ -151,7 +155,8 @@ fn register_types(props: &mut DeviceProperties, features: wgpu::Features) {
 /// panicked on cubecl's plane kernels until the bridge copied their
 /// operands into the reading block (`spirv/operands.rs`).
 fn register_planes(props: &mut DeviceProperties, features: wgpu::Features, kind: wgpu::DeviceType) {
-    if features.contains(wgpu::Features::SUBGROUP) && kind != wgpu::DeviceType::Cpu {
+    let off = std::env::var(PLANES_ENV).is_ok_and(|v| v == "off");
+    if features.contains(wgpu::Features::SUBGROUP) && kind != wgpu::DeviceType::Cpu && !off {
         props.features.plane.insert(Plane::Ops);
     }
 }
