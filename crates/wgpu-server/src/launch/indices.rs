@@ -21,12 +21,13 @@
 
 use naga::valid::{FunctionInfo, ModuleInfo};
 use naga::{
-    AddressSpace, BinaryOperator, Binding, Block, BuiltIn, EntryPoint, Expression, Function,
-    GlobalVariable, Handle, Literal, LocalVariable, MathFunction, Module, ScalarKind, Statement,
-    TypeInner, UnaryOperator,
+    AddressSpace, BinaryOperator, Block, EntryPoint, Expression, Function, GlobalVariable, Handle,
+    LocalVariable, Module, ScalarKind, Statement, TypeInner, UnaryOperator,
 };
 
+use super::intervals::{Range, binary, intersect, literal, math, union};
 use super::termination::{Step, counted};
+use super::thread_ids::{builtin, builtins_in_privates};
 
 /// Whether every run-time index of `module` into an array, vector or
 /// matrix is in range, so wgpu's index clamps change nothing.
@@ -53,106 +54,6 @@ pub(crate) fn every_index_in_range(
         proof.block(&f.body, &mut Vec::new())
     })
 }
-
-/// Per component, the values a thread-id builtin may take in `entry`:
-/// `local_invocation_id` below the workgroup size; `local_invocation_index`
-/// and `subgroup_id` below its product (a workgroup has at most one
-/// subgroup per invocation); `subgroup_invocation_id` below 128, the
-/// largest subgroup Vulkan and WebGPU allow.
-fn builtin(entry: &EntryPoint, argument: u32, component: Option<u32>) -> Option<Range> {
-    let arg = entry.function.arguments.get(argument as usize)?;
-    let Some(Binding::BuiltIn(b)) = arg.binding else {
-        return None;
-    };
-    if entry.workgroup_size_overrides.is_some() {
-        return None;
-    }
-    let size = entry.workgroup_size.map(i128::from);
-    match (b, component) {
-        (BuiltIn::LocalInvocationId, Some(c)) => Some((0, size.get(c as usize)? - 1)),
-        (BuiltIn::LocalInvocationIndex | BuiltIn::SubgroupId, None) => {
-            Some((0, size.iter().product::<i128>() - 1))
-        }
-        (BuiltIn::SubgroupInvocationId, None) => Some((0, 127)),
-        _ => None,
-    }
-}
-
-/// Private globals that hold nothing but a thread-id builtin (naga's
-/// SPIR-V front end copies each input into one at the entry point, and the
-/// kernel's function loads it): per component, the union of what every
-/// store to it writes and its zero initial value. A global with any other
-/// store, or passed to a call, has none.
-fn builtins_in_privates(module: &Module) -> Vec<(Handle<GlobalVariable>, [Range; 3])> {
-    let mut ranges: Vec<(Handle<GlobalVariable>, Option<[Range; 3]>)> = Vec::new();
-    let mut note = |g: Handle<GlobalVariable>, stored: Option<[Range; 3]>| match ranges
-        .iter_mut()
-        .find(|(h, _)| *h == g)
-    {
-        Some((_, r)) => {
-            *r = r
-                .zip(stored)
-                .map(|(a, b)| std::array::from_fn(|i| union(a[i], b[i])));
-        }
-        None => ranges.push((g, stored.map(|b| b.map(|r| union(r, (0, 0)))))),
-    };
-    let functions = (module.functions.iter()).map(|(_, f)| (f, None));
-    let entries = (module.entry_points.iter()).map(|e| (&e.function, Some(e)));
-    for (f, entry) in functions.chain(entries) {
-        super::termination::walk(&f.body, &mut |s| match *s {
-            Statement::Store { pointer, value } => {
-                let Some(g) = private_under(module, f, pointer) else {
-                    return;
-                };
-                // Its initial value is its initializer's, not zero.
-                if module.global_variables[g].init.is_some() {
-                    return note(g, None);
-                }
-                let whole = matches!(f.expressions[pointer], Expression::GlobalVariable(_));
-                let stored = match (&f.expressions[value], entry) {
-                    (&Expression::FunctionArgument(a), Some(e)) if whole => {
-                        let c = |i| builtin(e, a, Some(i)).or_else(|| builtin(e, a, None));
-                        c(0).zip(c(1)).zip(c(2)).map(|((x, y), z)| [x, y, z])
-                    }
-                    _ => None,
-                };
-                note(g, stored);
-            }
-            Statement::Call { ref arguments, .. } => {
-                for &a in arguments {
-                    if let Some(g) = private_under(module, f, a) {
-                        note(g, None);
-                    }
-                }
-            }
-            _ => {}
-        });
-    }
-    ranges
-        .into_iter()
-        .filter_map(|(g, r)| Some((g, r?)))
-        .collect()
-}
-
-/// The private global `pointer` points into, if any.
-fn private_under(
-    module: &Module,
-    f: &Function,
-    pointer: Handle<Expression>,
-) -> Option<Handle<GlobalVariable>> {
-    match f.expressions[pointer] {
-        Expression::GlobalVariable(g) => {
-            (module.global_variables[g].space == AddressSpace::Private).then_some(g)
-        }
-        Expression::Access { base, .. } | Expression::AccessIndex { base, .. } => {
-            private_under(module, f, base)
-        }
-        _ => None,
-    }
-}
-
-/// An inclusive range of integer values.
-type Range = (i128, i128);
 
 /// Where this fact holds, `what` takes values in `range`.
 #[derive(Clone, Copy)]
@@ -532,73 +433,6 @@ enum Length {
     /// In a storage or uniform buffer: naga's `buffer` policy.
     Buffer,
     Unknown,
-}
-
-fn union(a: Range, b: Range) -> Range {
-    (a.0.min(b.0), a.1.max(b.1))
-}
-
-fn intersect(a: Option<Range>, b: Option<Range>) -> Option<Range> {
-    match (a, b) {
-        (Some(a), Some(b)) => Some((a.0.max(b.0), a.1.min(b.1))),
-        (a, None) => a,
-        (None, b) => b,
-    }
-}
-
-fn literal(l: Literal) -> Option<Range> {
-    let v = match l {
-        Literal::U32(v) => i128::from(v),
-        Literal::I32(v) => i128::from(v),
-        Literal::U64(v) => i128::from(v),
-        Literal::I64(v) => i128::from(v),
-        _ => return None,
-    };
-    Some((v, v))
-}
-
-/// The result's range, in exact arithmetic (the caller rejects one that
-/// leaves the result type's range: the value may have wrapped).
-fn binary(op: BinaryOperator, a: Range, b: Range) -> Option<Range> {
-    let non_negative = a.0 >= 0 && b.0 >= 0;
-    match op {
-        BinaryOperator::Add => Some((a.0 + b.0, a.1 + b.1)),
-        BinaryOperator::Subtract => Some((a.0 - b.1, a.1 - b.0)),
-        BinaryOperator::Multiply if non_negative => Some((a.0 * b.0, a.1.checked_mul(b.1)?)),
-        BinaryOperator::Divide if non_negative && b.0 > 0 => Some((a.0 / b.1, a.1 / b.0)),
-        BinaryOperator::Modulo if non_negative && b.0 > 0 => Some((0, a.1.min(b.1 - 1))),
-        BinaryOperator::And if non_negative => Some((0, a.1.min(b.1))),
-        BinaryOperator::InclusiveOr | BinaryOperator::ExclusiveOr if non_negative => {
-            Some((0, below_power_of_two(a.1.max(b.1))))
-        }
-        // WGSL masks a shift amount to the width: only amounts that are
-        // below 32 for any width (the caller checks the result's range).
-        BinaryOperator::ShiftRight if non_negative && b.1 < 32 => Some((a.0 >> b.1, a.1 >> b.0)),
-        BinaryOperator::ShiftLeft if non_negative && b.1 < 32 => Some((a.0 << b.0, a.1 << b.1)),
-        _ => None,
-    }
-}
-
-/// The largest `2^k - 1` at least `x` (for `x >= 0`): a bound of `x | y`
-/// and `x ^ y` when both are at most `x`.
-fn below_power_of_two(x: i128) -> i128 {
-    let mut p = 1i128;
-    while p <= x {
-        p <<= 1;
-    }
-    p - 1
-}
-
-fn math(fun: MathFunction, a: Range, b: Option<Range>, c: Option<Range>) -> Option<Range> {
-    match (fun, b, c) {
-        (MathFunction::Min, Some(b), _) => Some((a.0.min(b.0), a.1.min(b.1))),
-        (MathFunction::Max, Some(b), _) => Some((a.0.max(b.0), a.1.max(b.1))),
-        // `clamp(x, lo, hi)` is `min(max(x, lo), hi)`.
-        (MathFunction::Clamp, Some(lo), Some(hi)) => {
-            Some((a.0.max(lo.0).min(hi.0), a.1.max(lo.1).min(hi.1)))
-        }
-        _ => None,
-    }
 }
 
 #[cfg(test)]

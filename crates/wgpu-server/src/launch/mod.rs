@@ -9,18 +9,22 @@
 //! - `pipeline`: compiled pipelines by kernel id and options;
 //! - `bind`: bind groups by resolved ranges and scalars;
 //! - `queued`: `LaunchMode::Queue` launches held until `compile_queued`;
-//! - `termination`: the proof that every loop of a module ends, which
-//!   spares it wgpu's loop bounding;
+//! - `termination`: the proof that every loop of a module ends, and
+//!   `indices` (with `intervals` and `thread_ids`): the proof that every
+//!   index outside a buffer is in range; together they spare a module
+//!   wgpu's loop counter and index clamps;
 //! - `validate`: the checks of `resolve` without enqueuing anything, for
 //!   the client's checked launch (`LaunchValidation`).
 
 pub(crate) mod bind;
 pub(crate) mod cache;
 pub(crate) mod indices;
+mod intervals;
 pub(crate) mod pipeline;
 pub(crate) mod queued;
 pub(crate) mod resolve;
 pub(crate) mod termination;
+mod thread_ids;
 
 use std::borrow::Cow;
 use std::sync::Arc;
