@@ -20,8 +20,10 @@ use cubecl_ir::{
 /// counts which tests would have launched a kernel.
 pub const PROBE_ENV: &str = "CUBECL_BRIDGE_PROBE";
 
-/// Set to `off` to claim no plane operations on any adapter: for measuring
-/// what cubecl's plane kernels change (docs/burn.md), never a default.
+/// Set to `on` to claim plane operations where the device has subgroups
+/// (off CPU adapters, as cubecl-wgpu does). Not the default: on the H100
+/// it made burn's training step 3.5x slower (docs/burn.md, "Plane
+/// operations"). A measuring switch until that is understood.
 pub const PLANES_ENV: &str = "CUBECL_BRIDGE_PLANES";
 
 /// Whether this process runs as the feature probe.
@@ -144,19 +146,19 @@ fn register_types(props: &mut DeviceProperties, features: wgpu::Features) {
     }
 }
 
-/// cubecl-wgpu's plane claim: plane operations where the device has
-/// subgroups, off CPU adapters (as cubecl-wgpu: lavapipe runs cubecl's
-/// plane suites only under the probe, [`PROBE_ENV`]). Not
-/// `Plane::Sync` (a subgroup barrier through naga's SPIR-V front end, not
-/// tested here) nor `Plane::NonUniformControlFlow` (cubecl-wgpu claims it
-/// for its SPIR-V compiler; WGSL asks for subgroup operations in uniform
-/// control flow): without it cubek's reductions mask idle planes instead
-/// of ending them, which is right either way. naga's SPIR-V front end
-/// panicked on cubecl's plane kernels until the bridge copied their
-/// operands into the reading block (`spirv/operands.rs`).
+/// Plane operations, claimed only under [`PLANES_ENV`]`=on`, where the
+/// device has subgroups, off CPU adapters (cubecl-wgpu's rule). Never
+/// `Plane::Sync` (naga writes a workgroup barrier for a subgroup one) nor
+/// `Plane::NonUniformControlFlow` (WGSL asks for subgroup operations in
+/// uniform control flow): without it cubek's reductions mask idle planes
+/// instead of ending them, which is right either way. On the H100 cubecl's
+/// plane suites pass under the claim but for `plane_elect` (naga has no
+/// `OpGroupNonUniformElect`) and a plane position in a 2-D workgroup (naga
+/// refuses `subgroup_id` there); burn's training step is 3.5x slower with
+/// it (docs/burn.md), hence off by default.
 fn register_planes(props: &mut DeviceProperties, features: wgpu::Features, kind: wgpu::DeviceType) {
-    let off = std::env::var(PLANES_ENV).is_ok_and(|v| v == "off");
-    if features.contains(wgpu::Features::SUBGROUP) && kind != wgpu::DeviceType::Cpu && !off {
+    let on = std::env::var(PLANES_ENV).is_ok_and(|v| v == "on");
+    if on && features.contains(wgpu::Features::SUBGROUP) && kind != wgpu::DeviceType::Cpu {
         props.features.plane.insert(Plane::Ops);
     }
 }
