@@ -3,6 +3,13 @@ use super::every_index_in_range;
 /// `body` inside a compute entry point with a storage array `a`, a
 /// uniform `n` and a workgroup array `w` of 64; `extra` at module scope.
 fn in_range(body: &str, extra: &str) -> bool {
+    try_in_range(body, extra).expect("test WGSL parses and validates")
+}
+
+/// [`in_range`], `None` where naga refuses the module (a constant index
+/// past the end, or a constant expression that overflows, both caught
+/// before any run).
+fn try_in_range(body: &str, extra: &str) -> Option<bool> {
     let source = format!(
         "@group(0) @binding(0) var<storage, read_write> a: array<u32>;
          @group(0) @binding(1) var<uniform> n: u32;
@@ -10,14 +17,14 @@ fn in_range(body: &str, extra: &str) -> bool {
          {extra}
          @compute @workgroup_size(64) fn main(@builtin(local_invocation_index) lid: u32) {{ {body} }}"
     );
-    let module = naga::front::wgsl::parse_str(&source).expect("test WGSL parses");
+    let module = naga::front::wgsl::parse_str(&source).ok()?;
     let info = naga::valid::Validator::new(
         naga::valid::ValidationFlags::all(),
         naga::valid::Capabilities::all(),
     )
     .validate(&module)
-    .expect("test WGSL validates");
-    every_index_in_range(&module, &info, true)
+    .ok()?;
+    Some(every_index_in_range(&module, &info, true))
 }
 
 #[test]
@@ -282,4 +289,145 @@ fn the_ir_backends_reference_kernels_proven_in_range() {
         "radix_scatter",
     ];
     assert_eq!(clamped, expected);
+}
+
+/// The proof against brute force: random index expressions over a counted
+/// loop's variable, the thread index, literals and a value read from a
+/// buffer, some under a random guard. Wherever the proof says "in range",
+/// every evaluation (every loop pass, every thread, a spread of buffer
+/// values), in WGSL's wrapping `u32` arithmetic, must be. The oracle
+/// evaluates its own expression tree and shares no code with the proof.
+#[test]
+fn the_proof_never_accepts_an_index_brute_force_finds_out_of_range() {
+    let mut rng = Lcg(0x9e37_79b9_7f4a_7c15);
+    let (mut proven, cases) = (0, 3000);
+    for _ in 0..cases {
+        let len = [4u32, 16, 64][rng.below(3) as usize];
+        let bound = 1 + rng.below(20);
+        let index = Expr::random(&mut rng, 3);
+        let guard = (rng.below(2) == 0).then(|| (Expr::random(&mut rng, 2), rng.below(70)));
+        let access = format!("t[{}] = 1u;", index.wgsl());
+        let body = match &guard {
+            Some((g, c)) => format!("if ({} < {c}u) {{ {access} }}", g.wgsl()),
+            None => access,
+        };
+        let source =
+            format!("var t: array<u32, {len}>; for (var i = 0u; i < {bound}u; i++) {{ {body} }}");
+        if try_in_range(&source, "") != Some(true) {
+            continue;
+        }
+        proven += 1;
+        for i in 0..bound {
+            for lid in 0..64 {
+                for unknown in [0, 1, 7, 1 << 31, u32::MAX, rng.next()] {
+                    let env = Env { i, lid, unknown };
+                    let passes = guard.as_ref().is_none_or(|(g, c)| g.eval(&env) < *c);
+                    let at = index.eval(&env);
+                    assert!(
+                        !passes || at < len,
+                        "proved in range but index {at} of {len} at i {i}, lid {lid}, a[0] {unknown}: {source}"
+                    );
+                }
+            }
+        }
+    }
+    // The test means something only if the proof accepts a fair share.
+    assert!(proven > cases / 10, "only {proven} of {cases} proven");
+}
+
+struct Lcg(u64);
+
+impl Lcg {
+    fn next(&mut self) -> u32 {
+        self.0 = self
+            .0
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (self.0 >> 33) as u32
+    }
+    fn below(&mut self, n: u32) -> u32 {
+        self.next() % n
+    }
+}
+
+struct Env {
+    i: u32,
+    lid: u32,
+    unknown: u32,
+}
+
+enum Expr {
+    I,
+    Lid,
+    Unknown,
+    Lit(u32),
+    Bin(&'static str, Box<Expr>, Box<Expr>),
+}
+
+impl Expr {
+    fn random(rng: &mut Lcg, depth: u32) -> Expr {
+        let leaf = depth == 0 || rng.below(3) == 0;
+        if leaf {
+            return match rng.below(4) {
+                0 => Expr::I,
+                1 => Expr::Lid,
+                2 => Expr::Unknown,
+                _ => Expr::Lit(
+                    [0, 1, 2, 3, 4, 15, 16, 31, 63, 64, 4294967295][rng.below(11) as usize],
+                ),
+            };
+        }
+        let ops = [
+            "+", "-", "*", "/", "%", "&", "|", "^", ">>", "<<", "min", "max",
+        ];
+        let op = ops[rng.below(ops.len() as u32) as usize];
+        let left = Expr::random(rng, depth - 1);
+        // Shifts by a literal below 32 (WGSL refuses a larger constant).
+        let right = if op == ">>" || op == "<<" {
+            Expr::Lit(rng.below(32))
+        } else {
+            Expr::random(rng, depth - 1)
+        };
+        Expr::Bin(op, Box::new(left), Box::new(right))
+    }
+
+    fn wgsl(&self) -> String {
+        match self {
+            Expr::I => "i".into(),
+            Expr::Lid => "lid".into(),
+            Expr::Unknown => "a[0]".into(),
+            Expr::Lit(v) => format!("{v}u"),
+            Expr::Bin(op @ ("min" | "max"), l, r) => format!("{op}({}, {})", l.wgsl(), r.wgsl()),
+            Expr::Bin(op, l, r) => format!("({} {op} {})", l.wgsl(), r.wgsl()),
+        }
+    }
+
+    /// WGSL's run-time `u32` rules: wrapping arithmetic, `x / 0 == x`,
+    /// `x % 0 == 0`, shift amounts masked to 5 bits.
+    fn eval(&self, env: &Env) -> u32 {
+        match self {
+            Expr::I => env.i,
+            Expr::Lid => env.lid,
+            Expr::Unknown => env.unknown,
+            Expr::Lit(v) => *v,
+            Expr::Bin(op, l, r) => {
+                let (a, b) = (l.eval(env), r.eval(env));
+                match *op {
+                    "+" => a.wrapping_add(b),
+                    "-" => a.wrapping_sub(b),
+                    "*" => a.wrapping_mul(b),
+                    "/" => a.checked_div(b).unwrap_or(a),
+                    "%" => a.checked_rem(b).unwrap_or(0),
+                    "&" => a & b,
+                    "|" => a | b,
+                    "^" => a ^ b,
+                    ">>" => a >> (b & 31),
+                    "<<" => a << (b & 31),
+                    "min" => a.min(b),
+                    "max" => a.max(b),
+                    other => unreachable!("no operator {other} is generated"),
+                }
+            }
+        }
+    }
 }
