@@ -19,6 +19,7 @@
 //! buffer access where the driver does not bound it) keeps every clamp
 //! of the module.
 
+use hashbrown::HashMap;
 use naga::valid::{FunctionInfo, ModuleInfo};
 use naga::{
     AddressSpace, BinaryOperator, Block, EntryPoint, Expression, Function, GlobalVariable, Handle,
@@ -80,8 +81,9 @@ struct Proof<'a> {
     robust_buffers: bool,
 }
 
-/// How deep an index expression is followed before the proof gives up
-/// (a pathological kernel must not exhaust the stack).
+/// How deep an index expression is followed before the proof gives up (a
+/// pathological kernel must not exhaust the stack), and how many
+/// conditions one guard is split into.
 const DEPTH: u32 = 64;
 
 impl Proof<'_> {
@@ -104,7 +106,8 @@ impl Proof<'_> {
                 .into_iter()
                 .all(|(b, holds)| {
                     self.scoped(facts, |p, facts| {
-                        p.guard(*condition, holds, facts, 0);
+                        let mut budget = DEPTH;
+                        p.guard(*condition, holds, facts, &mut budget);
                         p.block(b, facts)
                     })
                 }),
@@ -151,7 +154,7 @@ impl Proof<'_> {
         if !before.iter().all(|s| self.statement(s, facts)) {
             return false;
         }
-        let (Some(v), Some(b)) = (self.range(c.v, facts, 0), self.range(c.bound, facts, 0)) else {
+        let (Some(v), Some(b)) = (self.range(c.v, facts), self.range(c.bound, facts)) else {
             return false;
         };
         let range = match c.step {
@@ -188,24 +191,32 @@ impl Proof<'_> {
     /// Adds to `facts` what `condition` evaluating to `holds` says of its
     /// operands: `a < b` bounds `a` by `b`'s largest value and `b` by
     /// `a`'s smallest (and so on for the other comparisons, negations, and
-    /// both sides of `a & b` when it holds).
-    fn guard(&self, condition: Handle<Expression>, holds: bool, facts: &mut Vec<Fact>, depth: u32) {
-        if depth > DEPTH {
+    /// both sides of `a & b` when it holds). At most `budget` conditions
+    /// are looked at: `c1 = c0 & c0; c2 = c1 & c1; ...` shares operands.
+    fn guard(
+        &self,
+        condition: Handle<Expression>,
+        holds: bool,
+        facts: &mut Vec<Fact>,
+        budget: &mut u32,
+    ) {
+        if *budget == 0 {
             return;
         }
+        *budget -= 1;
         let (op, left, right) = match self.f.expressions[condition] {
             Expression::Unary {
                 op: UnaryOperator::LogicalNot,
                 expr,
-            } => return self.guard(expr, !holds, facts, depth + 1),
+            } => return self.guard(expr, !holds, facts, budget),
             // `&` here is on booleans (a condition is one).
             Expression::Binary {
                 op: BinaryOperator::LogicalAnd | BinaryOperator::And,
                 left,
                 right,
             } if holds => {
-                self.guard(left, true, facts, depth + 1);
-                return self.guard(right, true, facts, depth + 1);
+                self.guard(left, true, facts, budget);
+                return self.guard(right, true, facts, budget);
             }
             Expression::Binary { op, left, right } => (op, left, right),
             _ => return,
@@ -227,7 +238,7 @@ impl Proof<'_> {
             _ => return,
         };
         let gap = i128::from(strict);
-        let (Some(s), Some(b)) = (self.range(small, facts, 0), self.range(big, facts, 0)) else {
+        let (Some(s), Some(b)) = (self.range(small, facts), self.range(big, facts)) else {
             return;
         };
         facts.push(Fact {
@@ -254,7 +265,7 @@ impl Proof<'_> {
         match self.f.expressions[e] {
             Expression::Access { base, index } => match self.length(base) {
                 Length::Fixed(n) => self
-                    .range(index, facts, 0)
+                    .range(index, facts)
                     .is_some_and(|(lo, hi)| lo >= 0 && hi < i128::from(n)),
                 Length::Buffer => self.robust_buffers,
                 Length::Unknown => false,
@@ -338,7 +349,36 @@ impl Proof<'_> {
 
     /// Every value `e` may take, where `facts` hold; `None` where the
     /// proof cannot tell (or the value may have wrapped).
-    fn range(&self, e: Handle<Expression>, facts: &[Fact], depth: u32) -> Option<Range> {
+    fn range(&self, e: Handle<Expression>, facts: &[Fact]) -> Option<Range> {
+        self.range_in(e, facts, 0, &mut HashMap::new())
+    }
+
+    /// [`Self::range`], each expression's range worked out once per call
+    /// (`memo`): an expression tree is a DAG, and `x1 = x0 + x0; x2 = x1 +
+    /// x1; ...` would otherwise cost 2^depth. A range is sound wherever it
+    /// was reached, so reusing one is too.
+    fn range_in(
+        &self,
+        e: Handle<Expression>,
+        facts: &[Fact],
+        depth: u32,
+        memo: &mut HashMap<Handle<Expression>, Option<Range>>,
+    ) -> Option<Range> {
+        if let Some(known) = memo.get(&e) {
+            return *known;
+        }
+        let r = self.derive(e, facts, depth, memo);
+        memo.insert(e, r);
+        r
+    }
+
+    fn derive(
+        &self,
+        e: Handle<Expression>,
+        facts: &[Fact],
+        depth: u32,
+        memo: &mut HashMap<Handle<Expression>, Option<Range>>,
+    ) -> Option<Range> {
         // Integer scalars only: float arithmetic rounds (a sum of two
         // floats may land above the sum of their bounds).
         let own = self.of_type(e);
@@ -356,7 +396,7 @@ impl Proof<'_> {
             .iter()
             .filter(|f| f.what == Subject::Expr(e) || Some(f.what) == var)
             .fold(own, |r, f| intersect(r, Some(f.range)));
-        let sub = |x: Handle<Expression>| self.range(x, facts, depth + 1);
+        let mut sub = |x: Handle<Expression>| self.range_in(x, facts, depth + 1, memo);
         let derived = match self.f.expressions[e] {
             Expression::Literal(l) => literal(l),
             Expression::Constant(c) => {
@@ -377,15 +417,27 @@ impl Proof<'_> {
                 Expression::Load { pointer } => self.private(pointer, Some(index)),
                 _ => None,
             },
-            Expression::Binary { op, left, right } => binary(op, sub(left)?, sub(right)?),
+            Expression::Binary { op, left, right } => match (sub(left), sub(right)) {
+                (Some(l), Some(r)) => binary(op, l, r),
+                _ => None,
+            },
             Expression::Math {
                 fun,
                 arg,
                 arg1,
                 arg2,
                 ..
-            } => math(fun, sub(arg)?, arg1.and_then(sub), arg2.and_then(sub)),
-            Expression::Select { accept, reject, .. } => Some(union(sub(accept)?, sub(reject)?)),
+            } => match sub(arg) {
+                Some(a) => {
+                    let (b, c) = (arg1.and_then(&mut sub), arg2.and_then(&mut sub));
+                    math(fun, a, b, c)
+                }
+                None => None,
+            },
+            Expression::Select { accept, reject, .. } => match (sub(accept), sub(reject)) {
+                (Some(a), Some(r)) => Some(union(a, r)),
+                _ => None,
+            },
             // A conversion or bitcast keeps the value where the source's
             // range fits the target's (checked against `own` below).
             Expression::As { expr, .. } => sub(expr),

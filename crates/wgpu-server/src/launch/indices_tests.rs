@@ -431,3 +431,17 @@ impl Expr {
         }
     }
 }
+
+/// Shared operands make an expression tree a DAG: 2^40 paths here, a
+/// compile that never ends unless each node is worked out once.
+#[test]
+fn shared_operands_cost_the_proof_linear_time() {
+    let mut body = String::from("var t: array<f32, 16>; let x0 = lid; let c0 = lid < 9u;");
+    for k in 1..=40 {
+        body += &format!(" let x{k} = x{} + x{};", k - 1, k - 1);
+        body += &format!(" let c{k} = c{} & c{};", k - 1, k - 1);
+    }
+    body += " if c40 { t[x40 & 15u] = 1.0; t[lid] = 2.0; }";
+    // Before the memo this did not end.
+    assert!(in_range(&body, ""));
+}
