@@ -4,7 +4,8 @@
 # burn-suite, this server, and burn-upstream, published cubecl-wgpu):
 #   bash xtask/h200/run-burn.sh OUTDIR [bench|suite|programs]...
 # Steps: bench, suite, programs, phases (the training step's parts, with
-# cubecl's autotune and profiling logs). Leaves in OUTDIR: bench-ours.txt / bench-upstream.txt (`burn.*`
+# cubecl's autotune and profiling logs), logs (the bench under cubecl's
+# logs: ours, ours with plane operations, upstream). Leaves in OUTDIR: bench-ours.txt / bench-upstream.txt (`burn.*`
 # figures, both builds in this one call), ours.txt / upstream.txt (the
 # suite's records; compare them here with `cargo xtask burn --from
 # OUTDIR`), and the programs' outputs (*.log).
@@ -54,6 +55,16 @@ for what in "$@"; do
         CUBECL_DEBUG_LOG="$out/cubecl-${b#*:}.log" timeout 200 .burn/bin/${b%%:*} phases full \
           > "$out/phases-${b#*:}.txt" 2>&1
         echo "phases ${b#*:} rc=$?: $(grep '^transformer' "$out/phases-${b#*:}.txt")"
+      done ;;
+    logs)
+      # cubecl's logs of the bench (autotune choices, every kernel's time):
+      # ours, ours with plane operations claimed, upstream. Compare them
+      # here with `bash xtask/h200/kernel-times.sh OUT/cubecl-*.log.gz`.
+      for b in burn-suite:ours burn-suite:ours-planes burn-upstream:upstream; do
+        planes=off; [ "${b#*:}" = ours-planes ] && planes=on
+        CUBECL_BRIDGE_PLANES=$planes CUBECL_DEBUG_LOG="$out/cubecl-${b#*:}.log" timeout 150 \
+          .burn/bin/${b%%:*} bench 3 10 > "$out/logs-${b#*:}.txt" 2>&1
+        echo "logs ${b#*:} rc=$? at ${SECONDS}s"; gzip -f "$out/cubecl-${b#*:}.log"
       done ;;
     programs)
       for b in burn-suite burn-upstream; do
