@@ -27,7 +27,7 @@ use naga::{
 };
 
 use super::intervals::{Range, binary, intersect, literal, math, union};
-use super::termination::{Step, counted};
+use super::termination::{Step, counted, local_of};
 use super::thread_ids::{builtin, builtins_in_privates};
 
 /// Whether every run-time index of `module` into an array, vector or
@@ -161,14 +161,7 @@ impl Proof<'_> {
             Step::Up => (v.0, v.1.min(b.1 - 1)),
             Step::Down => (v.0.max(b.0 + 1), v.1),
         };
-        let step_at = continuing.iter().position(|s| {
-            matches!(*s, Statement::Store { pointer, .. }
-                if matches!(self.f.expressions[pointer], Expression::LocalVariable(var) if var == c.var))
-        });
-        let Some(step_at) = step_at else {
-            return false;
-        };
-        let (stepping, stepped) = continuing.split_at(step_at);
+        let (stepping, stepped) = continuing.split_at(c.stepped_at);
         facts.push(Fact {
             what: Subject::Expr(c.v),
             range,
@@ -386,10 +379,7 @@ impl Proof<'_> {
             return None;
         }
         let var = match self.f.expressions[e] {
-            Expression::Load { pointer } => match self.f.expressions[pointer] {
-                Expression::LocalVariable(var) => Some(Subject::Var(var)),
-                _ => None,
-            },
+            Expression::Load { pointer } => local_of(self.f, pointer).map(Subject::Var),
             _ => None,
         };
         let known = facts

@@ -1,4 +1,5 @@
 use super::every_index_in_range;
+use crate::launch::proof_tests::{reference_kernels, validated};
 
 /// `body` inside a compute entry point with a storage array `a`, a
 /// uniform `n` and a workgroup array `w` of 64; `extra` at module scope.
@@ -17,13 +18,7 @@ fn try_in_range(body: &str, extra: &str) -> Option<bool> {
          {extra}
          @compute @workgroup_size(64) fn main(@builtin(local_invocation_index) lid: u32) {{ {body} }}"
     );
-    let module = naga::front::wgsl::parse_str(&source).ok()?;
-    let info = naga::valid::Validator::new(
-        naga::valid::ValidationFlags::all(),
-        naga::valid::Capabilities::all(),
-    )
-    .validate(&module)
-    .ok()?;
+    let (module, info) = validated(&source)?;
     Some(every_index_in_range(&module, &info, true))
 }
 
@@ -134,13 +129,7 @@ fn vectors_and_matrices_are_indexed_arrays_too() {
 fn buffers_need_the_drivers_bounds() {
     let source = "@group(0) @binding(0) var<storage, read_write> a: array<u32>;
          @compute @workgroup_size(1) fn main() { a[a[0]] = 1u; }";
-    let module = naga::front::wgsl::parse_str(source).expect("parses");
-    let info = naga::valid::Validator::new(
-        naga::valid::ValidationFlags::all(),
-        naga::valid::Capabilities::all(),
-    )
-    .validate(&module)
-    .expect("validates");
+    let (module, info) = validated(source).expect("parses and validates");
     assert!(every_index_in_range(&module, &info, true));
     assert!(!every_index_in_range(&module, &info, false));
 }
@@ -230,13 +219,7 @@ fn guards_bound_what_they_compare() {
 }
 
 fn module_in_range(source: &str) -> bool {
-    let module = naga::front::wgsl::parse_str(source).expect("test WGSL parses");
-    let info = naga::valid::Validator::new(
-        naga::valid::ValidationFlags::all(),
-        naga::valid::Capabilities::all(),
-    )
-    .validate(&module)
-    .expect("test WGSL validates");
+    let (module, info) = validated(source).expect("test WGSL parses and validates");
     every_index_in_range(&module, &info, true)
 }
 
@@ -248,38 +231,11 @@ fn module_in_range(source: &str) -> bool {
 /// flags by a lane plus a step.
 #[test]
 fn the_ir_backends_reference_kernels_proven_in_range() {
-    use compute_ir::Scalar;
-    use compute_testkit::kernels as k;
-    use compute_wgsl::{DeviceCaps, IrCompiler, WgpuCompilationOptions, WgpuCompiler};
-    let kernels = [
-        k::elementwise_add(Scalar::F32, 64),
-        k::workgroup_sum(Scalar::F32, 256),
-        k::histogram(64),
-        k::byte_histogram(),
-        k::tiled_matmul(),
-        k::register_matmul(),
-        k::softmax(1024),
-        k::layernorm(1024),
-        k::scan_reduce(),
-        k::scan_spine(),
-        k::scan_down(),
-        k::scan_single_pass(4, 8),
-        k::radix_count(),
-        k::radix_scatter(),
-        k::uniform_rounds(),
-    ];
-    let caps = DeviceCaps::of(wgpu::Limits::default(), wgpu::Features::all());
-    let options = WgpuCompilationOptions::default();
-    let mut clamped = Vec::new();
-    for kernel in &kernels {
-        let kernel = kernel.as_ref().expect("reference kernel builds");
-        let compiled = IrCompiler
-            .compile(kernel, &options, &caps)
-            .expect("reference kernel compiles");
-        if !module_in_range(&compiled.source) {
-            clamped.push(compiled.name);
-        }
-    }
+    let clamped: Vec<String> = reference_kernels(&Default::default())
+        .into_iter()
+        .filter(|compiled| !module_in_range(&compiled.source))
+        .map(|compiled| compiled.name)
+        .collect();
     let expected = [
         "matmul_registers_128",
         "scan_reduce",
@@ -444,4 +400,17 @@ fn shared_operands_cost_the_proof_linear_time() {
     body += " if c40 { t[x40 & 15u] = 1.0; t[lid] = 2.0; }";
     // Before the memo this did not end.
     assert!(in_range(&body, ""));
+}
+
+/// 64-bit bounds multiply past `i128`: the proof must give up, not panic
+/// (it runs on the server's compile path).
+#[test]
+fn a_product_of_64_bit_bounds_does_not_overflow_the_proof() {
+    let big = "18446744073709551615lu";
+    assert!(in_range(
+        &format!(
+            "var t: array<f32, 16>; t[u32((max(b[0], {big}) * max(b[1], {big})) % 16lu)] = 1.0;"
+        ),
+        "@group(0) @binding(2) var<storage, read_write> b: array<u64>;"
+    ));
 }

@@ -40,7 +40,10 @@ pub(crate) fn binary(op: BinaryOperator, a: Range, b: Range) -> Option<Range> {
     match op {
         BinaryOperator::Add => Some((a.0 + b.0, a.1 + b.1)),
         BinaryOperator::Subtract => Some((a.0 - b.1, a.1 - b.0)),
-        BinaryOperator::Multiply if non_negative => Some((a.0 * b.0, a.1.checked_mul(b.1)?)),
+        // 64-bit operands: a product may pass i128.
+        BinaryOperator::Multiply if non_negative => {
+            Some((a.0.checked_mul(b.0)?, a.1.checked_mul(b.1)?))
+        }
         BinaryOperator::Divide if non_negative && b.0 > 0 => Some((a.0 / b.1, a.1 / b.0)),
         BinaryOperator::Modulo if non_negative && b.0 > 0 => Some((0, a.1.min(b.1 - 1))),
         BinaryOperator::And if non_negative => Some((0, a.1.min(b.1))),

@@ -21,6 +21,8 @@ pub(crate) mod cache;
 pub(crate) mod indices;
 mod intervals;
 pub(crate) mod pipeline;
+#[cfg(test)]
+mod proof_tests;
 pub(crate) mod queued;
 pub(crate) mod resolve;
 pub(crate) mod termination;

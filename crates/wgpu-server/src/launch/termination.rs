@@ -86,7 +86,8 @@ pub(crate) enum Step {
 /// What the proof knows of a counted loop, for the index proof
 /// (`indices.rs`): past its exit test (the body's `test`-th statement) and
 /// in its `continuing` block, the load `v` of its variable satisfies
-/// `v < bound` (up) or `v > bound` (down).
+/// `v < bound` (up) or `v > bound` (down); `continuing`'s `stepped_at`-th
+/// statement is the one store to the variable.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Counted {
     pub(crate) var: Handle<LocalVariable>,
@@ -94,6 +95,18 @@ pub(crate) struct Counted {
     pub(crate) bound: Handle<Expression>,
     pub(crate) step: Step,
     pub(crate) test: usize,
+    pub(crate) stepped_at: usize,
+}
+
+/// A loop's exit test: its variable, the load the test reads, the bound,
+/// the direction that keeps the loop going, and where the test is.
+#[derive(Clone, Copy)]
+struct Header {
+    var: Handle<LocalVariable>,
+    v: Handle<Expression>,
+    bound: Handle<Expression>,
+    step: Step,
+    test: usize,
 }
 
 /// The loop whose blocks these are, if it is counted by the rules in the
@@ -105,16 +118,15 @@ pub(crate) fn counted(
     continuing: &Block,
 ) -> Option<Counted> {
     let c = header(module, f, body)?;
-    let stores: Vec<Handle<Expression>> = continuing
-        .iter()
-        .filter_map(|s| match *s {
+    let stores: Vec<(usize, Handle<Expression>)> = (continuing.iter().enumerate())
+        .filter_map(|(i, s)| match *s {
             Statement::Store { pointer, value } if local_of(f, pointer) == Some(c.var) => {
-                Some(value)
+                Some((i, value))
             }
             _ => None,
         })
         .collect();
-    let [value] = stores[..] else {
+    let [(stepped_at, value)] = stores[..] else {
         return None;
     };
     let mut inside = Vec::new();
@@ -125,12 +137,19 @@ pub(crate) fn counted(
         && writes(f, body, c.var) == 0
         && writes(f, continuing, c.var) == 1
         && !passed_to_a_call(f, &f.body, c.var))
-    .then_some(c)
+    .then_some(Counted {
+        var: c.var,
+        v: c.v,
+        bound: c.bound,
+        step: c.step,
+        test: c.test,
+        stepped_at,
+    })
 }
 
 /// The loop's exit test: its variable, the load the test reads, the bound
 /// and the direction that keeps the loop going.
-fn header(module: &Module, f: &Function, body: &Block) -> Option<Counted> {
+fn header(module: &Module, f: &Function, body: &Block) -> Option<Header> {
     let mut emitted = Vec::new();
     // Stores may come first (naga's SPIR-V front end writes a phi's
     // variable there); nothing that jumps, which could skip the test.
@@ -161,7 +180,7 @@ fn header(module: &Module, f: &Function, body: &Block) -> Option<Counted> {
         Expression::Load { pointer } => local_of(f, pointer)?,
         _ => return None,
     };
-    (emitted.contains(&v) && integer(module, f, var)).then_some(Counted {
+    (emitted.contains(&v) && integer(module, f, var)).then_some(Header {
         var,
         v,
         bound,
@@ -217,7 +236,7 @@ fn leaves(
 fn steps(
     f: &Function,
     value: Handle<Expression>,
-    c: &Counted,
+    c: &Header,
     inside: &[Handle<Expression>],
     unsigned: bool,
 ) -> bool {
@@ -301,7 +320,7 @@ fn only_break(block: &Block) -> bool {
     matches!(rest.next(), Some(Statement::Break)) && rest.next().is_none()
 }
 
-fn local_of(f: &Function, pointer: Handle<Expression>) -> Option<Handle<LocalVariable>> {
+pub(crate) fn local_of(f: &Function, pointer: Handle<Expression>) -> Option<Handle<LocalVariable>> {
     match f.expressions[pointer] {
         Expression::LocalVariable(var) => Some(var),
         _ => None,

@@ -1,4 +1,5 @@
 use super::every_loop_counted;
+use crate::launch::proof_tests::{reference_kernels, validated};
 
 /// `body` inside a compute entry point with a storage array `a` and a
 /// uniform `n`; `extra` at module scope.
@@ -9,12 +10,7 @@ fn counted(body: &str, extra: &str) -> bool {
          {extra}
          @compute @workgroup_size(1) fn main() {{ {body} }}"
     );
-    let module = naga::front::wgsl::parse_str(&source).expect("test WGSL parses");
-    let mut validator = naga::valid::Validator::new(
-        naga::valid::ValidationFlags::all(),
-        naga::valid::Capabilities::all(),
-    );
-    validator.validate(&module).expect("test WGSL validates");
+    let (module, _) = validated(&source).expect("test WGSL parses and validates");
     every_loop_counted(&module)
 }
 
@@ -234,41 +230,15 @@ fn every_function_is_checked() {
 /// the loop was stored on every pass, and so no constant step.)
 #[test]
 fn the_ir_backends_reference_kernels_are_all_counted() {
-    use compute_ir::Scalar;
-    use compute_testkit::kernels as k;
-    use compute_wgsl::{
-        BoundsChecks, DeviceCaps, IrCompiler, WgpuCompilationOptions, WgpuCompiler,
-    };
-    let kernels = [
-        k::elementwise_add(Scalar::F32, 64),
-        k::workgroup_sum(Scalar::F32, 256),
-        k::histogram(64),
-        k::byte_histogram(),
-        k::tiled_matmul(),
-        k::register_matmul(),
-        k::softmax(1024),
-        k::layernorm(1024),
-        k::scan_reduce(),
-        k::scan_spine(),
-        k::scan_down(),
-        k::scan_single_pass(4, 8),
-        k::radix_count(),
-        k::radix_scatter(),
-        k::uniform_rounds(),
-    ];
-    let caps = DeviceCaps::of(wgpu::Limits::default(), wgpu::Features::all());
+    use compute_wgsl::{BoundsChecks, WgpuCompilationOptions};
     let mut bounded = Vec::new();
     for checks in [BoundsChecks::Checked, BoundsChecks::Reported] {
         let options = WgpuCompilationOptions {
             bounds_checks: checks,
             ..Default::default()
         };
-        for kernel in &kernels {
-            let kernel = kernel.as_ref().expect("reference kernel builds");
-            let compiled = IrCompiler
-                .compile(kernel, &options, &caps)
-                .expect("reference kernel compiles");
-            let module = naga::front::wgsl::parse_str(&compiled.source).expect("parses");
+        for compiled in reference_kernels(&options) {
+            let (module, _) = validated(&compiled.source).expect("reference kernel validates");
             if !every_loop_counted(&module) {
                 bounded.push(format!("{} ({checks:?})", compiled.name));
             }
