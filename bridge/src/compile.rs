@@ -244,7 +244,8 @@ fn to_wgsl(name: &str, repr: &SpirvKernel) -> Result<String, Inner> {
     // The binaries too, for `examples/compile_probe.rs` to hand the driver
     // cubecl's own SPIR-V (before and after the rewrite) beside naga's.
     if let (Some(spv), Some(orig)) = (file("spv"), file("orig.spv")) {
-        for (f, module) in [(spv, words.clone()), (orig, original.assemble())] {
+        let before = original.assemble();
+        for (f, module) in [(spv, &words), (orig, &before)] {
             let bytes: Vec<u8> = module.iter().flat_map(|w| w.to_le_bytes()).collect();
             let _ = std::fs::write(f, bytes);
         }
