@@ -28,6 +28,7 @@ mod ir_subgroups;
 mod lifetime;
 mod loops;
 mod memory;
+mod misuse;
 mod model;
 mod oob;
 mod profile;

@@ -5,11 +5,11 @@ use std::sync::Arc;
 
 use compute_runtime::client::ComputeClient;
 use compute_runtime::{
-    CubeCount, CubeKernel, Handle, KernelArguments, KernelId, LaunchValidation, ServerError,
+    CubeCount, CubeKernel, Grid, Handle, KernelArguments, KernelId, LaunchValidation, ServerError,
 };
 
 use crate::ir::{Access, KernelDef};
-use crate::{IrError, Lit, Scalar, validate};
+use crate::{DeclaredLen, IrError, Lit, Scalar, check_lengths, validate};
 
 /// A kernel's interface, known without compiling it.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -30,6 +30,9 @@ pub struct KernelInfo {
 pub struct Kernel {
     def: Arc<KernelDef>,
     id: KernelId,
+    /// Declared buffer lengths, checked by [`Kernel::args`]; not part of
+    /// the identity (the module is the same).
+    lengths: Arc<[DeclaredLen]>,
 }
 
 impl Kernel {
@@ -48,7 +51,21 @@ impl Kernel {
         Ok(Kernel {
             def: Arc::new(def),
             id,
+            lengths: Arc::new([]),
         })
+    }
+
+    /// The kernel with buffer lengths declared (the builder's
+    /// [`input_len`](crate::KernelBuilder::input_len) and
+    /// [`require_len`](crate::KernelBuilder::require_len)).
+    pub fn with_lengths(mut self, lengths: Vec<DeclaredLen>) -> Self {
+        self.lengths = lengths.into();
+        self
+    }
+
+    /// The declared buffer lengths.
+    pub fn lengths(&self) -> &[DeclaredLen] {
+        &self.lengths
     }
 
     /// The IR.
@@ -90,43 +107,87 @@ impl Kernel {
     }
 
     /// The arguments of one launch: `buffers` in binding order, `scalars`
-    /// packed and checked ([`Kernel::pack_scalars`]).
+    /// packed and checked: as many as the kernel declares
+    /// ([`ServerError::ScalarCount`]), each of its declared type
+    /// ([`ServerError::ScalarType`]), and every buffer at least the length
+    /// the kernel declares for it under these scalars
+    /// ([`ServerError::BindingLength`]).
     ///
     /// ```
     /// use compute_ir::{KernelBuilder, Lit, Scalar};
-    /// use compute_runtime::{Handle, ManagedMemoryHandle};
+    /// use compute_runtime::{Handle, ManagedMemoryHandle, ServerError};
     ///
     /// let k = KernelBuilder::new("fill", [64, 1, 1]);
-    /// let (x, n) = (k.output(Scalar::U32), k.scalar_arg(Scalar::U32));
+    /// let n = k.scalar_arg(Scalar::U32);
+    /// let x = k.output_len(Scalar::U32, n); // x holds at least n u32s
     /// let i = k.x(k.global_id());
     /// k.if_(k.lt(i, n), |k| k.store(x, i, 7u32));
     /// let fill = k.build()?;
     /// let x = Handle::new(ManagedMemoryHandle::new(), 400);
     /// let args = fill.args([&x], &[Lit::U32(100)])?;
     /// assert_eq!((args.buffers.len(), args.scalars.len()), (1, 16));
-    /// assert!(fill.args([&x], &[Lit::f32(1.0)]).is_err()); // u32 expected
+    /// assert!(matches!(
+    ///     fill.args([&x], &[Lit::f32(1.0)]),
+    ///     Err(ServerError::ScalarType { .. }) // u32 expected
+    /// ));
+    /// assert!(matches!(
+    ///     fill.args([&x], &[Lit::U32(101)]),
+    ///     Err(ServerError::BindingLength { expected: 101, actual: 100, .. })
+    /// ));
     /// assert!(matches!(fill.groups_for(100), compute_runtime::CubeCount::Static(2, 1, 1)));
-    /// # Ok::<(), compute_ir::IrError>(())
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn args<'a>(
         &self,
         buffers: impl IntoIterator<Item = &'a Handle>,
         scalars: &[Lit],
-    ) -> Result<KernelArguments, IrError> {
-        Ok(KernelArguments::handles(buffers).with_scalars(self.pack_scalars(scalars)?))
+    ) -> Result<KernelArguments, ServerError> {
+        let declared = &self.def.scalars;
+        if scalars.len() != declared.len() {
+            return Err(ServerError::ScalarCount {
+                kernel: self.name().to_string(),
+                declared: declared.len() as u32,
+                passed: scalars.len() as u32,
+            });
+        }
+        for (i, (lit, want)) in scalars.iter().zip(declared).enumerate() {
+            if lit.scalar() != *want {
+                return Err(ServerError::ScalarType {
+                    kernel: self.name().to_string(),
+                    index: i as u32,
+                    member: format!("s{i}"),
+                    declared: want
+                        .dtype()
+                        .ok_or_else(|| IrError::ty("args", "not a scalar"))?,
+                    passed: lit
+                        .scalar()
+                        .dtype()
+                        .ok_or_else(|| ServerError::InvalidArgument {
+                            reason: format!(
+                                "kernel `{}`: scalar argument {i} is a bool (pass a u32)",
+                                self.name()
+                            ),
+                        })?,
+                });
+            }
+        }
+        let args = KernelArguments::handles(buffers).with_scalars(pack_scalars(scalars));
+        check_lengths(self.name(), &self.lengths, &args, scalars)?;
+        Ok(args)
     }
 
-    /// A one-dimensional count of workgroups covering `n` invocations along
-    /// x: `ceil(n / workgroup_size.x)`.
-    pub fn groups_for(&self, n: u32) -> CubeCount {
-        CubeCount::x(n.div_ceil(self.def.workgroup_size[0].max(1)))
+    /// The workgroups covering `grid` invocations: `n` along x, or `[w, h]`,
+    /// or `[w, h, d]` ([`CubeCount::covering`] with this kernel's workgroup
+    /// size).
+    pub fn groups_for(&self, grid: impl Into<Grid>) -> CubeCount {
+        CubeCount::covering(grid, self.def.workgroup_size)
     }
 
-    /// [`ComputeClient::launch`] in one line: this kernel over `n`
-    /// invocations along x ([`groups_for`](Self::groups_for)), with
-    /// `buffers` and `scalars` ([`args`](Self::args)). Scalars that do not
-    /// fit the kernel are a [`ServerError::Launch`] naming it, like every
-    /// other refusal at the call.
+    /// [`ComputeClient::launch`] in one line: this kernel over `grid`
+    /// invocations (`n`, `[w, h]` or `[w, h, d]`:
+    /// [`groups_for`](Self::groups_for)), with
+    /// `buffers` and `scalars` ([`args`](Self::args), whose refusals it
+    /// returns as they are).
     ///
     /// ```
     /// use wgpu_server::prelude::*;
@@ -145,17 +206,12 @@ impl Kernel {
     pub fn launch<'a, S: LaunchValidation>(
         &self,
         client: &ComputeClient<S>,
-        n: u32,
+        grid: impl Into<Grid>,
         buffers: impl IntoIterator<Item = &'a Handle>,
         scalars: &[Lit],
     ) -> Result<(), ServerError> {
-        let args = self
-            .args(buffers, scalars)
-            .map_err(|e| ServerError::Launch {
-                kernel: self.name().to_string(),
-                cause: Arc::new(e.into()),
-            })?;
-        client.launch(self.clone(), self.groups_for(n), args)
+        let args = self.args(buffers, scalars)?;
+        client.launch(self.clone(), self.groups_for(grid), args)
     }
 }
 

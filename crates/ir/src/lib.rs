@@ -70,16 +70,18 @@ mod error;
 pub mod interp;
 pub mod ir;
 mod kernel;
+mod length;
 mod matrix;
 mod subgroup;
 mod typeck;
 mod types;
+mod uniformity;
 mod unop;
 mod validate;
 
 pub use builder::{
     ArrayLike, AtomicBuf, AtomicLike, AtomicShared, Buf, BufferLike, KernelBuilder, Local, Matrix,
-    Shared, Val, Var,
+    Operand, Shared, Val, Var,
 };
 pub use error::{IrError, RunError};
 pub use ir::{
@@ -87,6 +89,7 @@ pub use ir::{
     MatrixStmt, Op, ShuffleOp, Stmt, SubgroupOp, UnOp, ValueId, VarId,
 };
 pub use kernel::{Kernel, KernelInfo, is_scalar_arg, pack_scalars, scalar_block_size};
+pub use length::{DeclaredLen, Len, check_lengths};
 pub use typeck::{op_name, op_type};
 pub use types::{Lit, Scalar, Type};
 pub use validate::{operands, validate};

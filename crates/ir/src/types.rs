@@ -29,6 +29,22 @@ pub enum Scalar {
 }
 
 impl Scalar {
+    /// The element type of the runtime (`None` for `bool`, which a buffer
+    /// or argument cannot hold).
+    pub const fn dtype(self) -> Option<compute_runtime::DType> {
+        use compute_runtime::DType;
+        Some(match self {
+            Scalar::Bool => return None,
+            Scalar::I32 => DType::I32,
+            Scalar::U32 => DType::U32,
+            Scalar::F32 => DType::F32,
+            Scalar::F16 => DType::F16,
+            Scalar::I64 => DType::I64,
+            Scalar::U64 => DType::U64,
+            Scalar::F64 => DType::F64,
+        })
+    }
+
     /// Bytes per element in a host buffer (`bool` has no host layout: 4).
     pub const fn size(self) -> usize {
         match self {

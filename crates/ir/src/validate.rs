@@ -19,7 +19,8 @@ pub fn validate(def: &KernelDef) -> Result<(), IrError> {
         var_live: vec![false; def.vars.len()],
         loops: 0,
     };
-    v.block(&def.body)
+    v.block(&def.body)?;
+    crate::uniformity::check(def)
 }
 
 fn interface(def: &KernelDef) -> Result<(), IrError> {

@@ -134,16 +134,21 @@ fn barrier_makes_shared_writes_visible() {
     assert_eq!(bytes::bytes_u32(&bufs[0]), vec![1, 2, 3, 4, 5, 6, 7, 0]);
 }
 
+/// A barrier only some invocations reach is refused when the kernel is
+/// built (`uniformity.rs`), so the interpreter's own run-time rule
+/// (`RunError::NonUniformBarrier`) is a guard no validated kernel reaches.
 #[test]
-fn divergent_barrier_is_reported() {
+fn divergent_barrier_is_refused_at_build() {
     let b = KernelBuilder::new("divergent", [4, 1, 1]);
     let l = b.local_index();
     let two = b.u32(2);
     let low = b.lt(l, two);
     b.if_(low, |b| b.barrier());
-    let k = b.build().expect("builds");
-    let err = interp::run(&k, [1, 1, 1], &mut [], &[]).expect_err("non-uniform");
-    assert!(matches!(err, RunError::NonUniformBarrier { .. }), "{err}");
+    let err = b.build().expect_err("non-uniform");
+    assert!(
+        err.to_string().contains("non-uniform") || err.to_string().contains("differs"),
+        "{err}"
+    );
 }
 
 #[test]

@@ -174,6 +174,78 @@ pub enum ServerError {
         /// The element type the slice was created with.
         holds: DType,
     },
+    /// A buffer shorter than the length its kernel declares for it under
+    /// the launch's scalars (`KernelBuilder::input_len`,
+    /// `WgslKernel::with_len`), refused when the arguments are made.
+    #[error(
+        "kernel `{kernel}`: binding {binding} ({memory}) holds {actual} element(s), the kernel \
+         declares at least {expected} for these scalars"
+    )]
+    BindingLength {
+        /// The kernel's name.
+        kernel: String,
+        /// `@binding` index.
+        binding: u32,
+        /// The slice bound there.
+        memory: MemoryId,
+        /// Elements the declaration asks for.
+        expected: u64,
+        /// Elements the binding holds.
+        actual: u64,
+    },
+    /// Two bindings of one launch share bytes and at least one of them is
+    /// written: invocations would read bytes others are writing, in no
+    /// defined order (WebGPU refuses such a usage conflict; the server binds
+    /// every storage buffer writable, so it checks the bytes itself). An
+    /// in-place kernel binds the buffer once, read-write.
+    #[error(
+        "kernel `{kernel}`: binding {first} ({first_memory}) and binding {second} \
+         ({second_memory}) share bytes and binding {written} is written"
+    )]
+    BindingsOverlap {
+        /// The kernel's name.
+        kernel: String,
+        /// The first binding's index.
+        first: u32,
+        /// The slice bound there.
+        first_memory: MemoryId,
+        /// The second binding's index.
+        second: u32,
+        /// The slice bound there.
+        second_memory: MemoryId,
+        /// The one of them the kernel writes (the second, when both are).
+        written: u32,
+    },
+    /// A scalar argument of another type than the kernel's uniform block
+    /// declares for it (checked by `WgslKernel::args` against the source;
+    /// an IR kernel's `args` checks its declared scalars the same way).
+    #[error(
+        "kernel `{kernel}`: scalar argument {index} (`{member}`) is declared {declared}, \
+         the call passes {passed}"
+    )]
+    ScalarType {
+        /// The kernel's name.
+        kernel: String,
+        /// The argument's position.
+        index: u32,
+        /// The uniform block's member it lands in.
+        member: String,
+        /// The member's type.
+        declared: DType,
+        /// The argument's type.
+        passed: DType,
+    },
+    /// Fewer or more scalar arguments than the kernel's uniform block has
+    /// members (a missing one would read zero).
+    #[error("kernel `{kernel}` declares {declared} scalar(s), the call passes {passed}")]
+    ScalarCount {
+        /// The kernel's name.
+        kernel: String,
+        /// Members of the uniform block.
+        declared: u32,
+        /// Arguments passed.
+        passed: u32,
+    },
     /// A kernel compiled with reported bounds checks
     /// (`BoundsChecks::Reported`) accessed an array outside its length.
     /// The access itself was contained (a load read zero or a clamped
@@ -379,106 +451,5 @@ fn later_note(later: u32) -> String {
         0 => String::new(),
         1 => " (and 1 later failure)".into(),
         n => format!(" (and {n} later failures)"),
-    }
-}
-
-impl ServerError {
-    /// Shorthand for [`ServerError::Unsupported`].
-    pub const fn unsupported(what: &'static str, reason: &'static str) -> Self {
-        ServerError::Unsupported { what, reason }
-    }
-
-    /// Whether the device is gone (no later call can succeed). A
-    /// [`CollectiveInput`](Self::CollectiveInput) is not: the device it names
-    /// is another rank's.
-    pub fn is_device_lost(&self) -> bool {
-        match self {
-            ServerError::DeviceLost { .. } => true,
-            ServerError::Untrusted { cause, .. }
-            | ServerError::Deferred { cause, .. }
-            | ServerError::Launch { cause, .. } => cause.is_device_lost(),
-            _ => false,
-        }
-    }
-
-    /// The innermost error: the cause of an [`Untrusted`](Self::Untrusted),
-    /// [`UntrustedInput`](Self::UntrustedInput), [`Deferred`](Self::Deferred),
-    /// [`Launch`](Self::Launch) or [`CollectiveInput`](Self::CollectiveInput)
-    /// report, else `self`. (For
-    /// `CollectiveInput` the root cause happened on the rank it names, which
-    /// may be another device.)
-    ///
-    /// ```
-    /// use std::sync::Arc;
-    /// use compute_runtime::{ServerError, StreamId};
-    ///
-    /// let compile = ServerError::Compilation { kernel: "k".into(), diagnostic: "bad".into() };
-    /// let reported = ServerError::Deferred {
-    ///     stream: StreamId(0),
-    ///     cause: Arc::new(ServerError::Launch { kernel: "k".into(), cause: Arc::new(compile.clone()) }),
-    ///     later: 0,
-    /// };
-    /// assert_eq!(reported.root_cause(), &compile);
-    /// ```
-    pub fn root_cause(&self) -> &ServerError {
-        match self {
-            ServerError::Untrusted { cause, .. }
-            | ServerError::Deferred { cause, .. }
-            | ServerError::UntrustedInput { cause, .. }
-            | ServerError::Launch { cause, .. }
-            | ServerError::CollectiveInput { cause, .. } => cause.root_cause(),
-            other => other,
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn root_cause_unwraps_reports() {
-        let inner = ServerError::Compilation {
-            kernel: "k".into(),
-            diagnostic: "bad".into(),
-        };
-        let wrapped = ServerError::Deferred {
-            stream: StreamId(1),
-            cause: Arc::new(ServerError::Untrusted {
-                memory: MemoryId(3),
-                cause: Arc::new(inner.clone()),
-            }),
-            later: 2,
-        };
-        assert_eq!(wrapped.root_cause(), &inner);
-        assert!(wrapped.to_string().ends_with("(and 2 later failures)"));
-        assert!(!wrapped.is_device_lost());
-    }
-
-    #[test]
-    fn collective_input_names_a_peer() {
-        let lost = ServerError::DeviceLost {
-            reason: "gone".into(),
-        };
-        let poisoned = ServerError::Untrusted {
-            memory: MemoryId(7),
-            cause: Arc::new(ServerError::CollectiveInput {
-                rank: 2,
-                cause: Arc::new(lost.clone()),
-            }),
-        };
-        assert_eq!(poisoned.root_cause(), &lost);
-        // The lost device is rank 2's, not this one.
-        assert!(!poisoned.is_device_lost());
-        let timeout = ServerError::CollectiveTimeout {
-            rank: 0,
-            call: "all_reduce #3".into(),
-            waited_ms: 50,
-            missing: vec![2],
-        };
-        assert_eq!(
-            timeout.to_string(),
-            "collective timeout: rank 0 waited 50 ms on all_reduce #3; still missing: ranks [2]"
-        );
     }
 }

@@ -60,6 +60,45 @@ impl CubeCount {
     pub const fn x(x: u32) -> Self {
         CubeCount::Static(x, 1, 1)
     }
+
+    /// The workgroups of `workgroup_size` that cover `grid` invocations:
+    /// `ceil(grid / workgroup_size)` along each dimension.
+    ///
+    /// ```
+    /// use compute_runtime::CubeCount;
+    ///
+    /// let c = CubeCount::covering([100, 30], [16, 16, 1]);
+    /// assert!(matches!(c, CubeCount::Static(7, 2, 1)));
+    /// assert!(matches!(CubeCount::covering(100, [64, 1, 1]), CubeCount::Static(2, 1, 1)));
+    /// ```
+    pub fn covering(grid: impl Into<Grid>, workgroup_size: [u32; 3]) -> Self {
+        let Grid(g) = grid.into();
+        let [x, y, z] = [0, 1, 2].map(|d| g[d].div_ceil(workgroup_size[d].max(1)));
+        CubeCount::Static(x, y, z)
+    }
+}
+
+/// How many invocations a launch covers along x, y and z: `n` (one
+/// dimension), `[w, h]` or `[w, h, d]`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Grid(pub [u32; 3]);
+
+impl From<u32> for Grid {
+    fn from(x: u32) -> Self {
+        Grid([x, 1, 1])
+    }
+}
+
+impl From<[u32; 2]> for Grid {
+    fn from([x, y]: [u32; 2]) -> Self {
+        Grid([x, y, 1])
+    }
+}
+
+impl From<[u32; 3]> for Grid {
+    fn from(g: [u32; 3]) -> Self {
+        Grid(g)
+    }
 }
 
 /// The arguments of one launch.

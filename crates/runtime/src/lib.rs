@@ -27,6 +27,7 @@ pub mod client;
 mod collective;
 mod collective_fault;
 mod error;
+mod error_cause;
 mod fault;
 mod handle;
 pub mod hostcopy;
@@ -47,7 +48,9 @@ pub use error::ServerError;
 pub use fault::InternalFault;
 pub use handle::{BufferBinding, CopyDescriptor, Handle, ManagedMemoryHandle, ReleaseQueue};
 pub use id::{DeviceId, GraphId, KernelId, MemoryId, StorageId, StreamId};
-pub use kernel::{AccessChecks, CubeCount, CubeKernel, KernelArguments, KernelArray, LaunchMode};
+pub use kernel::{
+    AccessChecks, CubeCount, CubeKernel, Grid, KernelArguments, KernelArray, LaunchMode,
+};
 pub use memory::{
     MemoryAllocationMode, MemoryConfiguration, MemoryDeviceProperties, MemoryPoolOptions, PoolKind,
     PoolReport, StreamMemoryReport,

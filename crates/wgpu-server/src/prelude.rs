@@ -4,8 +4,12 @@
 //! - opening a device: [`WgpuServerOptions`], [`DefaultClient`] (a
 //!   [`ComputeClient`] of a [`DefaultServer`]), [`DeviceId`], [`StreamId`];
 //! - buffers: [`Handle`], [`Pod`], [`Bytes`];
-//! - kernels: the IR builder ([`KernelBuilder`], [`Kernel`], [`Val`],
-//!   [`Buf`], [`Scalar`], [`Lit`]), WGSL kernels ([`WgslKernel`],
+//! - kernels: the IR builder ([`KernelBuilder`], [`Kernel`], and every type
+//!   its methods take or give: [`Val`], [`Var`], [`Operand`], [`Scalar`],
+//!   [`Type`], [`Lit`], the arrays [`Buf`], [`AtomicBuf`], [`Shared`],
+//!   [`AtomicShared`], [`Local`] and their traits [`ArrayLike`],
+//!   [`AtomicLike`], [`BufferLike`], cooperative matrices [`Matrix`],
+//!   [`MatrixRole`], [`Layout`]), WGSL kernels ([`WgslKernel`],
 //!   [`BindingAccess`], [`BoundsChecks`]), and launching them
 //!   ([`CubeCount`], [`KernelArguments`]);
 //! - collectives: [`Communicator`] (from [`ComputeClient::communicator`]),
@@ -24,12 +28,15 @@
 //! # Ok::<(), ServerError>(())
 //! ```
 
-pub use compute_ir::{Buf, IrError, Kernel, KernelBuilder, Lit, Scalar, Val};
+pub use compute_ir::{
+    ArrayLike, AtomicBuf, AtomicLike, AtomicShared, Buf, BufferLike, IrError, Kernel,
+    KernelBuilder, Layout, Lit, Local, Matrix, MatrixRole, Operand, Scalar, Shared, Type, Val, Var,
+};
 pub use compute_runtime::client::{Communicator, ComputeClient};
 pub use compute_runtime::{
-    AccessChecks, Bytes, ComputeWait, CubeCount, CubeKernel, DType, DeviceId, GraphId, Handle,
-    KernelArguments, KernelArray, LaunchMode, MemoryAllocationMode, MemoryConfiguration, Pod,
-    ProfileError, ReduceOp, Reduction, Server, ServerCommunication, ServerError, StreamId,
+    AccessChecks, Bytes, ComputeWait, CubeCount, CubeKernel, DType, DeviceId, GraphId, Grid,
+    Handle, KernelArguments, KernelArray, LaunchMode, MemoryAllocationMode, MemoryConfiguration,
+    Pod, ProfileError, ReduceOp, Reduction, Server, ServerCommunication, ServerError, StreamId,
     StreamMemoryReport, TimingMethod,
 };
 pub use compute_wgsl::{

@@ -29,6 +29,7 @@ mod default;
 pub mod ir;
 mod passthrough;
 mod reflect;
+mod scalars;
 mod validate;
 
 pub use compiler::{

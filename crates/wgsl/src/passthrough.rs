@@ -12,7 +12,7 @@
 //! `Unchecked`).
 
 use std::any::Any;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use compute_runtime::{CubeKernel, KernelId, ServerError};
 
@@ -52,6 +52,11 @@ pub struct WgslKernel {
     layout: KernelLayout,
     bounds_checks: Option<BoundsChecks>,
     id: KernelId,
+    /// The uniform block's members, read from the source at the first
+    /// `args` (shared by clones: the source never changes).
+    members: Arc<OnceLock<Option<Vec<crate::scalars::Member>>>>,
+    /// Declared buffer lengths, checked by `args`.
+    lengths: Vec<compute_ir::DeclaredLen>,
 }
 
 impl WgslKernel {
@@ -81,7 +86,51 @@ impl WgslKernel {
             layout,
             bounds_checks: None,
             id,
+            members: Arc::default(),
+            lengths: Vec::new(),
         }
+    }
+
+    /// Declares that buffer `binding` holds at least `len` elements of
+    /// `elem` (`len` an expression of the scalar arguments:
+    /// `Len::arg(0) * Len::arg(1)`): `args` refuses a shorter buffer with
+    /// `ServerError::BindingLength`, before anything is enqueued.
+    ///
+    /// ```
+    /// use compute_ir::{Len, Lit};
+    /// use compute_runtime::{DType, Handle, ManagedMemoryHandle, ServerError};
+    /// use compute_wgsl::{BindingAccess, WgslKernel};
+    ///
+    /// let zero = WgslKernel::new(
+    ///     "zero",
+    ///     "@group(0) @binding(0) var<storage, read_write> x: array<f32>;
+    ///      @group(0) @binding(1) var<uniform> n: u32;
+    ///      @compute @workgroup_size(64) fn main(@builtin(global_invocation_id) id: vec3<u32>) {
+    ///          if id.x < n { x[id.x] = 0.0; }
+    ///      }",
+    ///     "main",
+    ///     [64, 1, 1],
+    ///     vec![BindingAccess::ReadWrite],
+    /// )
+    /// .with_scalars()
+    /// .with_len(0, DType::F32, Len::arg(0));
+    /// let x = Handle::new(ManagedMemoryHandle::new(), 400); // 100 f32
+    /// assert!(zero.args([&x], &[Lit::U32(100)]).is_ok());
+    /// let e = zero.args([&x], &[Lit::U32(128)]).unwrap_err();
+    /// assert!(matches!(e, ServerError::BindingLength { expected: 128, actual: 100, .. }));
+    /// ```
+    pub fn with_len(
+        mut self,
+        binding: u32,
+        elem: compute_runtime::DType,
+        len: impl Into<compute_ir::Len>,
+    ) -> Self {
+        self.lengths.push(compute_ir::DeclaredLen {
+            binding,
+            elem_bytes: elem.size() as u64,
+            len: len.into(),
+        });
+        self
     }
 
     /// Declares a uniform block of scalars at the binding after the buffers.
@@ -97,9 +146,16 @@ impl WgslKernel {
     /// the layout of a WGSL `struct` of `u32`/`i32`/`f32` members in the
     /// uniform address space. No scalars, no block.
     ///
+    /// The scalars are checked against the struct the source declares
+    /// (read once per kernel): one per member
+    /// ([`ServerError::ScalarCount`]), each of its member's type
+    /// ([`ServerError::ScalarType`]), each member a 4-byte scalar at byte
+    /// `4 * i` ([`ServerError::LayoutMismatch`]; a block of another layout
+    /// is packed by hand with `KernelArguments::with_scalars`).
+    ///
     /// ```
     /// use compute_ir::Lit;
-    /// use compute_runtime::{Handle, ManagedMemoryHandle};
+    /// use compute_runtime::{Handle, ManagedMemoryHandle, ServerError};
     /// use compute_wgsl::{BindingAccess, WgslKernel};
     ///
     /// let fill = WgslKernel::new(
@@ -116,22 +172,39 @@ impl WgslKernel {
     /// )
     /// .with_scalars();
     /// let x = Handle::new(ManagedMemoryHandle::new(), 400);
-    /// let args = fill.args([&x], &[Lit::U32(100), Lit::f32(0.5)]);
+    /// let args = fill.args([&x], &[Lit::U32(100), Lit::f32(0.5)])?;
     /// assert_eq!(&args.scalars[..8], [100, 0, 0, 0, 0, 0, 0, 63]);
+    /// // `v` is an f32: a u32 there is refused, as is a missing `v`.
+    /// let wrong = fill.args([&x], &[Lit::U32(100), Lit::U32(1)]);
+    /// assert!(matches!(wrong, Err(ServerError::ScalarType { index: 1, .. })));
+    /// let short = fill.args([&x], &[Lit::U32(100)]);
+    /// assert!(matches!(short, Err(ServerError::ScalarCount { declared: 2, passed: 1, .. })));
+    /// # Ok::<(), ServerError>(())
     /// ```
     pub fn args<'a>(
         &self,
         buffers: impl IntoIterator<Item = &'a compute_runtime::Handle>,
         scalars: &[compute_ir::Lit],
-    ) -> compute_runtime::KernelArguments {
-        compute_runtime::KernelArguments::handles(buffers)
-            .with_scalars(compute_ir::pack_scalars(scalars))
+    ) -> Result<compute_runtime::KernelArguments, ServerError> {
+        if !scalars.is_empty() || self.layout.scalars {
+            let members = self
+                .members
+                .get_or_init(|| crate::scalars::uniform_members(&self.source));
+            if let Some(members) = members {
+                crate::scalars::check(&self.name, members, scalars)?;
+            }
+        }
+        let args = compute_runtime::KernelArguments::handles(buffers)
+            .with_scalars(compute_ir::pack_scalars(scalars));
+        compute_ir::check_lengths(&self.name, &self.lengths, &args, scalars)?;
+        Ok(args)
     }
 
-    /// A one-dimensional count of workgroups covering `n` invocations along
-    /// x: `ceil(n / workgroup_size.x)`.
-    pub fn groups_for(&self, n: u32) -> compute_runtime::CubeCount {
-        compute_runtime::CubeCount::x(n.div_ceil(self.layout.workgroup_size[0].max(1)))
+    /// The workgroups covering `grid` invocations: `n` along x, or `[w, h]`,
+    /// or `[w, h, d]` ([`CubeCount::covering`](compute_runtime::CubeCount::covering)
+    /// with this kernel's workgroup size).
+    pub fn groups_for(&self, grid: impl Into<compute_runtime::Grid>) -> compute_runtime::CubeCount {
+        compute_runtime::CubeCount::covering(grid, self.layout.workgroup_size)
     }
 
     /// This kernel's bounds-check policy, whatever the server's options say:

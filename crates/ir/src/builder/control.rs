@@ -3,7 +3,6 @@
 //! module).
 
 use super::{KernelBuilder, Operand, Val};
-use crate::Scalar;
 use crate::ir::{Barrier, Stmt};
 
 impl KernelBuilder {
@@ -64,15 +63,12 @@ impl KernelBuilder {
         });
     }
 
-    /// `for (i = start; i < end; i += 1) { body(i) }`.
+    /// `for (i = start; i < end; i += 1) { body(i) }`, typed as
+    /// [`for_range_step`](Self::for_range_step) types it: literals alone
+    /// give a `u32` index.
     #[track_caller]
     pub fn for_range(&self, start: impl Operand, end: impl Operand, body: impl FnOnce(&Self, Val)) {
-        let (start, end) = self.operands(start, end);
-        let one = match start.ty.scalar {
-            Scalar::I32 => self.i32(1),
-            _ => self.u32(1),
-        };
-        self.for_range_step(start, end, one, body);
+        self.for_range_step(start, end, 1, body);
     }
 
     /// `for (i = start; i < end; i += step) { body(i) }`.

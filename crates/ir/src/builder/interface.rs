@@ -156,8 +156,12 @@ impl KernelBuilder {
 
     // ---- variables and memory ---------------------------------------------------
 
-    /// A mutable variable holding `init`.
-    pub fn var(&self, init: Val) -> Var {
+    /// A mutable variable holding `init`: a value, or a Rust literal of the
+    /// variable's type (`k.var(0u32)`, `k.var(0.0f32)`; an unsuffixed
+    /// literal has Rust's default type, `i32` or `f64`).
+    #[track_caller]
+    pub fn var(&self, init: impl Operand) -> Var {
+        let init = self.operand(init, None);
         let id = self.with(|s| {
             s.def.vars.push(init.ty);
             VarId(s.def.vars.len() as u32 - 1)

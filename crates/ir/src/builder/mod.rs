@@ -181,6 +181,8 @@ struct State {
     def: KernelDef,
     blocks: Vec<Vec<Stmt>>,
     error: Option<IrError>,
+    /// Declared buffer lengths (`lengths.rs`).
+    lengths: Vec<crate::DeclaredLen>,
 }
 
 macro_rules! unary {
@@ -218,6 +220,7 @@ macro_rules! atomics {
 mod arrays;
 mod control;
 mod interface;
+mod lengths;
 mod matrix;
 mod operand;
 mod ops;
@@ -241,6 +244,7 @@ impl KernelBuilder {
                 },
                 blocks: vec![Vec::new()],
                 error: None,
+                lengths: Vec::new(),
             }),
         }
     }
@@ -377,6 +381,6 @@ impl KernelBuilder {
             return Err(e);
         }
         state.def.body = state.blocks.pop().unwrap_or_default();
-        Kernel::new(state.def)
+        Ok(Kernel::new(state.def)?.with_lengths(state.lengths))
     }
 }

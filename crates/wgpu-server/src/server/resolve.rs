@@ -151,7 +151,33 @@ pub(crate) fn resolve_bindings<C: WgpuCompiler>(
         }
         ranges.push((h.id, h.offset, size));
     }
+    check_overlap(pipeline, args, &ranges)?;
     Ok(ranges)
+}
+
+/// No two bindings share bytes where one of them is written.
+fn check_overlap(
+    pipeline: &CachedPipeline,
+    args: &KernelArguments,
+    ranges: &[Range],
+) -> Result<(), ServerError> {
+    let writes = |i: usize| pipeline.layout.bindings.get(i) == Some(&BindingAccess::ReadWrite);
+    for (j, &(page_j, at_j, size_j)) in ranges.iter().enumerate() {
+        for (i, &(page_i, at_i, size_i)) in ranges[..j].iter().enumerate() {
+            let shared = page_i == page_j && at_i < at_j + size_j && at_j < at_i + size_i;
+            if shared && (writes(i) || writes(j)) {
+                return Err(ServerError::BindingsOverlap {
+                    kernel: pipeline.name.clone(),
+                    first: i as u32,
+                    first_memory: args.buffers[i].memory_id(),
+                    second: j as u32,
+                    second_memory: args.buffers[j].memory_id(),
+                    written: if writes(j) { j as u32 } else { i as u32 },
+                });
+            }
+        }
+    }
+    Ok(())
 }
 
 /// The indirect count: read in place, or copied to a scratch slice when
