@@ -12,7 +12,9 @@
 //! any GPU schedule would give. Invocations that disagree (some end, some
 //! wait, or they wait at different barriers) are
 //! [`RunError::NonUniformBarrier`], the interpreter's form of WGSL's
-//! uniformity rule.
+//! uniformity rule. The builder refuses such kernels statically
+//! (`uniformity.rs`), so this run-time check is a guard that a validated
+//! kernel is not expected to reach.
 //!
 //! Subgroups: invocation `i` (its `local_invocation_index`) is lane
 //! `i % size` of subgroup `i / size`, `size` being
