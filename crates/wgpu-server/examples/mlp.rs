@@ -1,6 +1,6 @@
 //! An MLP forward pass on the server, through the client API: a batch of 64
-//! inputs, 256 -> 512 (ReLU) -> 10 (softmax), from three IR kernels (matmul,
-//! bias with an optional ReLU, row softmax); checked against the host,
+//! inputs, 256 -> 512 (ReLU) -> 10 (softmax), from three IR kernels (a
+//! tiled matmul over a 2-D grid, bias with an optional ReLU, row softmax); checked against the host,
 //! profiled, run on two streams at once, captured as a graph and replayed
 //! on new inputs, with the memory report at the end.
 //!
@@ -15,22 +15,48 @@ const IN: u32 = 256;
 const HIDDEN: u32 = 512;
 const OUT: u32 = 10;
 
-/// `c[r*n + j] = sum_p a[r*k + p] b[p*n + j]`, one invocation per element
-/// of `c` (`m x n`). Scalars `m, n, k`.
+/// Edge of the matmul's tiles and workgroups.
+const T: u32 = 16;
+
+/// `c = a b` (`m x depth` by `depth x n`, row-major): one invocation per
+/// element of `c` over an `[n, m]` grid, `T x T` tiles of `a` and `b`
+/// staged in workgroup memory (zero past the edges). Scalars `m, n, depth`.
 fn matmul() -> Result<Kernel, IrError> {
-    let k = KernelBuilder::new("matmul", [64, 1, 1]);
-    let [a, b] = [0; 2].map(|_| k.input(Scalar::F32));
-    let c = k.output(Scalar::F32);
+    let k = KernelBuilder::new("matmul", [T, T, 1]);
     let [m, n, depth] = [0; 3].map(|_| k.scalar_arg(Scalar::U32));
-    let i = k.x(k.global_id());
-    k.if_(k.lt(i, k.mul(m, n)), |k| {
-        let (row, col, acc) = (k.div(i, n), k.rem(i, n), k.var(k.f32(0.0)));
-        k.for_range(0u32, depth, |k, p| {
-            let x = k.load(a, k.add(k.mul(row, depth), p));
-            let y = k.load(b, k.add(k.mul(p, n), col));
-            k.set(acc, k.fma(x, y, k.get(acc)));
+    let a = k.input_len(Scalar::F32, k.mul(m, depth));
+    let b = k.input_len(Scalar::F32, k.mul(depth, n));
+    let c = k.output_len(Scalar::F32, k.mul(m, n));
+    let [ta, tb] = [0; 2].map(|_| k.shared(Scalar::F32, T * T));
+    let (tx, ty) = (k.x(k.local_id()), k.y(k.local_id()));
+    let (col, row) = (k.x(k.global_id()), k.y(k.global_id()));
+    let at = k.add(k.mul(ty, T), tx);
+    let acc = k.var(0.0f32);
+    // Stage `tile[at] = src[r * width + col]` where inside, else 0.
+    let stage = |k: &KernelBuilder, tile, src, r, col, (rows, width)| {
+        let inside = k.and(k.lt(r, rows), k.lt(col, width));
+        let v = |k: &KernelBuilder| k.load(src, k.add(k.mul(r, width), col));
+        k.if_else(
+            inside,
+            |k| k.store(tile, at, v(k)),
+            |k| k.store(tile, at, 0.0f32),
+        );
+    };
+    k.for_range_step(0u32, depth, T, |k, t| {
+        stage(k, ta, a, row, k.add(t, tx), (m, depth));
+        stage(k, tb, b, k.add(t, ty), col, (depth, n));
+        k.barrier();
+        k.for_range(0u32, T, |k, p| {
+            let x = k.load(ta, k.add(k.mul(ty, T), p));
+            k.set(
+                acc,
+                k.fma(x, k.load(tb, k.add(k.mul(p, T), tx)), k.get(acc)),
+            );
         });
-        k.store(c, i, k.get(acc));
+        k.barrier();
+    });
+    k.if_(k.and(k.lt(row, m), k.lt(col, n)), |k| {
+        k.store(c, k.add(k.mul(row, n), col), k.get(acc))
     });
     k.build()
 }
@@ -119,9 +145,9 @@ impl Model {
     fn forward(&self, c: &DefaultClient, b: &Batch) -> Result<(), ServerError> {
         let ([matmul, bias_relu, bias, softmax], [w1, b1, w2, b2]) = (&self.kernels, &self.device);
         let (hidden, out) = (BATCH * HIDDEN, BATCH * OUT);
-        matmul.launch(c, hidden, [&b.x, w1, &b.h], &[BATCH.into(), HIDDEN.into(), IN.into()])?;
+        matmul.launch(c, [HIDDEN, BATCH], [&b.x, w1, &b.h], &[BATCH.into(), HIDDEN.into(), IN.into()])?;
         bias_relu.launch(c, hidden, [&b.h, b1], &[hidden.into(), HIDDEN.into()])?;
-        matmul.launch(c, out, [&b.h, w2, &b.logits], &[BATCH.into(), OUT.into(), HIDDEN.into()])?;
+        matmul.launch(c, [OUT, BATCH], [&b.h, w2, &b.logits], &[BATCH.into(), OUT.into(), HIDDEN.into()])?;
         bias.launch(c, out, [&b.logits, b2], &[out.into(), OUT.into()])?;
         softmax.launch(c, BATCH, [&b.logits, &b.probs], &[BATCH.into(), OUT.into()])
     }
