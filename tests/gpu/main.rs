@@ -36,3 +36,4 @@ mod queued;
 mod streams;
 mod trust;
 mod typed;
+mod workgroup;

@@ -224,6 +224,7 @@ mod lengths;
 mod matrix;
 mod operand;
 mod ops;
+mod workgroup;
 
 impl KernelBuilder {
     /// A kernel named `name` with the given `@workgroup_size`.

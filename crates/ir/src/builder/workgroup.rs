@@ -1,0 +1,148 @@
+//! Reductions and scans across a workgroup for [`KernelBuilder`]: the
+//! shared-memory tree with its barriers, written once here instead of in
+//! every layernorm, softmax and attention kernel.
+//!
+//! Both are built from the kernel's own operations (a workgroup array of
+//! one element per invocation, steps unrolled for the workgroup size the
+//! builder knows, a barrier after each), so they run on every device and
+//! in the interpreter alike. They hold barriers: call them where every
+//! invocation of the workgroup does (the builder refuses the rest,
+//! `uniformity.rs`). Subgroup operations would save most of the barriers
+//! on devices that have them; not done yet (the builder does not know the
+//! device).
+
+use compute_runtime::ReduceOp;
+
+use super::{KernelBuilder, Val};
+use crate::{IrError, Type};
+
+impl KernelBuilder {
+    /// `op` over `value` of every invocation of the workgroup, the same
+    /// result in each (a uniform value: control flow may depend on it).
+    /// `value` is a scalar of a numeric type; `Mean` divides the sum by the
+    /// workgroup's invocations (truncating for integers).
+    ///
+    /// ```
+    /// use compute_ir::{KernelBuilder, Scalar, interp};
+    /// use compute_runtime::{ReduceOp, pod};
+    ///
+    /// // out[i] = max over the workgroup of x[i].
+    /// let k = KernelBuilder::new("wg_max", [8, 1, 1]);
+    /// let (x, out) = (k.input(Scalar::F32), k.output(Scalar::F32));
+    /// let i = k.x(k.global_id());
+    /// let m = k.workgroup_reduce(ReduceOp::Max, k.load(x, i));
+    /// k.store(out, i, m);
+    /// let k = k.build()?;
+    /// let xs = [3.0f32, -1.0, 7.5, 0.0, 2.0, 7.0, -8.0, 1.0];
+    /// let mut bufs = vec![pod::to_bytes(&xs), vec![0; 32]];
+    /// interp::run(&k, [1, 1, 1], &mut bufs, &[]).expect("runs");
+    /// assert_eq!(pod::from_bytes::<f32>(&bufs[1]).unwrap(), [7.5; 8]);
+    /// # Ok::<(), compute_ir::IrError>(())
+    /// ```
+    #[track_caller]
+    pub fn workgroup_reduce(&self, op: ReduceOp, value: Val) -> Val {
+        let Some(n) = self.cooperate("workgroup_reduce", value) else {
+            return value;
+        };
+        let shared = self.shared(value.ty.scalar, n);
+        let lid = self.local_index();
+        self.store(shared, lid, value);
+        self.barrier();
+        // Halve the live range each step: invocation `i < half` folds in
+        // element `i + half` when it exists.
+        let mut live = n;
+        while live > 1 {
+            let half = live.div_ceil(2);
+            let partner = self.add(lid, half);
+            self.if_(self.lt(lid, live - half), |k| {
+                let v = self.combine(op, k.load(shared, lid), k.load(shared, partner));
+                k.store(shared, lid, v);
+            });
+            self.barrier();
+            live = half;
+        }
+        let all = self.uniform_load(shared, 0u32);
+        // Before a later call (a loop) writes the array again.
+        self.barrier();
+        if op == ReduceOp::Mean {
+            self.div(all, self.cast(self.u32(n), value.ty.scalar))
+        } else {
+            all
+        }
+    }
+
+    /// The inclusive scan of `value` across the workgroup in
+    /// `local_invocation_index` order: invocation `i` gets `op` over the
+    /// values of invocations `0..=i` (`Sum`, `Prod`, `Min` or `Max`).
+    ///
+    /// ```
+    /// use compute_ir::{KernelBuilder, Scalar, interp};
+    /// use compute_runtime::{ReduceOp, pod};
+    ///
+    /// let k = KernelBuilder::new("wg_scan", [6, 1, 1]);
+    /// let (x, out) = (k.input(Scalar::U32), k.output(Scalar::U32));
+    /// let i = k.x(k.global_id());
+    /// k.store(out, i, k.workgroup_scan(ReduceOp::Sum, k.load(x, i)));
+    /// let k = k.build()?;
+    /// let mut bufs = vec![pod::to_bytes(&[1u32, 2, 3, 4, 5, 6]), vec![0; 24]];
+    /// interp::run(&k, [1, 1, 1], &mut bufs, &[]).expect("runs");
+    /// assert_eq!(pod::from_bytes::<u32>(&bufs[1]).unwrap(), [1, 3, 6, 10, 15, 21]);
+    /// # Ok::<(), compute_ir::IrError>(())
+    /// ```
+    #[track_caller]
+    pub fn workgroup_scan(&self, op: ReduceOp, value: Val) -> Val {
+        if op == ReduceOp::Mean {
+            self.fail(IrError::structure(
+                "workgroup_scan",
+                "a scan of means is not an operation (Sum, Prod, Min or Max)",
+            ));
+            return value;
+        }
+        let Some(n) = self.cooperate("workgroup_scan", value) else {
+            return value;
+        };
+        let shared = self.shared(value.ty.scalar, n);
+        let lid = self.local_index();
+        self.store(shared, lid, value);
+        self.barrier();
+        // Hillis-Steele: after the step of `offset`, element `i` holds `op`
+        // over `i - 2 * offset + 1 ..= i`.
+        let acc = self.var(value);
+        let mut offset = 1;
+        while offset < n {
+            let reaches = self.ge(lid, offset);
+            self.if_(reaches, |k| {
+                let v = self.combine(op, k.load(shared, k.sub(lid, offset)), k.get(acc));
+                k.set(acc, v);
+            });
+            self.barrier();
+            self.store(shared, lid, self.get(acc));
+            self.barrier();
+            offset *= 2;
+        }
+        self.get(acc)
+    }
+
+    /// The workgroup's invocation count, or `None` (with the error kept)
+    /// when `value` is not a numeric scalar.
+    #[track_caller]
+    fn cooperate(&self, op: &'static str, value: Val) -> Option<u32> {
+        if value.ty.lanes != 1 || value.ty == Type::BOOL {
+            self.fail(IrError::ty(
+                op,
+                format!("a numeric scalar is reduced, not {}", value.ty),
+            ));
+            return None;
+        }
+        Some(self.with(|s| s.def.workgroup_size.iter().product()))
+    }
+
+    fn combine(&self, op: ReduceOp, a: Val, b: Val) -> Val {
+        match op {
+            ReduceOp::Sum | ReduceOp::Mean => self.add(a, b),
+            ReduceOp::Prod => self.mul(a, b),
+            ReduceOp::Min => self.min(a, b),
+            ReduceOp::Max => self.max(a, b),
+        }
+    }
+}

@@ -1,0 +1,162 @@
+//! `workgroup_reduce` and `workgroup_scan` on the device and in the
+//! interpreter against a host model, for every operation, three element
+//! types and workgroup sizes that are and are not powers of two.
+
+use compute_ir::interp;
+use compute_runtime::pod::{Pod, from_bytes, to_bytes};
+use compute_testkit::Rng;
+use wgpu_server::prelude::*;
+
+const SIZES: [u32; 4] = [1, 7, 64, 96];
+const GROUPS: u32 = 3;
+
+/// `out[i] = reduce (or scan) of x over i's workgroup`.
+fn kernel(scan: bool, op: ReduceOp, elem: Scalar, size: u32) -> Kernel {
+    let k = KernelBuilder::new("workgroup", [size, 1, 1]);
+    let (x, out) = (k.input(elem), k.output(elem));
+    let i = k.x(k.global_id());
+    let v = k.load(x, i);
+    let r = if scan {
+        k.workgroup_scan(op, v)
+    } else {
+        k.workgroup_reduce(op, v)
+    };
+    k.store(out, i, r);
+    k.build().expect("kernel")
+}
+
+/// The host's answer for one workgroup's values, in order.
+fn model<T: Copy>(scan: bool, values: &[T], combine: impl Fn(T, T) -> T) -> Vec<T> {
+    let mut acc = Vec::with_capacity(values.len());
+    for (i, v) in values.iter().enumerate() {
+        acc.push(if i == 0 { *v } else { combine(acc[i - 1], *v) });
+    }
+    if scan {
+        acc
+    } else {
+        vec![acc[values.len() - 1]; values.len()]
+    }
+}
+
+/// Runs `k` on the device and in the interpreter over `x`; both answers.
+fn run<T: Pod>(c: &DefaultClient, k: &Kernel, x: &[T]) -> (Vec<T>, Vec<T>) {
+    let n = x.len() as u32;
+    let hx = c.create_from_slice(x).expect("x");
+    let out = c.empty_of::<T>(u64::from(n)).expect("out");
+    k.launch(c, n, [&hx, &out], &[]).expect("launch");
+    let device = c.read_vec::<T>(&out).expect("read");
+    let mut bufs = vec![to_bytes(x), vec![0; x.len() * size_of::<T>()]];
+    interp::run(k, [GROUPS, 1, 1], &mut bufs, &[]).expect("interpreter");
+    (device, from_bytes(&bufs[1]).expect("T"))
+}
+
+/// How a type's answers are compared: exactly, except a float mean (one
+/// division, whose rounding is the device's) within a relative 1e-6.
+fn same<T: Pod + PartialEq>(
+    op: ReduceOp,
+    got: &[T],
+    want: &[T],
+    float: fn(T) -> Option<f32>,
+) -> bool {
+    got.len() == want.len()
+        && got
+            .iter()
+            .zip(want)
+            .all(|(g, w)| match (op, float(*g), float(*w)) {
+                (ReduceOp::Mean, Some(g), Some(w)) => (g - w).abs() <= 1e-6 * w.abs(),
+                _ => g == w,
+            })
+}
+
+fn check<T: Pod + PartialEq + std::fmt::Debug>(
+    c: &DefaultClient,
+    elem: Scalar,
+    x: impl Fn(&mut Rng) -> T,
+    combine: impl Fn(ReduceOp, T, T) -> T,
+    mean: impl Fn(T, u32) -> T,
+    float: fn(T) -> Option<f32>,
+) {
+    let mut r = Rng::spread(7);
+    for size in SIZES {
+        let xs: Vec<T> = (0..size * GROUPS).map(|_| x(&mut r)).collect();
+        for op in [
+            ReduceOp::Sum,
+            ReduceOp::Prod,
+            ReduceOp::Min,
+            ReduceOp::Max,
+            ReduceOp::Mean,
+        ] {
+            for scan in [false, true] {
+                if scan && op == ReduceOp::Mean {
+                    continue;
+                }
+                let k = kernel(scan, op, elem, size);
+                let want: Vec<T> = xs
+                    .chunks(size as usize)
+                    .flat_map(|g| {
+                        let m = model(scan, g, |a, b| combine(op, a, b));
+                        if op == ReduceOp::Mean {
+                            m.into_iter().map(|s| mean(s, size)).collect()
+                        } else {
+                            m
+                        }
+                    })
+                    .collect();
+                let (device, interp) = run(c, &k, &xs);
+                let what = format!("{elem} {op:?} scan={scan} size={size}");
+                assert!(
+                    same(op, &device, &want, float),
+                    "device, {what}: {device:?} against {want:?}"
+                );
+                assert!(
+                    same(op, &interp, &want, float),
+                    "interpreter, {what}: {interp:?} against {want:?}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn reductions_and_scans_match_the_host() {
+    let c = WgpuServerOptions::new().client().expect("adapter");
+    // Powers of two and their negatives as f32: every sum (a multiple of
+    // 0.5 below 2^8) and product (a power of two within 2^-96..2^96) is
+    // exact in any order, so the device's tree and the host's loop agree
+    // bit for bit.
+    let int_op = |op: ReduceOp, a: i64, b: i64| match op {
+        ReduceOp::Sum | ReduceOp::Mean => a.wrapping_add(b),
+        ReduceOp::Prod => a.wrapping_mul(b),
+        ReduceOp::Min => a.min(b),
+        ReduceOp::Max => a.max(b),
+    };
+    check(
+        &c,
+        Scalar::F32,
+        |r| r.pick(&[-2.0f32, -1.0, -0.5, 0.5, 1.0, 2.0]),
+        |op, a: f32, b| match op {
+            ReduceOp::Sum | ReduceOp::Mean => a + b,
+            ReduceOp::Prod => a * b,
+            ReduceOp::Min => a.min(b),
+            ReduceOp::Max => a.max(b),
+        },
+        |s, n| s / n as f32,
+        Some,
+    );
+    check(
+        &c,
+        Scalar::I32,
+        |r| r.below(2001) as i32 - 1000,
+        |op, a: i32, b| int_op(op, a.into(), b.into()) as i32,
+        |s, n| s / n as i32,
+        |_| None,
+    );
+    check(
+        &c,
+        Scalar::U32,
+        |r| r.below(1 << 20) as u32,
+        |op, a: u32, b| int_op(op, a.into(), b.into()) as u32,
+        |s, n| s / n,
+        |_| None,
+    );
+}
