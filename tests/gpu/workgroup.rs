@@ -45,7 +45,7 @@ fn run<T: Pod>(c: &DefaultClient, k: &Kernel, x: &[T]) -> (Vec<T>, Vec<T>) {
     let out = c.empty_of::<T>(u64::from(n)).expect("out");
     k.launch(c, n, [&hx, &out], &[]).expect("launch");
     let device = c.read_vec::<T>(&out).expect("read");
-    let mut bufs = vec![to_bytes(x), vec![0; x.len() * size_of::<T>()]];
+    let mut bufs = vec![to_bytes(x), vec![0; std::mem::size_of_val(x)]];
     interp::run(k, [GROUPS, 1, 1], &mut bufs, &[]).expect("interpreter");
     (device, from_bytes(&bufs[1]).expect("T"))
 }
@@ -154,7 +154,7 @@ fn reductions_and_scans_match_the_host() {
     check(
         &c,
         Scalar::U32,
-        |r| r.below(1 << 20) as u32,
+        |r| r.below(1 << 20),
         |op, a: u32, b| int_op(op, a.into(), b.into()) as u32,
         |s, n| s / n,
         |_| None,
