@@ -6,7 +6,7 @@
 //! - `ci`     setup, then format check, clippy with warnings denied (also
 //!   with the `mpi` features), the docs (`RUSTDOCFLAGS=-D warnings cargo
 //!   doc`), every test (doc tests included), the MPI suite (`mpi-test`),
-//!   and the `mlp` and `data_parallel` examples;
+//!   and the `mlp`, `transformer_block` and `data_parallel` examples;
 //! - `mpi-test` the collectives across processes: `tests/mpi` under
 //!   `mpirun -np 3` (the suite, then a rank that dies and a rank that never
 //!   calls, which the others must survive with an error in bounded time);
@@ -155,19 +155,12 @@ fn ci() -> Result {
     test()?;
     mpi_test()?;
     // The examples a user is pointed to run, start to end.
-    let mut mlp = cargo();
-    mlp.args(["run", "--quiet", "-p", "wgpu-server", "--example", "mlp"]);
-    run(mlp)?;
-    let mut data_parallel = cargo();
-    data_parallel.args([
-        "run",
-        "--quiet",
-        "-p",
-        "wgpu-server",
-        "--example",
-        "data_parallel",
-    ]);
-    run(data_parallel)
+    for example in ["mlp", "transformer_block", "data_parallel"] {
+        let mut e = cargo();
+        e.args(["run", "--quiet", "-p", "wgpu-server", "--example", example]);
+        run(e)?;
+    }
+    Ok(())
 }
 
 fn test() -> Result {
