@@ -268,3 +268,19 @@ fn a_declared_length_is_an_expression_of_scalars() {
     let e = k.build().expect_err("a thread id is no length");
     assert!(e.to_string().contains("declared length"), "{e}");
 }
+
+/// An error returned to `main` after its buffers were dropped still names
+/// them by label.
+#[test]
+fn an_error_names_a_buffer_by_label_after_the_buffer_is_dropped() {
+    let c = client();
+    let e = {
+        let x = c.create_from_slice(&[1.0f32; 8]).expect("x");
+        let x = x.with_label("activations");
+        reverse()
+            .launch(&c, 8, [&x, &x], &[Lit::U32(8)])
+            .expect_err("aliased")
+    };
+    c.sync().expect("the handle's release is processed");
+    assert!(e.to_string().contains("`activations`"), "{e}");
+}

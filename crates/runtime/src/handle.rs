@@ -65,7 +65,7 @@ struct MemoryHandleInner {
 impl Drop for MemoryHandleInner {
     fn drop(&mut self) {
         if *self.labelled.get_mut() {
-            crate::label::remove(self.id);
+            crate::label::retire(self.id);
         }
         if let Some(queue) = self.release.get() {
             queue.push(self.id);
@@ -104,8 +104,8 @@ impl ManagedMemoryHandle {
     }
 
     /// Names the slice in every error that mentions it (replacing an
-    /// earlier label), until the handle's last clone drops. See
-    /// [`MemoryId`]'s `Display`.
+    /// earlier label), also one displayed after the handle's last clone
+    /// dropped. See [`MemoryId`]'s `Display`.
     pub fn set_label(&self, label: impl Into<Arc<str>>) {
         self.inner.labelled.store(true, Ordering::Relaxed);
         crate::label::set(self.id(), label.into());

@@ -43,8 +43,10 @@ id_type!(@decl
     /// A managed memory slice: the identity behind a
     /// [`crate::ManagedMemoryHandle`]. Never reused within a process.
     ///
-    /// Displayed as `MemoryId(7)`, or with its label while the buffer has
-    /// one (see [`crate::ManagedMemoryHandle::set_label`]):
+    /// Displayed as `MemoryId(7)`, or with its label when the buffer has
+    /// one (see [`crate::ManagedMemoryHandle::set_label`]), also after the
+    /// handle is dropped (the last 4,096 dropped handles' labels are kept,
+    /// for the errors that name them):
     ///
     /// ```
     /// use compute_runtime::ManagedMemoryHandle;
@@ -54,8 +56,8 @@ id_type!(@decl
     /// assert_eq!(id.to_string(), format!("MemoryId({})", id.0));
     /// weights.set_label("weights");
     /// assert_eq!(id.to_string(), format!("`weights` (MemoryId({}))", id.0));
-    /// drop(weights); // the label goes with the last clone of the handle
-    /// assert_eq!(id.label(), None);
+    /// drop(weights); // an error returned later still names it
+    /// assert_eq!(id.to_string(), format!("`weights` (MemoryId({}))", id.0));
     /// ```
     MemoryId
 );
@@ -86,7 +88,8 @@ impl MemoryId {
         MemoryId(NEXT.fetch_add(1, Ordering::Relaxed))
     }
 
-    /// The label of the buffer with this id, while it has one.
+    /// The label of the buffer with this id (kept a while after its handle
+    /// drops: see `Handle::with_label`).
     pub fn label(self) -> Option<std::sync::Arc<str>> {
         crate::label::get(self)
     }
