@@ -2,7 +2,9 @@
 //! its element type; a launch binding it where the kernel's module declares
 //! another type is refused before anything is enqueued, and typed host
 //! calls as another type are refused. Untyped slices (`empty`, `create`)
-//! bind anywhere, as before.
+//! bind anywhere, except that the client follows what they were last
+//! written as: a read-only binding or a typed read as another type is
+//! refused until something writes them as that type.
 
 use compute_runtime::{LaunchMode, Server};
 use wgpu_server::prelude::*;
@@ -124,4 +126,66 @@ fn typed_host_calls_as_another_type_are_refused_and_touch_nothing() {
     assert_eq!(c.read_vec::<f32>(&x).expect("untouched"), [1.0; 4]);
     assert_eq!(c.read_vec::<u8>(&x).expect("bytes").len(), 16);
     c.sync().expect("nothing failed");
+}
+
+/// `x[i] = i` as u32 (a kernel that writes an untyped buffer as u32).
+fn iota() -> Kernel {
+    let k = KernelBuilder::new("iota", [4, 1, 1]);
+    let x = k.output(Scalar::U32);
+    let i = k.x(k.global_id());
+    k.store(x, i, i);
+    k.build().expect("kernel")
+}
+
+/// `out[i] = x[i] + 1.0` over f32: reads `x` as f32.
+fn add_one() -> Kernel {
+    let k = KernelBuilder::new("add_one", [4, 1, 1]);
+    let (x, out) = (k.input(Scalar::F32), k.output(Scalar::F32));
+    let i = k.x(k.global_id());
+    k.store(out, i, k.add(k.load(x, i), 1.0f32));
+    k.build().expect("kernel")
+}
+
+#[test]
+fn an_untyped_buffer_written_as_u32_is_not_read_as_f32() {
+    let c = client();
+    let raw = c.empty(16).expect("untyped");
+    let out = c.empty_of::<f32>(4).expect("out");
+    iota().launch(&c, 4, [&raw], &[]).expect("written as u32");
+    let e = add_one()
+        .launch(&c, 4, [&raw, &out], &[])
+        .expect_err("read as f32");
+    match e.root_cause() {
+        ServerError::BindingType {
+            kernel,
+            binding: 0,
+            declared: DType::F32,
+            holds: DType::U32,
+            ..
+        } => assert_eq!(kernel, "add_one"),
+        other => panic!("expected BindingType, got {other}"),
+    }
+    assert!(c.read_vec::<f32>(&raw).is_err(), "nor by a typed read");
+    assert_eq!(c.read_vec::<u32>(&raw).expect("as u32"), [0, 1, 2, 3]);
+    // Written again as f32 (a scratch buffer reused), it reads as f32.
+    c.write_from_slice(&raw, &[0.5f32; 4]).expect("rewritten");
+    add_one().launch(&c, 4, [&raw, &out], &[]).expect("f32 now");
+    assert_eq!(c.read_vec::<f32>(&out).expect("out"), [1.5; 4]);
+}
+
+#[test]
+fn slices_made_through_the_server_trait_are_not_followed() {
+    let c = client();
+    let memory = compute_runtime::ManagedMemoryHandle::new();
+    c.server()
+        .initialize_memory(memory.clone(), 16, c.stream())
+        .expect("slice");
+    let raw = Handle::new(memory, 16);
+    let out = c.empty_of::<f32>(4).expect("out");
+    iota().launch(&c, 4, [&raw], &[]).expect("written as u32");
+    // A runtime above the server may reinterpret its bytes on purpose.
+    add_one()
+        .launch(&c, 4, [&raw, &out], &[])
+        .expect("not followed");
+    assert_eq!(raw.memory.written_as(), None);
 }

@@ -11,7 +11,7 @@
 //! buy is eager reuse: a slice freed between two server calls is reusable from
 //! the next call on.
 
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use crate::{DType, MemoryId, ServerError};
@@ -60,6 +60,10 @@ struct MemoryHandleInner {
     labelled: AtomicBool,
     /// The element type the slice was created with, when it was typed.
     elem: OnceLock<DType>,
+    /// For an untyped slice whose writes are followed (`follow_writes`):
+    /// what it was last written as. 0: not followed; 1: followed, not
+    /// written as a type yet; `2 + i`: as `DType::ALL[i]`.
+    written: AtomicU8,
 }
 
 impl Drop for MemoryHandleInner {
@@ -94,6 +98,7 @@ impl ManagedMemoryHandle {
                 release: OnceLock::new(),
                 labelled: AtomicBool::new(false),
                 elem: OnceLock::new(),
+                written: AtomicU8::new(0),
             }),
         }
     }
@@ -139,6 +144,47 @@ impl ManagedMemoryHandle {
     /// The slice's element type, if it was typed.
     pub fn elem(&self) -> Option<DType> {
         self.inner.elem.get().copied()
+    }
+
+    /// Follows what an untyped slice is written as (the client's `empty`
+    /// and `create` do): a kernel binding that writes it, or a typed host
+    /// write, records its element type ([`record_write`](Self::record_write)),
+    /// and a read-only binding or a typed read as another type is refused
+    /// until something writes it as that type. Slices made through the
+    /// `Server` trait alone are not followed (a runtime above may
+    /// reinterpret its buffers on purpose).
+    pub fn follow_writes(&self) {
+        let _ = self
+            .inner
+            .written
+            .compare_exchange(0, 1, Ordering::Relaxed, Ordering::Relaxed);
+    }
+
+    /// Records that `elem`s were written to the slice, when it is untyped
+    /// and followed; else nothing.
+    pub fn record_write(&self, elem: DType) {
+        let code = DType::ALL
+            .iter()
+            .position(|d| *d == elem)
+            .map_or(1, |i| i as u8 + 2);
+        let _ = self
+            .inner
+            .written
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |w| {
+                (w != 0).then_some(code)
+            });
+    }
+
+    /// What the untyped, followed slice was last written as; `None` when
+    /// it is typed, not followed, or not written as a type yet.
+    pub fn written_as(&self) -> Option<DType> {
+        if self.elem().is_some() {
+            return None;
+        }
+        match self.inner.written.load(Ordering::Relaxed) {
+            0 | 1 => None,
+            code => DType::ALL.get(usize::from(code - 2)).copied(),
+        }
     }
 
     /// Attaches the queue the handle's last drop reports to. A handle binds

@@ -23,6 +23,9 @@ impl<S: Server> ComputeClient<S> {
     /// ```
     pub fn empty(&self, size: u64) -> Result<Handle, ServerError> {
         let memory = ManagedMemoryHandle::new();
+        // An untyped slice of the client: what it is written as is
+        // followed, so a kernel reading it as another type is refused.
+        memory.follow_writes();
         self.server()
             .initialize_memory(memory.clone(), size, self.stream)?;
         Ok(Handle::new(memory, size))
@@ -160,7 +163,11 @@ impl<S: Server> ComputeClient<S> {
         values: &[T],
     ) -> Result<(), ServerError> {
         same_type::<T>(handle)?;
-        self.write(handle, pod::to_bytes(values))
+        self.write(handle, pod::to_bytes(values))?;
+        if let Some(elem) = T::DTYPE {
+            handle.memory.record_write(elem);
+        }
+        Ok(())
     }
 
     /// Reads the handles' bytes back, blocking this thread only: one wait
@@ -207,7 +214,7 @@ impl<S: Server> ComputeClient<S> {
     /// # Ok::<(), ServerError>(())
     /// ```
     pub fn read_vec<T: Pod>(&self, handle: &Handle) -> Result<Vec<T>, ServerError> {
-        same_type::<T>(handle)?;
+        read_as::<T>(handle)?;
         pod::from_bytes(&self.read_one(handle)?)
     }
 
@@ -294,6 +301,20 @@ fn typed<T: Pod>(handle: &Handle) -> Result<(), ServerError> {
     match T::DTYPE {
         Some(elem) => handle.memory.set_elem(elem),
         None => Ok(()),
+    }
+}
+
+/// Refuses to read an untyped slice as another element type than the one
+/// it was last written as (see `ManagedMemoryHandle::follow_writes`), and a
+/// typed one as another than its own.
+fn read_as<T: Pod>(handle: &Handle) -> Result<(), ServerError> {
+    match (handle.memory.written_as(), T::DTYPE) {
+        (Some(holds), Some(asked)) if holds != asked => Err(ServerError::ElementType {
+            memory: handle.memory.id(),
+            holds,
+            asked,
+        }),
+        _ => same_type::<T>(handle),
     }
 }
 

@@ -83,6 +83,13 @@ pub(crate) fn resolve_launch<C: WgpuCompiler>(
             resolve_indirect(s, &b, &ranges, &mut pages)?
         }
     };
+    for (i, b) in args.buffers.iter().enumerate() {
+        if let (Some(BindingAccess::ReadWrite), Some(Some(elem))) =
+            (layout.bindings.get(i), pipeline.sizes.elems.get(i))
+        {
+            b.memory.record_write(*elem);
+        }
+    }
     Ok(ResolvedLaunch {
         pipeline,
         bind_group,
@@ -129,7 +136,15 @@ pub(crate) fn resolve_bindings<C: WgpuCompiler>(
             });
         }
         let declared = pipeline.sizes.elems.get(i).copied().flatten();
-        if let (Some(declared), Some(holds)) = (declared, b.memory.elem())
+        // A typed slice holds its type; an untyped one the client follows
+        // holds what it was last written as, which only a binding that
+        // writes it may change.
+        let read_only = pipeline.layout.bindings.get(i) == Some(&BindingAccess::ReadOnly);
+        let holds = b
+            .memory
+            .elem()
+            .or_else(|| read_only.then(|| b.memory.written_as()).flatten());
+        if let (Some(declared), Some(holds)) = (declared, holds)
             && declared != holds
         {
             return Err(ServerError::BindingType {
