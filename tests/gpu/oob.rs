@@ -1,9 +1,10 @@
 //! Reported bounds checks (`BoundsChecks::Reported`): an access outside its
 //! array is an error of the launch, naming the kernel, the array and the
-//! index, and poisons what the launch wrote; under the default policy the
-//! same access is clamped silently (wgpu's robust access), which is why the
-//! option exists.
+//! index, and poisons what the launch wrote (the default in a debug build);
+//! under `Checked` (a release build's default) the same access is clamped
+//! silently (wgpu's robust access), which is why the option exists.
 
+use compute_runtime::LaunchValidation;
 use wgpu_server::prelude::*;
 
 fn reporting() -> DefaultClient {
@@ -88,16 +89,36 @@ fn a_short_input_buffer_is_an_error_not_zeros() {
     assert_eq!((array, len, count), (KernelArray::Binding(0), 2, 6), "{e}");
 }
 
-/// The same short input under the default policy: the read is Ok, with
-/// bytes no input held. What the option turns into an error.
+/// The same short input under `Checked` (a release build's default): the
+/// read is Ok, with bytes no input held. What `Reported` turns into an
+/// error.
 #[test]
-fn the_default_policy_clamps_silently() {
-    let c = WgpuServerOptions::new().client().expect("adapter");
+fn the_checked_policy_clamps_silently() {
+    let c = WgpuServerOptions::new()
+        .bounds_checks(BoundsChecks::Checked)
+        .client()
+        .expect("adapter");
     let x = c.create_from_slice(&[1u32, 2]).expect("x");
     let y = c.empty(32).expect("y");
     launch_inc(&c, &x, &y, 8);
     let got = c.read_vec::<u32>(&y).expect("Ok: the clamp is silent");
     assert_eq!(&got[..2], [2, 3]);
+}
+
+/// A debug build reports by default (this suite runs as one in CI; its
+/// release build checks, as `the_checked_policy_clamps_silently`).
+#[test]
+fn the_default_policy_reports_in_a_debug_build() {
+    let c = WgpuServerOptions::new().client().expect("adapter");
+    let x = c.create_from_slice(&[1u32, 2]).expect("x");
+    let y = c.empty(32).expect("y");
+    launch_inc(&c, &x, &y, 8);
+    let read = c.read_vec::<u32>(&y);
+    if cfg!(debug_assertions) {
+        out_of_bounds(&read.expect_err("reported"));
+    } else {
+        assert_eq!(&read.expect("clamped")[..2], [2, 3]);
+    }
 }
 
 /// Poison follows data: a launch reading the poisoned output is refused
@@ -180,10 +201,10 @@ fn only_the_launch_that_went_out_of_bounds_fails() {
     out_of_bounds(&c.read_vec::<u32>(&bad).expect_err("bad"));
 }
 
-/// A WGSL kernel cannot be instrumented: under the option it is refused
-/// unless it declares its own policy.
+/// A WGSL kernel cannot be instrumented: under the option it runs checked
+/// (clamped, not reported) unless it declares its own policy.
 #[test]
-fn a_wgsl_kernel_without_its_own_policy_is_unsupported_under_the_option() {
+fn a_wgsl_kernel_without_its_own_policy_runs_checked_under_the_option() {
     let c = reporting();
     let src = "@group(0) @binding(0) var<storage, read_write> x: array<u32>;
                @compute @workgroup_size(4) fn main(@builtin(global_invocation_id) id: vec3<u32>) {
@@ -197,13 +218,14 @@ fn a_wgsl_kernel_without_its_own_policy_is_unsupported_under_the_option() {
         vec![BindingAccess::ReadWrite],
     );
     let x = c.empty(16).expect("x");
-    let e = c
-        .launch(k.clone(), CubeCount::x(1), KernelArguments::handles([&x]))
-        .expect_err("refused");
-    assert!(
-        matches!(e.root_cause(), ServerError::Unsupported { what, .. } if what.contains("WGSL")),
-        "{e}"
-    );
+    let args = KernelArguments::handles([&x]);
+    let checks = c
+        .server()
+        .validate_launch(&k, &CubeCount::x(1), &args, c.stream());
+    assert_eq!(checks.expect("valid"), AccessChecks::Checked);
+    c.launch(k.clone(), CubeCount::x(1), args)
+        .expect("runs checked");
+    assert_eq!(c.read_vec::<u32>(&x).expect("read"), [1; 4]);
     c.launch(
         k.with_bounds_checks(BoundsChecks::Checked),
         CubeCount::x(1),

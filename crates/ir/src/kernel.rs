@@ -5,7 +5,8 @@ use std::sync::Arc;
 
 use compute_runtime::client::ComputeClient;
 use compute_runtime::{
-    CubeCount, CubeKernel, Grid, Handle, KernelArguments, KernelId, LaunchValidation, ServerError,
+    BoundsChecks, CubeCount, CubeKernel, Grid, Handle, KernelArguments, KernelId, LaunchValidation,
+    ServerError,
 };
 
 use crate::ir::{Access, KernelDef};
@@ -33,26 +34,50 @@ pub struct Kernel {
     /// Declared buffer lengths, checked by [`Kernel::args`]; not part of
     /// the identity (the module is the same).
     lengths: Arc<[DeclaredLen]>,
+    /// This kernel's bounds-check policy, over the server's; part of the
+    /// identity (the module differs).
+    bounds_checks: Option<BoundsChecks>,
 }
 
 impl Kernel {
     /// Validates `def` and wraps it.
     pub fn new(def: KernelDef) -> Result<Self, IrError> {
         validate(&def)?;
-        let id = KernelId::of(&(
-            &def.workgroup_size,
-            &def.buffers,
-            &def.scalars,
-            &def.shared,
-            &def.values,
-            &def.vars,
-            &def.body,
-        ));
         Ok(Kernel {
+            id: identity(&def, None),
             def: Arc::new(def),
-            id,
             lengths: Arc::new([]),
+            bounds_checks: None,
         })
+    }
+
+    /// This kernel's bounds-check policy, whatever the server's options
+    /// say: `Unchecked` for a hot kernel the caller vouches for (its launch
+    /// is then `unsafe`, `launch_unchecked`), `Reported` to have its
+    /// out-of-bounds accesses reported on a server that only clamps.
+    ///
+    /// ```
+    /// use compute_ir::{KernelBuilder, Scalar};
+    /// use compute_runtime::{BoundsChecks, CubeKernel};
+    ///
+    /// let k = KernelBuilder::new("fill", [64, 1, 1]);
+    /// let x = k.output(Scalar::U32);
+    /// k.store(x, k.x(k.global_id()), 7u32);
+    /// let fill = k.build()?;
+    /// let reported = fill.clone().with_bounds_checks(BoundsChecks::Reported);
+    /// assert_eq!(reported.bounds_checks(), Some(BoundsChecks::Reported));
+    /// assert_ne!(fill.id(), reported.id(), "another module, another pipeline");
+    /// # Ok::<(), compute_ir::IrError>(())
+    /// ```
+    pub fn with_bounds_checks(mut self, checks: BoundsChecks) -> Self {
+        self.bounds_checks = Some(checks);
+        self.id = identity(&self.def, self.bounds_checks);
+        self
+    }
+
+    /// This kernel's own bounds-check policy, if it has one.
+    pub fn bounds_checks(&self) -> Option<BoundsChecks> {
+        self.bounds_checks
     }
 
     /// The kernel with buffer lengths declared (the builder's
@@ -213,6 +238,21 @@ impl Kernel {
         let args = self.args(buffers, scalars)?;
         client.launch(self.clone(), self.groups_for(grid), args)
     }
+}
+
+/// A kernel's identity: its IR, workgroup size and own bounds-check policy
+/// (not its name).
+fn identity(def: &KernelDef, checks: Option<BoundsChecks>) -> KernelId {
+    KernelId::of(&(
+        &def.workgroup_size,
+        &def.buffers,
+        &def.scalars,
+        &def.shared,
+        &def.values,
+        &def.vars,
+        &def.body,
+        checks,
+    ))
 }
 
 /// Bytes of the uniform block for `n` scalar arguments.

@@ -46,6 +46,29 @@ impl fmt::Debug for dyn CubeKernel {
     }
 }
 
+/// Whether generated shaders check their memory accesses at run time.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub enum BoundsChecks {
+    /// wgpu's default: every access is clamped or checked, and loops keep
+    /// wgpu's hidden loop counter (the compiler's `LoopBounding` says where
+    /// they need not).
+    #[default]
+    Checked,
+    /// No runtime checks (`create_shader_module_trusted`): faster, and the
+    /// kernel's accesses are the caller's responsibility.
+    Unchecked,
+    /// Checked as [`Checked`](Self::Checked), and every access outside its
+    /// array is also *reported*: the launch fails with
+    /// `ServerError::OutOfBoundsAccess` (kernel, array, index, length) and
+    /// its writes are poisoned, once its batch has run, instead of the
+    /// clamp passing silently. For backends that can instrument their code
+    /// (the IR backend); the WGSL pass-through compiles a kernel that does
+    /// not declare a report slot `Checked` under it, and says so in the
+    /// compile log. Costs a compare per access and a 16-byte report
+    /// slot per launch, read back with the batch.
+    Reported,
+}
+
 /// How many workgroups a launch dispatches.
 #[derive(Clone, Debug)]
 pub enum CubeCount {

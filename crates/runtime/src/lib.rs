@@ -49,7 +49,8 @@ pub use fault::InternalFault;
 pub use handle::{BufferBinding, CopyDescriptor, Handle, ManagedMemoryHandle, ReleaseQueue};
 pub use id::{DeviceId, GraphId, KernelId, MemoryId, StorageId, StreamId};
 pub use kernel::{
-    AccessChecks, CubeCount, CubeKernel, Grid, KernelArguments, KernelArray, LaunchMode,
+    AccessChecks, BoundsChecks, CubeCount, CubeKernel, Grid, KernelArguments, KernelArray,
+    LaunchMode,
 };
 pub use memory::{
     MemoryAllocationMode, MemoryConfiguration, MemoryDeviceProperties, MemoryPoolOptions, PoolKind,

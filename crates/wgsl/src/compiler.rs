@@ -4,27 +4,7 @@ use std::fmt::Debug;
 
 use compute_runtime::{CubeKernel, ServerError};
 
-/// Whether generated shaders check their memory accesses at run time.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
-pub enum BoundsChecks {
-    /// wgpu's default: every access is clamped or checked, and loops keep
-    /// wgpu's hidden loop counter (see [`LoopBounding`] for where they
-    /// need not).
-    #[default]
-    Checked,
-    /// No runtime checks (`create_shader_module_trusted`): faster, and the
-    /// kernel's accesses are the caller's responsibility.
-    Unchecked,
-    /// Checked as [`Checked`](Self::Checked), and every access outside its
-    /// array is also *reported*: the launch fails with
-    /// `ServerError::OutOfBoundsAccess` (kernel, array, index, length) and
-    /// its writes are poisoned, once its batch has run, instead of the
-    /// clamp passing silently. For backends that can instrument their code
-    /// (the IR backend); the WGSL pass-through refuses it unless the kernel
-    /// sets its own policy. Costs a compare per access and a 16-byte report
-    /// slot per launch, read back with the batch.
-    Reported,
-}
+pub use compute_runtime::BoundsChecks;
 
 /// Where a [`BoundsChecks::Reported`] module records its first
 /// out-of-bounds access: `@group(1) @binding(0)`, four `atomic<u32>`
@@ -87,11 +67,18 @@ pub struct WgpuCompilationOptions {
 }
 
 impl Default for WgpuCompilationOptions {
-    /// Checked accesses; no extra naga pass (wgpu validates every module
-    /// with naga anyway, and its error carries the same diagnostic).
+    /// Reported accesses in a debug build (an access outside its array is
+    /// an error naming it, where a release build clamps it silently: the
+    /// build a program is written and tested in finds the mistake),
+    /// checked in a release build; no extra naga pass (wgpu validates every
+    /// module with naga anyway, and its error carries the same diagnostic).
     fn default() -> Self {
         Self {
-            bounds_checks: BoundsChecks::Checked,
+            bounds_checks: if cfg!(debug_assertions) {
+                BoundsChecks::Reported
+            } else {
+                BoundsChecks::Checked
+            },
             loop_bounding: LoopBounding::Unproven,
             validate: false,
         }

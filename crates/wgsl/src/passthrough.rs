@@ -285,22 +285,19 @@ impl WgpuCompiler for WgslPassthrough {
         // The server parses the source with naga and checks the declared
         // layout against it before any pipeline exists.
         let k = Self::downcast(kernel)?;
-        // Handwritten WGSL cannot be instrumented here; silently clamping
-        // instead would be the very thing the option asks to rule out.
-        if k.bounds_checks.is_none() && options.bounds_checks == BoundsChecks::Reported {
-            return Err(ServerError::unsupported(
-                "reported bounds checks for a WGSL kernel",
-                "the pass-through cannot instrument handwritten WGSL: declare the report slot in \
-                 the source and set `with_bounds_checks(BoundsChecks::Reported)`, or give the \
-                 kernel `BoundsChecks::Checked`",
-            ));
-        }
+        // Handwritten WGSL cannot be instrumented here: under a server that
+        // reports, a kernel without its own report slot is checked (its
+        // accesses clamped, not reported), and the compile log says so.
+        let bounds_checks = match (k.bounds_checks, options.bounds_checks) {
+            (None, BoundsChecks::Reported) => Some(BoundsChecks::Checked),
+            (own, _) => own,
+        };
         Ok(CompiledKernel {
             name: k.name.to_string(),
             source: k.source.to_string(),
             entry_point: k.entry_point.to_string(),
             layout: k.layout.clone(),
-            bounds_checks: k.bounds_checks,
+            bounds_checks,
         })
     }
 }

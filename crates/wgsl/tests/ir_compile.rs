@@ -16,7 +16,10 @@ fn caps(features: wgpu::Features) -> DeviceCaps {
 fn compile(k: &Kernel) -> Result<compute_wgsl::CompiledKernel, ServerError> {
     IrCompiler.compile(
         k,
-        &WgpuCompilationOptions::default(),
+        &WgpuCompilationOptions {
+            bounds_checks: compute_wgsl::BoundsChecks::Checked,
+            ..Default::default()
+        },
         &caps(wgpu::Features::empty()),
     )
 }
@@ -86,7 +89,10 @@ fn f16_needs_the_device_feature() {
     let c = IrCompiler
         .compile(
             &k,
-            &WgpuCompilationOptions::default(),
+            &WgpuCompilationOptions {
+                bounds_checks: compute_wgsl::BoundsChecks::Checked,
+                ..Default::default()
+            },
             &caps(wgpu::Features::SHADER_F16),
         )
         .expect("compiles with the feature");

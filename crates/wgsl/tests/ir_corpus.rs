@@ -23,7 +23,7 @@ proptest! {
             Config { floats: FloatOps::None, depth: 4, ..Config::default() },
         ][which];
         let p = program(seed, &cfg);
-        let compiled = IrCompiler.compile(&p.kernel, &WgpuCompilationOptions::default(), &caps());
+        let compiled = IrCompiler.compile(&p.kernel, &WgpuCompilationOptions { bounds_checks: compute_wgsl::BoundsChecks::Checked, ..Default::default() }, &caps());
         match compiled {
             Ok(c) => prop_assert_eq!(c.layout, IrCompiler.layout(&p.kernel).expect("layout")),
             Err(e) => {

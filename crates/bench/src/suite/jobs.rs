@@ -2,6 +2,7 @@
 //! CPU adapter), inputs, launches and host check.
 
 use compute_ir::{IrError, Kernel, Lit};
+use compute_runtime::BoundsChecks;
 use compute_testkit::bytes::{bytes_f32, bytes_u32, f32_bytes, u32_bytes};
 use compute_testkit::{Rng, kernels};
 
@@ -14,7 +15,8 @@ pub fn all(cpu: bool, subgroups: bool, matrices: bool) -> Result<Vec<Measured>, 
         softmax(cpu)?,
         layernorm(cpu)?,
         histogram(cpu)?,
-        matmul(cpu)?,
+        matmul(cpu, false)?,
+        matmul(cpu, true)?,
     ];
     if subgroups {
         v.push(super::scan::scan(cpu)?);
@@ -321,7 +323,11 @@ fn sort(cpu: bool) -> Result<Measured, IrError> {
     })
 }
 
-fn matmul(cpu: bool) -> Result<Measured, IrError> {
+/// The register-tiled matmul; `reported`: the same kernel with its own
+/// `BoundsChecks::Reported` policy (every access compared, a report slot
+/// per launch), what a debug build runs by default, against the same
+/// handwritten twin.
+fn matmul(cpu: bool, reported: bool) -> Result<Measured, IrError> {
     let d: usize = if cpu { 256 } else { 8192 };
     let (a, b) = (floats(28, d * d, 1.0), floats(29, d * d, 1.0));
     let t = kernels::REGISTER_MATMUL_TILE;
@@ -329,7 +335,11 @@ fn matmul(cpu: bool) -> Result<Measured, IrError> {
     let job = Job {
         buffers: vec![f32_bytes(&a), f32_bytes(&b), vec![0; d * d * 4]],
         launches: vec![launch(
-            kernels::register_matmul()?,
+            if reported {
+                kernels::register_matmul()?.with_bounds_checks(BoundsChecks::Reported)
+            } else {
+                kernels::register_matmul()?
+            },
             wgsl::register_matmul(),
             [d as u32 / t, d as u32 / t, 1],
             &[0, 1, 2],
@@ -352,8 +362,19 @@ fn matmul(cpu: bool) -> Result<Measured, IrError> {
         Ok(())
     });
     Ok(Measured {
-        name: "kernel.matmul_f32_tflops",
-        unit: format!("TFLOP/s, {d}^3 f32, register-tiled 128x128 (higher is better)"),
+        name: if reported {
+            "kernel.matmul_f32_reported_tflops"
+        } else {
+            "kernel.matmul_f32_tflops"
+        },
+        unit: format!(
+            "TFLOP/s, {d}^3 f32, register-tiled 128x128{} (higher is better)",
+            if reported {
+                ", reported bounds checks"
+            } else {
+                ""
+            }
+        ),
         baseline: "the same design handwritten in WGSL (matmul_wgsl::register_matmul)",
         job,
         work: 2.0 * (d as f64).powi(3),

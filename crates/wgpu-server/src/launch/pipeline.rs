@@ -135,7 +135,7 @@ impl PipelineCache {
         });
         logger.log(LogCategory::Compile, LogLevel::Basic, || {
             format!(
-                "compiled `{}` ({:?}) in {:?}, {:?}{}",
+                "compiled `{}` ({:?}) in {:?}, {:?}{}{}",
                 cached.name,
                 kernel.id(),
                 started.elapsed(),
@@ -144,6 +144,13 @@ impl PipelineCache {
                     (BoundsChecks::Unchecked, _) => "",
                     (_, true) => ", loops bounded, indices clamped",
                     (_, false) => ", loops and indices proven",
+                },
+                if options.bounds_checks == BoundsChecks::Reported
+                    && cached.bounds_checks == BoundsChecks::Checked
+                {
+                    " (not Reported: the kernel cannot report, its accesses are clamped)"
+                } else {
+                    ""
                 }
             )
         });

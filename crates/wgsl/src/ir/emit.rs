@@ -23,7 +23,6 @@ use compute_ir::ir::{
 use compute_ir::{Kernel, Lit, Scalar, Type};
 
 use super::{head, literal, matrix};
-use crate::{REPORT_LOCAL_BIT, REPORT_SHARED_BIT, REPORT_VECTOR_BIT};
 
 /// The entry point every IR kernel is emitted with.
 pub const ENTRY_POINT: &str = "main";
@@ -37,7 +36,9 @@ pub fn emit_wgsl(kernel: &Kernel) -> String {
 /// [`emit_wgsl`], and with `reports`, every array access preceded by a
 /// check that records the first one outside its array in the report slot
 /// (`BoundsChecks::Reported`); the access itself stays as wgpu's checks
-/// contain it.
+/// contain it. An access of a workgroup or per-invocation array (or a
+/// vector's lane) whose index provably stays inside has no check
+/// (`ranges.rs`).
 pub fn emit_wgsl_reporting(kernel: &Kernel, reports: bool) -> String {
     let def = kernel.def();
     let mut e = Emitter {
@@ -46,6 +47,7 @@ pub fn emit_wgsl_reporting(kernel: &Kernel, reports: bool) -> String {
         literals: String::new(),
         indent: 1,
         reports,
+        ranges: reports.then(|| super::ranges::Ranges::of(def)),
     };
     e.out = head::head(def, reports);
     for (i, l) in def.locals.iter().enumerate() {
@@ -76,6 +78,9 @@ pub(super) struct Emitter<'k> {
     pub(super) indent: usize,
     /// Whether accesses are reported (`BoundsChecks::Reported`).
     pub(super) reports: bool,
+    /// With reports, the integer ranges that let an access of an array of
+    /// known length skip its check (`ranges.rs`).
+    pub(super) ranges: Option<super::ranges::Ranges>,
 }
 
 pub(super) fn v(id: ValueId) -> String {
@@ -111,51 +116,8 @@ impl Emitter<'_> {
         self.indent -= 1;
     }
 
-    fn ty_of(&self, id: ValueId) -> Type {
+    pub(super) fn ty_of(&self, id: ValueId) -> Type {
         self.def.values[id.0 as usize]
-    }
-
-    /// With reports on, the check before an access of `a[i]`.
-    fn bounds(&mut self, a: ArrayRef, i: ValueId) {
-        if !self.reports {
-            return;
-        }
-        let index = if self.ty_of(i) == Type::U32 {
-            v(i)
-        } else {
-            format!("u32({})", v(i))
-        };
-        let (array, len) = match a {
-            ArrayRef::Global(b) => (b, format!("arrayLength(&b{b})")),
-            ArrayRef::Shared(s) => (
-                s | REPORT_SHARED_BIT,
-                format!("{}u", self.def.shared[s as usize].len),
-            ),
-            ArrayRef::Local(l) => (
-                l | REPORT_LOCAL_BIT,
-                format!("{}u", self.def.locals[l as usize].len),
-            ),
-        };
-        self.line(&format!(
-            "if {index} >= {len} {{ report_out_of_bounds({array}u, {index}, {len}); }}"
-        ));
-    }
-
-    /// Under reports, a run-time lane index past its vector's lanes is
-    /// recorded as an out-of-bounds access (its "array" the vector).
-    fn lane_bounds(&mut self, x: ValueId, i: ValueId) {
-        if !self.reports {
-            return;
-        }
-        let index = if self.ty_of(i) == Type::U32 {
-            v(i)
-        } else {
-            format!("u32({})", v(i))
-        };
-        let lanes = self.ty_of(x).lanes;
-        self.line(&format!(
-            "if {index} >= {lanes}u {{ report_out_of_bounds({REPORT_VECTOR_BIT}u, {index}, {lanes}u); }}"
-        ));
     }
 
     fn let_(&mut self, id: ValueId, op: &Op) {

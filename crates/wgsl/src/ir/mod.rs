@@ -31,6 +31,8 @@ mod emit;
 mod head;
 mod literal;
 mod matrix;
+mod ranges;
+mod report;
 
 use compute_ir::{Access, Kernel, KernelInfo, Scalar};
 use compute_runtime::{CubeKernel, ServerError};
@@ -177,7 +179,8 @@ impl WgpuCompiler for IrCompiler {
         // A `Kernel` is validated when it is made (`Kernel::new`), so type
         // errors never reach this point; what is left is the device.
         check_device(k, caps)?;
-        let reports = options.bounds_checks == BoundsChecks::Reported;
+        let own = k.bounds_checks();
+        let reports = own.unwrap_or(options.bounds_checks) == BoundsChecks::Reported;
         let source = emit::emit_wgsl_reporting(k, reports);
         if options.validate {
             validate_wgsl(k.name(), &source)?;
@@ -190,7 +193,7 @@ impl WgpuCompiler for IrCompiler {
                 reports,
                 ..ir_layout(&k.info())
             },
-            bounds_checks: None,
+            bounds_checks: own,
         })
     }
 }
