@@ -1,6 +1,7 @@
 //! An MLP forward pass on the server, through the client API: a batch of 64
 //! inputs, 256 -> 512 (ReLU) -> 10 (softmax), from three IR kernels (a
-//! tiled matmul over a 2-D grid, bias with an optional ReLU, row softmax); checked against the host,
+//! tiled matmul over a 2-D grid, bias with an optional ReLU, row softmax
+//! from workgroup reductions); checked against the host,
 //! profiled, run on two streams at once, captured as a graph and replayed
 //! on new inputs, with the memory report at the end.
 //!
@@ -75,24 +76,18 @@ fn bias(relu: bool) -> Result<Kernel, IrError> {
     k.build()
 }
 
-/// `out[r, :] = softmax(x[r, :])`, one invocation per row. Scalars `rows, n`.
+/// `out[r, :] = softmax(x[r, :])` over rows of `OUT`: one workgroup per
+/// row (grid `[OUT, rows]`), its max and sum by `workgroup_reduce`.
+/// Scalar `rows`.
 fn softmax() -> Result<Kernel, IrError> {
-    let k = KernelBuilder::new("softmax", [64, 1, 1]);
-    let (x, out) = (k.input(Scalar::F32), k.output(Scalar::F32));
-    let [rows, n] = [0; 2].map(|_| k.scalar_arg(Scalar::U32));
-    let r = k.x(k.global_id());
-    k.if_(k.lt(r, rows), |k| {
-        let first = k.mul(r, n);
-        let (max, sum) = (k.var(k.load(x, first)), k.var(k.f32(0.0)));
-        k.for_range(0u32, n, |k, j| {
-            k.set(max, k.max(k.get(max), k.load(x, k.add(first, j))))
-        });
-        let e = |k: &KernelBuilder, j| k.exp(k.sub(k.load(x, k.add(first, j)), k.get(max)));
-        k.for_range(0u32, n, |k, j| k.set(sum, k.add(k.get(sum), e(k, j))));
-        k.for_range(0u32, n, |k, j| {
-            k.store(out, k.add(first, j), k.div(e(k, j), k.get(sum)))
-        });
-    });
+    let k = KernelBuilder::new("softmax", [OUT, 1, 1]);
+    let rows = k.scalar_arg(Scalar::U32);
+    let x = k.input_len(Scalar::F32, k.mul(rows, OUT));
+    let out = k.output_len(Scalar::F32, k.mul(rows, OUT));
+    let at = k.add(k.mul(k.y(k.global_id()), OUT), k.x(k.local_id()));
+    let v = k.load(x, at);
+    let e = k.exp(k.sub(v, k.workgroup_reduce(ReduceOp::Max, v)));
+    k.store(out, at, k.div(e, k.workgroup_reduce(ReduceOp::Sum, e)));
     k.build()
 }
 
@@ -117,11 +112,8 @@ struct Batch {
 impl Model {
     fn new(c: &DefaultClient) -> Fallible<Self> {
         let host = [(IN * HIDDEN, 1), (HIDDEN, 2), (HIDDEN * OUT, 3), (OUT, 4)].map(values);
-        let device: Vec<Handle> = host
-            .iter()
-            .map(|w| c.create_from_slice(w))
-            .collect::<Result<_, _>>()?;
-        let device = device.try_into().map_err(|_| "four weights")?;
+        let [w1, b1, w2, b2] = host.each_ref().map(|w| c.create_from_slice(w));
+        let device = [w1?, b1?, w2?, b2?];
         let kernels = [matmul()?, bias(true)?, bias(false)?, softmax()?];
         Ok(Model {
             host,
@@ -149,7 +141,7 @@ impl Model {
         bias_relu.launch(c, hidden, [&b.h, b1], &[hidden.into(), HIDDEN.into()])?;
         matmul.launch(c, [OUT, BATCH], [&b.h, w2, &b.logits], &[BATCH.into(), OUT.into(), HIDDEN.into()])?;
         bias.launch(c, out, [&b.logits, b2], &[out.into(), OUT.into()])?;
-        softmax.launch(c, BATCH, [&b.logits, &b.probs], &[BATCH.into(), OUT.into()])
+        softmax.launch(c, [OUT, BATCH], [&b.logits, &b.probs], &[BATCH.into()])
     }
 
     /// Reads a batch's probabilities and compares them with the host's.
@@ -159,18 +151,13 @@ impl Model {
             .read_vec::<f32>(&b.probs)?
             .iter()
             .zip(&want)
-            .fold(0.0, far);
+            .fold(0.0f32, |m, (a, b)| m.max((a - b).abs()));
         println!("{what}: max |device - host| = {worst:.2e}");
         if worst > 1e-4 {
             return Err(format!("{what}: the device disagrees with the host by {worst}").into());
         }
         Ok(())
     }
-}
-
-/// The fold of the largest difference.
-fn far(m: f32, (a, b): (&f32, &f32)) -> f32 {
-    m.max((a - b).abs())
 }
 
 /// `len` values in [-0.5, 0.5], deterministic per `seed`.
@@ -189,10 +176,9 @@ fn host_matmul(a: &[f32], b: &[f32], (m, n, k): (usize, usize, usize)) -> Vec<f3
 fn host_forward([w1, b1, w2, b2]: &[Vec<f32>; 4], x: &[f32]) -> Vec<f32> {
     let (b, i, h, o) = (BATCH as usize, IN as usize, HIDDEN as usize, OUT as usize);
     let mut hidden = host_matmul(x, w1, (b, h, i));
-    hidden
-        .iter_mut()
-        .enumerate()
-        .for_each(|(k, v)| *v = (*v + b1[k % h]).max(0.0));
+    for (k, v) in hidden.iter_mut().enumerate() {
+        *v = (*v + b1[k % h]).max(0.0);
+    }
     let mut logits = host_matmul(&hidden, w2, (b, o, h));
     for row in logits.chunks_mut(o) {
         row.iter_mut().zip(b2).for_each(|(v, b)| *v += b);
