@@ -7,6 +7,8 @@
 //!   (`crates/wgpu-server/src/server/`): the other modules are parts the
 //!   server owns, and take the part they need;
 //! - every path the docs name (`README.md`, `docs/*.md`) exists;
+//! - every example the README's table sizes (`in N lines`) has that many
+//!   lines of code (blank and comment lines excluded, as the issues count);
 //! - `wgpu-server`'s top-level modules import only modules on their floor
 //!   or below ([`FLOORS`]): the device is the ground floor, the server (the
 //!   one module that sees every part) the top.
@@ -241,6 +243,36 @@ fn reexporting_module(lib: &str, name: &str) -> Option<String> {
         .filter(|m| FLOORS.contains(&m.as_str()))
 }
 
+/// Lines of code of `text`: not blank, not a comment line.
+fn code_lines(text: &str) -> usize {
+    text.lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with("//"))
+        .count()
+}
+
+/// The README's example rows that say `in N lines` where the example has
+/// another count: `(example, said, counted)`.
+pub(crate) fn example_sizes_wrong() -> Vec<(String, usize, usize)> {
+    let readme = std::fs::read_to_string(root().join("README.md")).unwrap_or_default();
+    let mut wrong = Vec::new();
+    for row in readme.lines().filter(|l| l.starts_with("| `")) {
+        let name = row[3..].split('`').next().unwrap_or("");
+        let said = row
+            .split(" in ")
+            .skip(1)
+            .find_map(|rest| rest.split(" lines").next()?.parse::<usize>().ok());
+        let file = root().join(format!("crates/wgpu-server/examples/{name}.rs"));
+        if let (Some(said), Ok(text)) = (said, std::fs::read_to_string(&file)) {
+            let counted = code_lines(&text);
+            if counted != said {
+                wrong.push((name.to_owned(), said, counted));
+            }
+        }
+    }
+    wrong
+}
+
 /// `cargo xtask tidy`: every check, reported together.
 pub(crate) fn tidy() -> Result {
     let mut problems = Vec::new();
@@ -258,6 +290,11 @@ pub(crate) fn tidy() -> Result {
     for at in imports_up() {
         problems.push(format!(
             "{at}: an import from a lower floor to a higher one"
+        ));
+    }
+    for (name, said, counted) in example_sizes_wrong() {
+        problems.push(format!(
+            "README.md: `{name}` is said to be {said} lines, it has {counted}"
         ));
     }
     if problems.is_empty() {
@@ -290,6 +327,12 @@ mod tests {
     fn every_path_the_docs_name_exists() {
         let missing = missing_doc_paths();
         assert!(missing.is_empty(), "{missing:#?}");
+    }
+
+    #[test]
+    fn the_readme_sizes_its_examples_truly() {
+        let wrong = example_sizes_wrong();
+        assert!(wrong.is_empty(), "(example, said, counted): {wrong:?}");
     }
 
     #[test]
