@@ -62,7 +62,7 @@ struct MemoryHandleInner {
     elem: OnceLock<DType>,
     /// For an untyped slice whose writes are followed (`follow_writes`):
     /// what it was last written as. 0: not followed; 1: followed, not
-    /// written as a type yet; `2 + i`: as `DType::ALL[i]`.
+    /// written as a type yet; `2 + d as u8`: as `d`.
     written: AtomicU8,
 }
 
@@ -163,16 +163,15 @@ impl ManagedMemoryHandle {
     /// Records that `elem`s were written to the slice, when it is untyped
     /// and followed; else nothing.
     pub fn record_write(&self, elem: DType) {
-        let code = DType::ALL
-            .iter()
-            .position(|d| *d == elem)
-            .map_or(1, |i| i as u8 + 2);
-        let _ = self
-            .inner
-            .written
-            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |w| {
-                (w != 0).then_some(code)
-            });
+        // A launch path call: a load, and a store only when the type
+        // changes (a slice is usually written as one type, launch after
+        // launch).
+        let code = 2 + elem as u8;
+        let written = &self.inner.written;
+        let was = written.load(Ordering::Relaxed);
+        if was != 0 && was != code {
+            written.store(code, Ordering::Relaxed);
+        }
     }
 
     /// What the untyped, followed slice was last written as; `None` when
@@ -183,7 +182,7 @@ impl ManagedMemoryHandle {
         }
         match self.inner.written.load(Ordering::Relaxed) {
             0 | 1 => None,
-            code => DType::ALL.get(usize::from(code - 2)).copied(),
+            code => DType::ALL.into_iter().find(|d| 2 + *d as u8 == code),
         }
     }
 

@@ -44,8 +44,17 @@ use crate::{
 /// .with_scalars(); // the uniform block after the buffers
 /// assert!(saxpy.layout().scalars);
 /// ```
+///
+/// Cheap to clone: one reference count (a launch boxes a clone of it).
 #[derive(Clone, Debug)]
 pub struct WgslKernel {
+    inner: Arc<Inner>,
+}
+
+/// What a [`WgslKernel`] shares between its clones; changed only while it
+/// is built (`with_*`, copy on write).
+#[derive(Clone, Debug)]
+struct Inner {
     name: Arc<str>,
     source: Arc<str>,
     entry_point: Arc<str>,
@@ -53,8 +62,8 @@ pub struct WgslKernel {
     bounds_checks: Option<BoundsChecks>,
     id: KernelId,
     /// The uniform block's members, read from the source at the first
-    /// `args` (shared by clones: the source never changes).
-    members: Arc<OnceLock<Option<Vec<crate::scalars::Member>>>>,
+    /// `args` (the source never changes).
+    members: OnceLock<Option<Vec<crate::scalars::Member>>>,
     /// Declared buffer lengths, checked by `args`.
     lengths: Vec<compute_ir::DeclaredLen>,
 }
@@ -80,15 +89,22 @@ impl WgslKernel {
         };
         let id = KernelId::of(&(&*source, &*entry_point, &layout, None::<BoundsChecks>));
         Self {
-            name,
-            source,
-            entry_point,
-            layout,
-            bounds_checks: None,
-            id,
-            members: Arc::default(),
-            lengths: Vec::new(),
+            inner: Arc::new(Inner {
+                name,
+                source,
+                entry_point,
+                layout,
+                bounds_checks: None,
+                id,
+                members: OnceLock::new(),
+                lengths: Vec::new(),
+            }),
         }
+    }
+
+    /// The kernel's own state, to change while it is built.
+    fn edit(&mut self) -> &mut Inner {
+        Arc::make_mut(&mut self.inner)
     }
 
     /// Declares that buffer `binding` holds at least `len` elements of
@@ -125,7 +141,7 @@ impl WgslKernel {
         elem: compute_runtime::DType,
         len: impl Into<compute_ir::Len>,
     ) -> Self {
-        self.lengths.push(compute_ir::DeclaredLen {
+        self.edit().lengths.push(compute_ir::DeclaredLen {
             binding,
             elem_bytes: elem.size() as u64,
             len: len.into(),
@@ -135,7 +151,7 @@ impl WgslKernel {
 
     /// Declares a uniform block of scalars at the binding after the buffers.
     pub fn with_scalars(mut self) -> Self {
-        self.layout.scalars = true;
+        self.edit().layout.scalars = true;
         self.rehash();
         self
     }
@@ -186,17 +202,18 @@ impl WgslKernel {
         buffers: impl IntoIterator<Item = &'a compute_runtime::Handle>,
         scalars: &[compute_ir::Lit],
     ) -> Result<compute_runtime::KernelArguments, ServerError> {
-        if !scalars.is_empty() || self.layout.scalars {
-            let members = self
+        let k = &self.inner;
+        if !scalars.is_empty() || k.layout.scalars {
+            let members = k
                 .members
-                .get_or_init(|| crate::scalars::uniform_members(&self.source));
+                .get_or_init(|| crate::scalars::uniform_members(&k.source));
             if let Some(members) = members {
-                crate::scalars::check(&self.name, members, scalars)?;
+                crate::scalars::check(&k.name, members, scalars)?;
             }
         }
         let args = compute_runtime::KernelArguments::handles(buffers)
             .with_scalars(compute_ir::pack_scalars(scalars));
-        compute_ir::check_lengths(&self.name, &self.lengths, &args, scalars)?;
+        compute_ir::check_lengths(&k.name, &k.lengths, &args, scalars)?;
         Ok(args)
     }
 
@@ -204,7 +221,7 @@ impl WgslKernel {
     /// or `[w, h, d]` ([`CubeCount::covering`](compute_runtime::CubeCount::covering)
     /// with this kernel's workgroup size).
     pub fn groups_for(&self, grid: impl Into<compute_runtime::Grid>) -> compute_runtime::CubeCount {
-        compute_runtime::CubeCount::covering(grid, self.layout.workgroup_size)
+        compute_runtime::CubeCount::covering(grid, self.inner.layout.workgroup_size)
     }
 
     /// This kernel's bounds-check policy, whatever the server's options say:
@@ -215,38 +232,35 @@ impl WgslKernel {
     /// it on every access outside an array, which the server checks against
     /// the module and binds per launch.
     pub fn with_bounds_checks(mut self, checks: BoundsChecks) -> Self {
-        self.bounds_checks = Some(checks);
-        self.layout.reports = checks == BoundsChecks::Reported;
+        let k = self.edit();
+        k.bounds_checks = Some(checks);
+        k.layout.reports = checks == BoundsChecks::Reported;
         self.rehash();
         self
     }
 
     fn rehash(&mut self) {
-        self.id = KernelId::of(&(
-            &*self.source,
-            &*self.entry_point,
-            &self.layout,
-            self.bounds_checks,
-        ));
+        let k = self.edit();
+        k.id = KernelId::of(&(&*k.source, &*k.entry_point, &k.layout, k.bounds_checks));
     }
 
     /// The WGSL source.
     pub fn source(&self) -> &str {
-        &self.source
+        &self.inner.source
     }
 
     /// The declared interface.
     pub fn layout(&self) -> &KernelLayout {
-        &self.layout
+        &self.inner.layout
     }
 }
 
 impl CubeKernel for WgslKernel {
     fn id(&self) -> KernelId {
-        self.id
+        self.inner.id
     }
     fn name(&self) -> &str {
-        &self.name
+        &self.inner.name
     }
     fn as_any(&self) -> &dyn Any {
         self
@@ -273,7 +287,7 @@ impl WgpuCompiler for WgslPassthrough {
     const NAME: &'static str = "wgsl-passthrough";
 
     fn layout(&self, kernel: &dyn CubeKernel) -> Result<KernelLayout, ServerError> {
-        Ok(Self::downcast(kernel)?.layout.clone())
+        Ok(Self::downcast(kernel)?.inner.layout.clone())
     }
 
     fn compile(
@@ -288,6 +302,7 @@ impl WgpuCompiler for WgslPassthrough {
         // Handwritten WGSL cannot be instrumented here: under a server that
         // reports, a kernel without its own report slot is checked (its
         // accesses clamped, not reported), and the compile log says so.
+        let k = &k.inner;
         let bounds_checks = match (k.bounds_checks, options.bounds_checks) {
             (None, BoundsChecks::Reported) => Some(BoundsChecks::Checked),
             (own, _) => own,
