@@ -18,6 +18,7 @@ mod client;
 mod comm;
 mod end_to_end;
 mod graph;
+mod host_memory;
 mod ir;
 mod ir_atomics;
 mod ir_kernels;

@@ -63,4 +63,6 @@ pub use server::{
     ServerStorage, ServerUtilitiesHandle,
 };
 pub use storage::{ComputeStorage, ManagedResource, StorageHandle};
-pub use utilities::{AdapterSummary, LogCategory, LogLevel, ServerLogger, ServerUtilities};
+pub use utilities::{
+    AdapterSummary, HostTransfers, LogCategory, LogLevel, ServerLogger, ServerUtilities,
+};

@@ -174,6 +174,27 @@ pub struct ServerUtilities {
     pub max_workgroups_per_dimension: u32,
     /// Largest number of invocations in one workgroup.
     pub max_invocations_per_workgroup: u32,
+    /// Where host transfers land.
+    pub host_transfers: HostTransfers,
+}
+
+/// How bytes move between the host and the device: where a read lands and
+/// what a write is copied from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum HostTransfers {
+    /// Through wgpu's mapped staging buffers (`MAP_READ`/`MAP_WRITE`): a
+    /// read's bytes are the mapped range, handed out once it is mapped.
+    #[default]
+    Mapped,
+    /// Through host memory imported into the device
+    /// (`VK_EXT_external_memory_host`): the device copies straight into
+    /// page-aligned host allocations, and a read's bytes are that
+    /// allocation: nothing is mapped, nothing copied on the host.
+    Imported {
+        /// The device's alignment for imported host memory, in bytes
+        /// (address and size).
+        alignment: u64,
+    },
 }
 
 #[cfg(test)]

@@ -55,7 +55,9 @@ pub use graph::{DeviceCaptures, WgpuGraph};
 pub use launch::resolve::ResolvedLaunch;
 pub use memory::storage::{WgpuResource, WgpuStorage};
 pub use server::chunks::{MAX_READ_CHUNKS, ReadChunk, ReadChunks};
-pub use server::options::{DefaultClient, DefaultServer, TASKS_MAX_ENV, WgpuServerOptions};
+pub use server::options::{
+    DefaultClient, DefaultServer, HOST_MEMORY_ENV, TASKS_MAX_ENV, WgpuServerOptions,
+};
 pub use server::{DEFAULT_TASKS_MAX, WgpuServer};
 pub use stream::{ScheduledWgpuBackend, WgpuStream};
 pub use timing::timeline::{DEFAULT_TIMELINE_CAPACITY, Timeline, TimelineEvent};

@@ -7,7 +7,9 @@
 //! other, CPU; Vulkan before the other backends on ties) and `DeviceId(n)`
 //! is the n-th of that ranking. The device is requested with the adapter's
 //! own limits and the optional features the server uses when present
-//! (timestamp queries, subgroups, f16, i64/u64, f64).
+//! (timestamp queries, subgroups, f16, i64/u64, f64), and on Vulkan with
+//! `VK_EXT_external_memory_host` where the adapter has it
+//! (`host_import.rs`).
 
 use std::sync::Mutex;
 
@@ -205,17 +207,18 @@ fn request(
     } else {
         wgpu::ExperimentalFeatures::disabled()
     };
-    super::faults::ready(
-        adapter.request_device(&wgpu::DeviceDescriptor {
-            label: Some("wgpu-server"),
-            required_features: features,
-            required_limits: adapter.limits(),
-            experimental_features,
-            memory_hints: wgpu::MemoryHints::Performance,
-            trace: wgpu::Trace::Off,
-        }),
-        "requesting a device",
-    )
+    let desc = wgpu::DeviceDescriptor {
+        label: Some("wgpu-server"),
+        required_features: features,
+        required_limits: adapter.limits(),
+        experimental_features,
+        memory_hints: wgpu::MemoryHints::Performance,
+        trace: wgpu::Trace::Off,
+    };
+    if let Some(opened) = super::host_import::request_importing(adapter, &desc) {
+        return Ok(opened);
+    }
+    super::faults::ready(adapter.request_device(&desc), "requesting a device")
 }
 
 /// The memory properties of a device, from its limits.

@@ -7,10 +7,13 @@
 //! - `poller`: the device's one waiter thread;
 //! - `faults`: device loss and uncaptured errors, and the error scopes every
 //!   fallible wgpu call runs in;
-//! - `robustness`: whether the driver bounds buffer accesses itself.
+//! - `robustness`: whether the driver bounds buffer accesses itself;
+//! - `host_import`: host memory the device copies into and out of
+//!   directly (`VK_EXT_external_memory_host`).
 
 pub mod adapter;
 pub(crate) mod faults;
+pub(crate) mod host_import;
 pub(crate) mod map;
 pub(crate) mod poller;
 pub(crate) mod pool;

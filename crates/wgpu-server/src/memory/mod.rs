@@ -1,11 +1,14 @@
 //! Bytes on the device and on the host: pages as wgpu buffers
 //! ([`storage`]), host staging for uploads (`staging`), pooled `MAP_READ`
-//! buffers for reads (`readback`), and the two host transfers, `write` and
-//! `read` (`transfer`).
+//! buffers for reads (`readback`), host memory imported into the device
+//! where reads land when the device can import it (`pinned`), and the
+//! upload arena and buffers writes are copied from (`upload`). The
+//! transfers themselves are `server/transfer.rs`'s.
 //!
 //! Pooling (which slice of which page) is `compute-memory`'s; this module
 //! only turns its pages into buffers and moves bytes in and out of them.
 
+pub(crate) mod pinned;
 pub(crate) mod readback;
 pub(crate) mod staging;
 pub mod storage;
@@ -27,6 +30,8 @@ pub(crate) struct Memory {
     released: Vec<MemoryId>,
     staging: staging::HostStaging,
     readback: readback::ReadbackPool,
+    /// Where reads land when the device imports host memory.
+    pinned: Option<pinned::PinnedPool>,
     upload: upload::UploadPool,
 }
 
@@ -34,6 +39,7 @@ impl Memory {
     pub fn new(
         manager: MemoryManagement<storage::WgpuStorage>,
         upload: upload::UploadPool,
+        pinned: Option<pinned::PinnedPool>,
     ) -> Self {
         Memory {
             manager,
@@ -41,6 +47,7 @@ impl Memory {
             released: Vec::new(),
             staging: Default::default(),
             readback: Default::default(),
+            pinned,
             upload,
         }
     }
@@ -96,6 +103,11 @@ impl Memory {
 
     pub fn readback(&self) -> &readback::ReadbackPool {
         &self.readback
+    }
+
+    /// The imported host blocks reads land in, where the device has them.
+    pub fn pinned(&self) -> Option<&pinned::PinnedPool> {
+        self.pinned.as_ref()
     }
 
     pub fn upload(&self) -> &upload::UploadPool {

@@ -7,13 +7,14 @@ use std::sync::Arc;
 
 use compute_memory::MemoryManagement;
 use compute_runtime::{
-    DeviceId, LogCategory, LogLevel, MemoryConfiguration, MemoryDeviceProperties, ServerError,
-    ServerLogger, ServerUtilities, TimingMethod,
+    DeviceId, HostTransfers, LogCategory, LogLevel, MemoryConfiguration, MemoryDeviceProperties,
+    ServerError, ServerLogger, ServerUtilities, TimingMethod,
 };
 use compute_stream::{LateFaults, SchedulerMultiStream};
 use compute_wgsl::{DeviceCaps, WgpuCompilationOptions, WgpuCompiler};
 
 use crate::collective::Collectives;
+use crate::device::host_import::HostImport;
 use crate::device::pool::{DeviceLease, PoolKey};
 use crate::device::{
     Gpu, adapter,
@@ -25,6 +26,7 @@ use crate::graph::DeviceCaptures;
 use crate::graph::Graphs;
 use crate::launch::Kernels;
 use crate::memory::Memory;
+use crate::memory::pinned::PinnedPool;
 use crate::memory::storage::WgpuStorage;
 use crate::memory::upload::UploadPool;
 use crate::server::ServerTrustKey;
@@ -86,6 +88,7 @@ impl WgpuServerOptions {
             timing_method: timing,
             max_workgroups_per_dimension: limits.max_compute_workgroups_per_dimension,
             max_invocations_per_workgroup: limits.max_compute_invocations_per_workgroup,
+            host_transfers: HostTransfers::Mapped,
         };
         assemble(
             Wiring {
@@ -100,6 +103,7 @@ impl WgpuServerOptions {
                 transport: self.transport,
                 collective_timeout: self.collective_timeout,
                 collective_chunk_bytes: self.collective_chunk_bytes,
+                import_host: self.effective_import_host(),
                 cooperative_matrices: self.matrix_configurations.unwrap_or_default(),
             },
             device,
@@ -157,6 +161,7 @@ impl<C: WgpuCompiler + Default> WgpuServer<C> {
             transport: None,
             collective_timeout: None,
             collective_chunk_bytes: None,
+            import_host: true,
             // The seed's constructor has no adapter to ask.
             cooperative_matrices: Vec::new(),
         };
@@ -180,6 +185,8 @@ struct Wiring {
     transport: Option<crate::CollectiveTransport>,
     collective_timeout: Option<std::time::Duration>,
     collective_chunk_bytes: Option<usize>,
+    /// Whether reads may land in imported host memory.
+    import_host: bool,
     cooperative_matrices: Vec<wgpu::wgt::CooperativeMatrixProperties>,
 }
 
@@ -204,7 +211,23 @@ fn assemble<C: WgpuCompiler + Default>(
     };
     utilities.timing_method = timing;
     utilities.memory = w.memory_properties;
+    let pinned = w
+        .import_host
+        .then(|| HostImport::of(&device))
+        .flatten()
+        .map(|import| PinnedPool::new(import, device.clone()));
+    utilities.host_transfers =
+        pinned
+            .as_ref()
+            .map_or(HostTransfers::Mapped, |p| HostTransfers::Imported {
+                alignment: p.alignment(),
+            });
     let logger = Arc::clone(&utilities.logger);
+    let host_transfers = utilities.host_transfers;
+    tracing::debug!(?host_transfers, "host transfers");
+    logger.log(LogCategory::Memory, LogLevel::Basic, || {
+        format!("host transfers: {host_transfers:?}")
+    });
     let batch_timing = (timing == TimingMethod::Device
         && caps
             .features
@@ -245,7 +268,7 @@ fn assemble<C: WgpuCompiler + Default>(
             w.cooperative_matrices,
         ),
         streams,
-        memory: Memory::new(manager, upload),
+        memory: Memory::new(manager, upload, pinned),
         kernels: Kernels::new(C::default(), w.compilation),
         timing: Timing::new(Profiler::new(timing)),
         graphs: Graphs::new(w.captures),

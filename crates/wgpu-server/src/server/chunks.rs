@@ -3,12 +3,13 @@
 //!
 //! `read` hands out one `Bytes` once the whole copy has run: a caller that
 //! sums or parses 64 MiB waits for the copy, then works, one after the
-//! other. Here each chunk is copied into its own pooled `MAP_READ` buffer
-//! and submitted on its own, every copy queued before the call returns, so
+//! other. Here each chunk is copied into its own pooled staging (a
+//! `MAP_READ` buffer or a block of imported host memory, as `read`'s) and
+//! submitted on its own, every copy queued before the call returns, so
 //! the GPU finishes them one by one while the caller works on the chunks
-//! already out. Each chunk is the mapped range itself, as `read`'s bytes
-//! are: no host copy, and the staging buffer goes back to the pool when the
-//! chunk is dropped.
+//! already out. Each chunk is its staging itself, as `read`'s bytes
+//! are: no host copy, and the staging goes back to its pool when the chunk
+//! is dropped.
 //!
 //! Checks and ordering are `read`'s: the descriptor is checked whole before
 //! anything is encoded, the copies come after the work that writes the
@@ -22,7 +23,6 @@ use compute_runtime::{Bytes, CopyDescriptor, ServerError, StorageHandle, StreamI
 use compute_wgsl::WgpuCompiler;
 use futures::{Stream, StreamExt};
 
-use crate::memory::readback::MappedRange;
 use crate::server::WgpuServer;
 use crate::server::transfer::{ReadCopy, checked_ranges, plan_copy, submit_copies};
 
@@ -37,7 +37,7 @@ pub const MAX_READ_CHUNKS: u64 = 4096;
 pub struct ReadChunk {
     /// Where the chunk starts, in bytes from the start of the read.
     pub offset: u64,
-    /// The chunk's bytes (the mapped staging range itself).
+    /// The chunk's bytes (its staging itself).
     pub bytes: Bytes,
 }
 
@@ -102,15 +102,13 @@ impl<C: WgpuCompiler> WgpuServer<C> {
                 Arc::clone(&late),
                 pool.clone(),
             );
-            let (map, at, len) = ReadCopy::map(copy);
+            let landing = ReadCopy::landing(copy);
             async move {
                 waiter.wait(index, no).await?;
                 late.check(memory)?;
-                let (view, staging) = map.view(&faults, "a read chunk's staging").await?;
-                let range = MappedRange::new(view, staging, pool, at, len);
                 Ok(ReadChunk {
                     offset,
-                    bytes: Bytes::from_owner(range),
+                    bytes: landing.bytes(&faults, &pool).await?,
                 })
             }
         });

@@ -36,6 +36,12 @@ impl<C: WgpuCompiler> WgpuServer<C> {
         self.memory.staging().allocations
     }
 
+    /// Blocks of imported host memory reads have made (the rest came from
+    /// the pool); 0 where reads use mapped staging buffers.
+    pub fn imported_host_blocks(&self) -> u64 {
+        self.memory.pinned().map_or(0, |p| p.created())
+    }
+
     /// Queued launches not encoded yet.
     pub fn held_launches(&self) -> usize {
         self.kernels.held()

@@ -31,6 +31,10 @@ use crate::server::WgpuServer;
 /// The environment variable that overrides the default `tasks_max`.
 pub const TASKS_MAX_ENV: &str = "WGPU_SERVER_TASKS_MAX";
 
+/// The environment variable that keeps host transfers on mapped staging
+/// buffers (`mapped`) where the device could import host memory.
+pub const HOST_MEMORY_ENV: &str = "WGPU_SERVER_HOST_MEMORY";
+
 /// How to build a [`WgpuServer`](crate::WgpuServer); see the module doc.
 #[derive(Clone, Debug, Default)]
 pub struct WgpuServerOptions {
@@ -48,6 +52,9 @@ pub struct WgpuServerOptions {
     /// Whether `open` leaves cooperative matrices off even on an adapter
     /// that has them.
     pub(crate) without_matrices: bool,
+    /// Whether host transfers stay on mapped staging buffers even where
+    /// the device can import host memory.
+    pub(crate) mapped_host_transfers: Option<bool>,
     /// The adapter's cooperative-matrix configurations, for kernels.
     pub(crate) matrix_configurations: Option<Vec<wgpu::wgt::CooperativeMatrixProperties>>,
 }
@@ -201,6 +208,19 @@ impl WgpuServerOptions {
         self
     }
 
+    /// Whether reads land in host memory imported into the device where
+    /// the device can import it (`VK_EXT_external_memory_host`; see
+    /// [`HostTransfers`](compute_runtime::HostTransfers)), or stay on
+    /// mapped staging buffers. Default: imported, unless the environment's
+    /// `WGPU_SERVER_HOST_MEMORY` is `mapped`. A device given to
+    /// [`build`](Self::build) imports only if its opener enabled the
+    /// extension. [`ServerUtilities::host_transfers`](compute_runtime::ServerUtilities)
+    /// says which path a server took.
+    pub fn imported_host_memory(mut self, enabled: bool) -> Self {
+        self.mapped_host_transfers = Some(!enabled);
+        self
+    }
+
     /// The cooperative-matrix configurations of the adapter of a device
     /// given to [`build`](Self::build) (`Adapter::cooperative_matrix_properties`):
     /// a device does not know them, and kernels are checked against them.
@@ -237,6 +257,17 @@ impl WgpuServerOptions {
     pub fn client(self) -> Result<DefaultClient, ServerError> {
         let device = self.device_id;
         Ok(ComputeClient::new(device, self.open::<DefaultCompiler>()?))
+    }
+
+    /// Whether host transfers may use imported host memory: as set, else
+    /// from the environment, else yes.
+    pub(crate) fn effective_import_host(&self) -> bool {
+        match self.mapped_host_transfers {
+            Some(mapped) => !mapped,
+            None => std::env::var(HOST_MEMORY_ENV)
+                .map(|v| !v.trim().eq_ignore_ascii_case("mapped"))
+                .unwrap_or(true),
+        }
     }
 
     /// `tasks_max` as set, else from the environment, else the default.

@@ -1,5 +1,5 @@
-//! Host transfers: `write` through the queue, `read` through mapped staging
-//! buffers.
+//! Host transfers: `write` through the queue, `read` through imported host
+//! memory or mapped staging buffers.
 //!
 //! A write's copy lands before the next submit of any stream, so the
 //! scheduler first submits every stream with pending work on the page
@@ -8,7 +8,10 @@
 //! several threads; either way a copy moves them into place (`upload.rs`). Reads copy into a `MAP_READ` buffer
 //! on the stream's encoder, submit, and map; the returned [`Bytes`] *are* the
 //! mapped range (no host copy), and when the caller drops them the staging
-//! buffer is unmapped and reused (`readback.rs`).
+//! buffer is unmapped and reused (`readback.rs`). Where the device imports
+//! host memory, reads copy into a pooled block of it instead: the `Bytes`
+//! are the block, handed out once the copy's submission has completed,
+//! nothing mapped (`pinned.rs`).
 //!
 //! wgpu moves bytes in 4-byte units. A read of an unaligned range copies the
 //! enclosing aligned range and slices it. A write must start on a 4-byte
@@ -22,9 +25,11 @@ use compute_runtime::{Bytes, CopyDescriptor, DynFut, ServerError, StorageHandle,
 use compute_stream::Access;
 use compute_wgsl::WgpuCompiler;
 
+use crate::device::faults::DeviceFaults;
 use crate::device::faults::scoped;
 use crate::device::map::MapRead;
-use crate::memory::readback::MappedRange;
+use crate::memory::pinned::{PinnedBlock, PinnedPool, PinnedRange};
+use crate::memory::readback::{MappedRange, ReadbackPool};
 use crate::memory::upload::{self, CopyTarget, MIN_UPLOAD};
 use crate::server::WgpuServer;
 
@@ -248,29 +253,82 @@ fn write_on_stream<C: WgpuCompiler>(
 }
 
 /// One descriptor's copy into read staging: the enclosing aligned range
-/// of its page, and where its bytes lie in the staging buffer.
+/// of its page, and where its bytes lie in the staging.
 pub(super) struct ReadCopy {
     page: wgpu::Buffer,
     /// Start of the aligned range on the page, and its length (0 for a
     /// 0-byte read).
     start: u64,
     copy_len: u64,
-    staging: wgpu::Buffer,
-    /// The descriptor's bytes in the staging buffer.
+    staging: Staging,
+    /// The descriptor's bytes in the staging.
     offset: usize,
     len: usize,
 }
 
+/// Where a read's copy lands.
+enum Staging {
+    /// A pooled `MAP_READ` buffer, mapped once the copy has run.
+    Mapped(wgpu::Buffer),
+    /// A pooled block of imported host memory: the bytes are there once
+    /// the copy has run.
+    Pinned(PinnedBlock, PinnedPool),
+}
+
 impl ReadCopy {
-    /// Asks for the staging buffer to be mapped once the copy has run;
-    /// with where the bytes lie in it.
-    pub(super) fn map(self) -> (MapRead, usize, usize) {
-        let mapped = self.copy_len.max(ALIGN);
-        (
-            MapRead::start(self.staging, 0..mapped),
-            self.offset,
-            self.len,
-        )
+    fn target(&self) -> &wgpu::Buffer {
+        match &self.staging {
+            Staging::Mapped(b) => b,
+            Staging::Pinned(b, _) => b.buffer(),
+        }
+    }
+
+    /// What turns into the read's bytes once its copy has run.
+    pub(super) fn landing(self) -> Landing {
+        let (offset, len) = (self.offset, self.len);
+        match self.staging {
+            Staging::Mapped(buffer) => {
+                let mapped = self.copy_len.max(ALIGN);
+                Landing::Mapped(MapRead::start(buffer, 0..mapped), offset, len)
+            }
+            Staging::Pinned(block, pool) => Landing::Pinned(block, pool, offset, len),
+        }
+    }
+}
+
+/// A read's staging after its copy was submitted.
+pub(super) enum Landing {
+    /// Mapping asked for; the bytes at `.1..+.2` of the mapped range.
+    Mapped(MapRead, usize, usize),
+    /// The bytes at `.2..+.3` of the block.
+    Pinned(PinnedBlock, PinnedPool, usize, usize),
+}
+
+impl Landing {
+    /// The bytes, once the submission that copied them has completed
+    /// (the caller waited for it).
+    pub(super) async fn bytes(
+        self,
+        faults: &DeviceFaults,
+        readback: &ReadbackPool,
+    ) -> Result<Bytes, ServerError> {
+        match self {
+            Landing::Mapped(map, offset, len) => {
+                let (view, staging) = map.view(faults, "a read's staging buffer").await?;
+                let range = MappedRange::new(view, staging, readback.clone(), offset, len);
+                Ok(Bytes::from_owner(range))
+            }
+            Landing::Pinned(block, pool, offset, len) => {
+                // A wait also ends when the device is lost, the copy perhaps
+                // never run: the block would hold its last use's bytes. A
+                // mapped read learns it from the map; this one asks.
+                faults.lost()?;
+                // SAFETY: the caller waited for the copy's submission.
+                Ok(Bytes::from_owner(unsafe {
+                    PinnedRange::landed(block, pool, offset, len)
+                }))
+            }
+        }
     }
 }
 
@@ -328,12 +386,15 @@ pub(super) fn plan_copy<C: WgpuCompiler>(
     let page = server.memory.page_buffer(target.id)?;
     let copy_len = (end - start).max(ALIGN).min(page.size() - start);
     let max = server.gpu.caps().limits.max_buffer_size;
-    let staging = server.memory.readback().take_or_create(
-        server.gpu.device(),
-        copy_len,
-        max,
-        "read staging buffer",
-    )?;
+    let staging = match server.memory.pinned() {
+        Some(pool) => Staging::Pinned(pool.take(copy_len, max)?, pool.clone()),
+        None => Staging::Mapped(server.memory.readback().take_or_create(
+            server.gpu.device(),
+            copy_len,
+            max,
+            "read staging buffer",
+        )?),
+    };
     Ok(ReadCopy {
         page,
         start,
@@ -358,9 +419,13 @@ pub(super) fn submit_copies<C: WgpuCompiler>(
         let device = server.gpu.device().clone();
         let (_, s) = server.streams.encoder(stream);
         for c in copies.iter().filter(|c| c.copy_len > 0) {
-            s.batch()
-                .encoder_for_copy(&device)
-                .copy_buffer_to_buffer(&c.page, c.start, &c.staging, 0, c.copy_len);
+            s.batch().encoder_for_copy(&device).copy_buffer_to_buffer(
+                &c.page,
+                c.start,
+                c.target(),
+                0,
+                c.copy_len,
+            );
         }
         server.streams.task_done(stream);
         server.streams.submit(stream);
@@ -380,15 +445,15 @@ pub(super) fn submit_copies<C: WgpuCompiler>(
 }
 
 /// The future of the bytes: once the copies have run (late verdicts on the
-/// bytes are in by then, and checked), each staging buffer mapped and
-/// handed out as the `Bytes` themselves.
+/// bytes are in by then, and checked), each staging handed out as the
+/// `Bytes` themselves (mapped first where it is a `MAP_READ` buffer).
 fn mapped_bytes<C: WgpuCompiler>(
     server: &mut WgpuServer<C>,
     stream: StreamId,
     memories: Vec<compute_runtime::MemoryId>,
     copies: Vec<ReadCopy>,
 ) -> DynFut<Result<Vec<Bytes>, ServerError>> {
-    let reads: Vec<(MapRead, usize, usize)> = copies.into_iter().map(ReadCopy::map).collect();
+    let reads: Vec<Landing> = copies.into_iter().map(ReadCopy::landing).collect();
     let (_, s) = server.streams.encoder(stream);
     let (index, no) = s.last_submission();
     let waiter = server.gpu.waiter().clone();
@@ -401,10 +466,8 @@ fn mapped_bytes<C: WgpuCompiler>(
             late.check(m)?;
         }
         let mut out = Vec::with_capacity(reads.len());
-        for (map, offset, len) in reads {
-            let (view, staging) = map.view(&faults, "a read's staging buffer").await?;
-            let range = MappedRange::new(view, staging, pool.clone(), offset, len);
-            out.push(Bytes::from_owner(range));
+        for landing in reads {
+            out.push(landing.bytes(&faults, &pool).await?);
         }
         Ok(out)
     })
