@@ -42,6 +42,7 @@ mod cubecl;
 mod mpi;
 mod setup;
 mod tidy;
+mod tidy_modules;
 
 use bundle::device_bundle;
 use mpi::{MPI_FEATURES, mpi_bench, mpi_test};

@@ -292,6 +292,7 @@ pub(crate) fn tidy() -> Result {
             "{at}: an import from a lower floor to a higher one"
         ));
     }
+    problems.extend(crate::tidy_modules::module_list_mismatches());
     for (name, said, counted) in example_sizes_wrong() {
         problems.push(format!(
             "README.md: `{name}` is said to be {said} lines, it has {counted}"

@@ -158,6 +158,46 @@ impl Readback {
     }
 }
 
+/// The raw read through imported host memory: copy into one reused block
+/// of host memory imported into the device (the kind the server's reads
+/// land in), submit, wait, use the bytes where they lie. `None` where the
+/// device does not import host memory.
+pub struct ImportedReadback {
+    block: wgpu_server::testing::ImportedHostBlock,
+}
+
+impl ImportedReadback {
+    pub fn new(device: &wgpu::Device, size: u64) -> Option<Self> {
+        let block = wgpu_server::testing::ImportedHostBlock::standalone(device, size)?.ok()?;
+        Some(ImportedReadback { block })
+    }
+
+    /// Copies `size` bytes of `src` into the block, waits, runs
+    /// `use_bytes` on them.
+    pub fn read<R>(
+        &self,
+        device: &wgpu::Device,
+        queue: &wgpu::Queue,
+        src: &wgpu::Buffer,
+        size: u64,
+        use_bytes: impl FnOnce(&[u8]) -> R,
+    ) -> Option<R> {
+        let mut enc = device.create_command_encoder(&Default::default());
+        enc.copy_buffer_to_buffer(src, 0, self.block.buffer(), 0, size);
+        let index = queue.submit(Some(enc.finish()));
+        device
+            .poll(wgpu::PollType::Wait {
+                submission_index: Some(index),
+                timeout: None,
+            })
+            .ok()?;
+        // SAFETY: the copy's submission has completed; nothing else copies
+        // into this block.
+        let bytes = unsafe { self.block.bytes_after_copies() };
+        bytes.get(..size as usize).map(use_bytes)
+    }
+}
+
 /// Bytes of a chunk one worker uses: a chunk is spread over several
 /// workers, so the last chunk's use is short.
 pub const USE_PIECE: usize = 1 << 20;

@@ -1,10 +1,11 @@
 //! # compute-testkit
 //!
 //! Test support for the compute server: one copy of each thing the tests,
-//! examples and benchmarks share. Used only as a dev-dependency (of the
-//! crates' tests and examples, of the `compute-tests` package, and of
-//! `wgpu-server` for its benchmark example): no library crate depends on it,
-//! and nothing here is part of the server's API.
+//! examples and benchmarks share. A dev-dependency everywhere (the
+//! crates' tests and examples, the `compute-tests` package) but
+//! `compute-bench`, whose figures run its kernels and trace: no crate of
+//! the server's stack depends on it, and nothing here is part of the
+//! server's API.
 //!
 //! **Owns:**
 //! - [`Rng`], the one PRNG (xorshift64*), whose sequences the tests and the

@@ -68,6 +68,16 @@ pub use compute_wgsl::{
 };
 pub use wgpu::Backend;
 
+/// Parts exposed for tests and the bench's raw baselines (feature
+/// `testing`): not part of the stable API.
+#[cfg(feature = "testing")]
+pub mod testing {
+    /// A block of host memory imported into a device, as reads land in
+    /// (`PinnedBlock::standalone`): for raw loops that copy into the same
+    /// kind of memory the server does.
+    pub use crate::memory::pinned::PinnedBlock as ImportedHostBlock;
+}
+
 /// The README's code blocks, compiled and run as doc tests.
 #[cfg(doctest)]
 #[doc = include_str!("../../../README.md")]

@@ -1,15 +1,22 @@
-//! The device: choosing and opening an adapter, building a server on it,
-//! waiting on it, and hearing about its faults.
+//! The device: choosing and opening an adapter, waiting on it, and hearing
+//! about its faults.
 //!
 //! - [`adapter`]: which adapter `DeviceId(n)` is, and opening it;
-//! - `init`: `try_init`, `new`, and the options builder's `build`: the one
-//!   place the layers are wired together;
+//! - `pool`: devices kept for the life of the process, leased to servers;
 //! - `poller`: the device's one waiter thread;
+//! - `wait`: how a future waits for a submission (inline first, then the
+//!   poller);
+//! - `map`: mapping the server's own `MAP_READ` buffers, and what a failed
+//!   map means;
+//! - `stamps`: timestamp pairs, what every timing feature is made of;
 //! - `faults`: device loss and uncaptured errors, and the error scopes every
 //!   fallible wgpu call runs in;
 //! - `robustness`: whether the driver bounds buffer accesses itself;
 //! - `host_import`: host memory the device copies into and out of
 //!   directly (`VK_EXT_external_memory_host`).
+//!
+//! Building a server on a device (`try_init`, `new`, the options' `build`)
+//! is `server/assemble.rs`'s.
 
 pub mod adapter;
 pub(crate) mod faults;

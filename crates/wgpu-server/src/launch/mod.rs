@@ -1,20 +1,24 @@
 //! The launch path: from a `launch` call to a dispatch in a stream's
 //! encoder.
 //!
-//! - `path`: layout -> write set -> (in the write scope) resolve -> dispatch;
-//! - `resolve`: every check and lookup, once; [`path::ResolvedLaunch`] is
-//!   what a launch resolves to and what a graph records;
-//! - `dispatch`: ordering, the trust of the inputs, encoding: what a launch
-//!   and a replay both do;
+//! - `resolve`: [`resolve::ResolvedLaunch`], what a launch resolves to and
+//!   what a graph records, and the checks every resolution makes;
+//! - `cache`: resolved launches by kernel, bindings and scalars, so a
+//!   repeated launch skips resolution;
 //! - `pipeline`: compiled pipelines by kernel id and options;
 //! - `bind`: bind groups by resolved ranges and scalars;
 //! - `queued`: `LaunchMode::Queue` launches held until `compile_queued`;
 //! - `termination`: the proof that every loop of a module ends, and
-//!   `indices` (with `intervals` and `thread_ids`): the proof that every
+//! - `indices` (with `intervals` and `thread_ids`): the proof that every
 //!   index outside a buffer is in range; together they spare a module
-//!   wgpu's loop counter and index clamps;
-//! - `validate`: the checks of `resolve` without enqueuing anything, for
-//!   the client's checked launch (`LaunchValidation`).
+//!   wgpu's loop counter and index clamps.
+//!
+//! The path itself runs on the server, which holds every part it crosses:
+//! `server/launch.rs` (layout -> write set -> in the write scope, resolve
+//! -> dispatch), `server/resolve.rs` (resolution over the server's
+//! memory), `server/dispatch.rs` (ordering, the inputs' trust, encoding:
+//! what a launch and a replay both do), `server/validate.rs` (the checks
+//! without enqueuing, for the client's checked launch).
 
 pub(crate) mod bind;
 pub(crate) mod cache;

@@ -61,7 +61,7 @@ impl Drop for HostAlloc {
 
 /// A host allocation the device copies into and out of.
 #[derive(Debug)]
-pub(crate) struct PinnedBlock {
+pub struct PinnedBlock {
     buffer: wgpu::Buffer,
     alloc: Arc<HostAlloc>,
 }
@@ -86,6 +86,28 @@ impl PinnedBlock {
         // device's reference (and the block's is gone too).
         let buffer = unsafe { import.import(device, alloc.ptr, len, release)? };
         Ok(PinnedBlock { buffer, alloc })
+    }
+
+    /// A block of `len` bytes (rounded up to the alignment) of `device`,
+    /// outside any pool; `None` where the device does not import host
+    /// memory.
+    #[cfg(feature = "testing")]
+    pub fn standalone(device: &wgpu::Device, len: u64) -> Option<Result<Self, ServerError>> {
+        let import = HostImport::of(device)?;
+        let len = len.max(1).next_multiple_of(import.alignment());
+        Some(Self::new(&import, device, len))
+    }
+
+    /// The block's bytes, for a caller that knows no copy into it is in
+    /// flight.
+    ///
+    /// # Safety
+    ///
+    /// As [`bytes`](Self::bytes).
+    #[cfg(feature = "testing")]
+    pub unsafe fn bytes_after_copies(&self) -> &[u8] {
+        // SAFETY: the caller's promise.
+        unsafe { self.bytes() }
     }
 
     /// The buffer copies target.

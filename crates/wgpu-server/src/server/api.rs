@@ -1,6 +1,7 @@
 //! The `Server` impl: every method checks the device and its arguments and
-//! hands the work to the module that owns it (`launch`, `memory::transfer`,
-//! `timing::profile`, `graph`) inside a write scope where it writes buffers.
+//! hands the work to the module that owns it (`launch.rs`, `transfer.rs`,
+//! `profile.rs`, `graph.rs` beside it) inside a write scope where it writes
+//! buffers.
 
 use std::sync::Arc;
 

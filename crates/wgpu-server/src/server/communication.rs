@@ -16,8 +16,9 @@ use crate::collective::applier::Context;
 use crate::server::WgpuServer;
 use crate::server::collective::{Operands, Peers};
 
-/// Waits on a gate and what to do with its outcome are in `ops.rs`; this is
-/// the seed's surface.
+/// The seed's surface; one call's work on the server thread is
+/// `collective.rs` (and `staging.rs` for its input), the gates it leaves
+/// and their outcomes `collective/applier.rs`.
 impl<C: WgpuCompiler> ServerCommunication for WgpuServer<C> {
     fn sync_collective(&mut self, stream_id: StreamId) -> Result<(), ServerError> {
         self.enter()?;

@@ -1,9 +1,12 @@
 //! Everything that reads GPU timestamps or host clocks.
 //!
 //! - `windows`: profile windows, their tokens and the timestamp-slot pool;
-//! - `profile`: the profile calls of `Server` over those windows;
-//! - `batch`: GPU time of submitted batches, for the `sync` log line;
+//! - `recording`: what a timeline holds while it records;
 //! - [`timeline`]: per-launch stamps exported as a Chrome trace.
+//!
+//! The profile calls of `Server` over the windows are `server/profile.rs`;
+//! starting and finishing a timeline `server/timeline.rs`; the GPU time of
+//! submitted batches, for the `sync` log line, `stream/timing.rs`.
 
 pub(crate) mod recording;
 pub mod timeline;
