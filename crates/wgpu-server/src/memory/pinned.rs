@@ -110,6 +110,22 @@ impl PinnedBlock {
         unsafe { self.bytes() }
     }
 
+    /// Writes `data` at the start of the block, zeros up to the next word
+    /// (a write's padding), on the host-copy threads. `&mut`: the block is
+    /// this caller's alone, so no copy out of it is in flight.
+    pub fn fill(&mut self, data: &[u8]) {
+        let a = &self.alloc;
+        // SAFETY: the allocation is live while the block holds it, and the
+        // block is borrowed exclusively: no copy reads it now (a block in
+        // flight is held by its copy, not lent out).
+        let all = unsafe { std::slice::from_raw_parts_mut(a.ptr.as_ptr(), a.layout.size()) };
+        let end = (data.len() + 3) / 4 * 4;
+        compute_runtime::hostcopy::copy_parallel(&mut all[..data.len()], data);
+        if let Some(pad) = all.get_mut(data.len()..end.min(all.len())) {
+            pad.fill(0);
+        }
+    }
+
     /// The buffer copies target.
     pub fn buffer(&self) -> &wgpu::Buffer {
         &self.buffer
@@ -182,7 +198,7 @@ impl PinnedPool {
     }
 
     /// Takes a block back (its copies done, its bytes no longer read).
-    fn put(&self, block: PinnedBlock) {
+    pub fn put(&self, block: PinnedBlock) {
         let mut free = self.free.lock().unwrap_or_else(|e| e.into_inner());
         if free.bytes + block.size() <= MAX_POOLED_BYTES {
             free.bytes += block.size();

@@ -1,5 +1,6 @@
-//! Large host writes through mapped `MAP_WRITE` buffers, filled on several
-//! threads.
+//! Large host writes through mapped `MAP_WRITE` buffers (or blocks of
+//! imported host memory, [`Upload::Pinned`], where the device has them),
+//! filled on several threads.
 //!
 //! `queue.write_buffer` copies the caller's bytes into wgpu's staging on one
 //! thread (3-4 GB/s on the H200 machine) before the GPU copies them again.
@@ -27,6 +28,7 @@ use std::sync::{Arc, Mutex};
 use compute_runtime::{ServerError, hostcopy};
 
 use crate::device::faults::scoped;
+use crate::memory::pinned::{PinnedBlock, PinnedPool};
 
 /// Writes of at least this many bytes take the mapped path.
 pub const MIN_UPLOAD: u64 = 1 << 20;
@@ -168,6 +170,37 @@ fn pad(tail: &mut wgpu::WriteOnly<'_, [u8]>) {
     tail.copy_from_slice(&zeros[..len]);
 }
 
+/// What a large write is copied from: a mapped upload buffer of the pool,
+/// or a block of imported host memory (`pinned.rs`) where the device has
+/// it. Either is filled on the host-copy threads before its copy is
+/// encoded, and goes back to its pool once the copy has run.
+#[derive(Debug)]
+pub(crate) enum Upload {
+    Mapped(wgpu::Buffer),
+    Pinned(PinnedBlock, PinnedPool),
+}
+
+impl Upload {
+    fn buffer(&self) -> &wgpu::Buffer {
+        match self {
+            Upload::Mapped(b) => b,
+            Upload::Pinned(b, _) => b.buffer(),
+        }
+    }
+
+    /// After the copy out of it was submitted: back to its pool once the
+    /// copy has run (a mapped buffer through its map callback, a block
+    /// through the queue's work-done callback).
+    pub fn recycle(self, mapped: &UploadPool, queue: &wgpu::Queue) {
+        match self {
+            Upload::Mapped(b) => mapped.recycle(b),
+            Upload::Pinned(block, pool) => {
+                queue.on_submitted_work_done(move || pool.put(block));
+            }
+        }
+    }
+}
+
 /// Where a host copy goes, and who asked.
 #[derive(Debug)]
 pub(crate) struct CopyTarget<'a> {
@@ -196,7 +229,7 @@ pub(crate) struct HostCopies {
     encoder: Option<wgpu::CommandEncoder>,
     /// Where the next small write goes.
     arena: Option<Arena>,
-    uploads: Vec<wgpu::Buffer>,
+    uploads: Vec<Upload>,
     /// What each copy writes, and the stream that asked: poisoned if the
     /// queue refuses the copies.
     writes: Vec<(compute_runtime::StreamId, compute_runtime::MemoryId)>,
@@ -207,15 +240,20 @@ pub(crate) struct HostCopies {
 #[derive(Debug)]
 pub(crate) struct TakenCopies {
     pub commands: wgpu::CommandBuffer,
-    pub uploads: Vec<wgpu::Buffer>,
+    pub uploads: Vec<Upload>,
     pub writes: Vec<(compute_runtime::StreamId, compute_runtime::MemoryId)>,
 }
 
 impl HostCopies {
     /// Encodes the copy of `upload`'s first bytes to `to`.
-    pub fn record(&mut self, device: &wgpu::Device, upload: wgpu::Buffer, to: CopyTarget<'_>) {
-        encoder_in(&mut self.encoder, device)
-            .copy_buffer_to_buffer(&upload, 0, to.buffer, to.offset, to.len);
+    pub fn record(&mut self, device: &wgpu::Device, upload: Upload, to: CopyTarget<'_>) {
+        encoder_in(&mut self.encoder, device).copy_buffer_to_buffer(
+            upload.buffer(),
+            0,
+            to.buffer,
+            to.offset,
+            to.len,
+        );
         self.uploads.push(upload);
         self.writes.push((to.stream, to.memory));
     }
@@ -282,7 +320,7 @@ impl HostCopies {
     fn seal_arena(&mut self) {
         if let Some(arena) = self.arena.take() {
             arena.buffer.unmap();
-            self.uploads.push(arena.buffer);
+            self.uploads.push(Upload::Mapped(arena.buffer));
         }
     }
 

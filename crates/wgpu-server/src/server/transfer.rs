@@ -4,8 +4,10 @@
 //! A write's copy lands before the next submit of any stream, so the
 //! scheduler first submits every stream with pending work on the page
 //! ([`prepare_host_write`]). Small writes are appended to the upload arena,
-//! writes of a megabyte or more filled into a mapped upload buffer on
-//! several threads; either way a copy moves them into place (`upload.rs`). Reads copy into a `MAP_READ` buffer
+//! writes of a megabyte or more filled on several threads into a block of
+//! imported host memory where the device has it (`pinned.rs`), else into a
+//! mapped upload buffer; either way a copy moves them into place
+//! (`upload.rs`). Reads copy into a `MAP_READ` buffer
 //! on the stream's encoder, submit, and map; the returned [`Bytes`] *are* the
 //! mapped range (no host copy), and when the caller drops them the staging
 //! buffer is unmapped and reused (`readback.rs`). Where the device imports
@@ -30,7 +32,7 @@ use crate::device::faults::scoped;
 use crate::device::map::MapRead;
 use crate::memory::pinned::{PinnedBlock, PinnedPool, PinnedRange};
 use crate::memory::readback::{MappedRange, ReadbackPool};
-use crate::memory::upload::{self, CopyTarget, MIN_UPLOAD};
+use crate::memory::upload::{self, CopyTarget, MIN_UPLOAD, Upload};
 use crate::server::WgpuServer;
 
 const ALIGN: u64 = wgpu::COPY_BUFFER_ALIGNMENT;
@@ -186,17 +188,28 @@ fn upload<C: WgpuCompiler>(
     data: &[u8],
     stream: StreamId,
 ) -> Result<(), ServerError> {
-    let staging = server
-        .memory
-        .upload()
-        .take(server.gpu.device(), data.len() as u64)?;
-    upload::fill(&staging, data).map_err(|e| {
-        server
-            .gpu
-            .faults()
-            .lost_during("filling an upload buffer", e)
-    })?;
     let len = (data.len() as u64).next_multiple_of(ALIGN);
+    let staging = match server.memory.pinned() {
+        Some(pool) => {
+            let max = server.gpu.caps().limits.max_buffer_size;
+            let mut block = pool.take(len, max)?;
+            block.fill(data);
+            Upload::Pinned(block, pool.clone())
+        }
+        None => {
+            let buffer = server
+                .memory
+                .upload()
+                .take(server.gpu.device(), data.len() as u64)?;
+            upload::fill(&buffer, data).map_err(|e| {
+                server
+                    .gpu
+                    .faults()
+                    .lost_during("filling an upload buffer", e)
+            })?;
+            Upload::Mapped(buffer)
+        }
+    };
     // The range's pending users were submitted by the caller.
     server.streams.backend_mut().host_copy(
         staging,

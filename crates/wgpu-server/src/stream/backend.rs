@@ -13,7 +13,7 @@ use std::time::Duration;
 use compute_runtime::StreamId;
 use compute_stream::{BatchFailure, SchedulerStreamBackend, Submitted, Urgency};
 
-use crate::memory::upload::{CopyTarget, HostCopies, UploadPool};
+use crate::memory::upload::{CopyTarget, HostCopies, Upload, UploadPool};
 use crate::stream::WgpuStream;
 use crate::stream::batch::{Batch, FinishedBatch};
 use crate::stream::gate::Gate;
@@ -118,7 +118,7 @@ impl ScheduledWgpuBackend {
 
     /// Encodes a large host write's copy (see `memory/upload.rs`); it is
     /// submitted before the next submit of anything, like `write_buffer`.
-    pub(crate) fn host_copy(&mut self, upload: wgpu::Buffer, to: CopyTarget<'_>) {
+    pub(crate) fn host_copy(&mut self, upload: Upload, to: CopyTarget<'_>) {
         let len = to.len;
         self.host_copies.record(self.submitter.device(), upload, to);
         self.host_write(len);
@@ -147,7 +147,7 @@ impl ScheduledWgpuBackend {
         match self.submitter.commands(Some(taken.commands)) {
             Ok(_) => {
                 for upload in taken.uploads {
-                    self.upload.recycle(upload);
+                    upload.recycle(&self.upload, self.submitter.queue());
                 }
                 // The upload buffers come back through map callbacks, run by
                 // whatever polls next; a poll that does not wait runs those

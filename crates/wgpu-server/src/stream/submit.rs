@@ -56,6 +56,11 @@ impl Submitter {
         }
     }
 
+    /// The queue, for callbacks on its progress.
+    pub fn queue(&self) -> &wgpu::Queue {
+        &self.queue
+    }
+
     /// The newest submission to the queue, and its number.
     pub fn newest(&self) -> (Option<wgpu::SubmissionIndex>, u64) {
         self.newest
