@@ -207,6 +207,7 @@ impl PinnedPool {
     }
 
     /// Blocks made so far (the rest of the takes came from the pool).
+    #[cfg(feature = "testing")]
     pub fn created(&self) -> u64 {
         self.free.lock().map(|f| f.created).unwrap_or(0)
     }

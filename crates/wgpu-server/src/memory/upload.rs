@@ -173,7 +173,8 @@ fn pad(tail: &mut wgpu::WriteOnly<'_, [u8]>) {
 /// What a large write is copied from: a mapped upload buffer of the pool,
 /// or a block of imported host memory (`pinned.rs`) where the device has
 /// it. Either is filled on the host-copy threads before its copy is
-/// encoded, and goes back to its pool once the copy has run.
+/// encoded, and goes back to its pool once the copy has run (the stream
+/// backend's `recycle`).
 #[derive(Debug)]
 pub(crate) enum Upload {
     Mapped(wgpu::Buffer),
@@ -185,18 +186,6 @@ impl Upload {
         match self {
             Upload::Mapped(b) => b,
             Upload::Pinned(b, _) => b.buffer(),
-        }
-    }
-
-    /// After the copy out of it was submitted: back to its pool once the
-    /// copy has run (a mapped buffer through its map callback, a block
-    /// through the queue's work-done callback).
-    pub fn recycle(self, mapped: &UploadPool, queue: &wgpu::Queue) {
-        match self {
-            Upload::Mapped(b) => mapped.recycle(b),
-            Upload::Pinned(block, pool) => {
-                queue.on_submitted_work_done(move || pool.put(block));
-            }
         }
     }
 }

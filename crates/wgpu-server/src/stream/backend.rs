@@ -147,7 +147,7 @@ impl ScheduledWgpuBackend {
         match self.submitter.commands(Some(taken.commands)) {
             Ok(_) => {
                 for upload in taken.uploads {
-                    upload.recycle(&self.upload, self.submitter.queue());
+                    self.recycle(upload);
                 }
                 // The upload buffers come back through map callbacks, run by
                 // whatever polls next; a poll that does not wait runs those
@@ -162,6 +162,16 @@ impl ScheduledWgpuBackend {
                         .poison(stream, &[memory], error.clone());
                 }
             }
+        }
+    }
+
+    /// After the copy out of `upload` was submitted: back to its pool once
+    /// the copy has run (a mapped buffer through its map callback, a block
+    /// of imported host memory through the queue's work-done callback).
+    fn recycle(&self, upload: Upload) {
+        match upload {
+            Upload::Mapped(b) => self.upload.recycle(b),
+            Upload::Pinned(block, pool) => self.submitter.after_work_done(move || pool.put(block)),
         }
     }
 

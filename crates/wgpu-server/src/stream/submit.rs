@@ -56,9 +56,13 @@ impl Submitter {
         }
     }
 
-    /// The queue, for callbacks on its progress.
-    pub fn queue(&self) -> &wgpu::Queue {
-        &self.queue
+    /// Runs `f` once everything submitted so far has run (from whichever
+    /// thread polls then). Registered under the submit lock: wgpu submits
+    /// its pending `write_buffer`s before it registers, and a submit while
+    /// another thread is inside `poll(Wait)` trips wgpu 30's assertion.
+    pub fn after_work_done(&self, f: impl FnOnce() + Send + 'static) {
+        let _submitting = self.poll_lock.lock();
+        self.queue.on_submitted_work_done(f);
     }
 
     /// The newest submission to the queue, and its number.
