@@ -26,6 +26,7 @@ pub(crate) const FLOORS: &[&str] = &[
     "device",
     "memory",
     "stream",
+    "transfer",
     "launch",
     "timing",
     "graph",

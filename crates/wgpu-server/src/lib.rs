@@ -44,6 +44,7 @@ pub mod prelude;
 mod server;
 mod stream;
 mod timing;
+mod transfer;
 
 pub use compute_ir as ir;
 pub use compute_runtime as runtime;
@@ -54,13 +55,13 @@ pub use device::adapter;
 pub use graph::{DeviceCaptures, WgpuGraph};
 pub use launch::resolve::ResolvedLaunch;
 pub use memory::storage::{WgpuResource, WgpuStorage};
-pub use server::chunks::{MAX_READ_CHUNKS, ReadChunk, ReadChunks};
 pub use server::options::{
     DefaultClient, DefaultServer, HOST_MEMORY_ENV, TASKS_MAX_ENV, WgpuServerOptions,
 };
 pub use server::{DEFAULT_TASKS_MAX, WgpuServer};
 pub use stream::{ScheduledWgpuBackend, WgpuStream};
 pub use timing::timeline::{DEFAULT_TIMELINE_CAPACITY, Timeline, TimelineEvent};
+pub use transfer::chunks::{MAX_READ_CHUNKS, ReadChunk, ReadChunks};
 
 pub use compute_wgsl::{
     BindingAccess, BoundsChecks, DefaultCompiler, IrCompiler, LoopBounding, WgpuCompilationOptions,

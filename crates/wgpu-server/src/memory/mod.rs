@@ -3,7 +3,7 @@
 //! buffers for reads (`readback`), host memory imported into the device
 //! where reads land when the device can import it (`pinned`), and the
 //! upload arena and buffers writes are copied from (`upload`). The
-//! transfers themselves are `server/transfer.rs`'s.
+//! transfers themselves are `transfer/`'s.
 //!
 //! Pooling (which slice of which page) is `compute-memory`'s; this module
 //! only turns its pages into buffers and moves bytes in and out of them.
@@ -17,7 +17,9 @@ pub(crate) mod upload;
 use std::sync::Arc;
 
 use compute_memory::MemoryManagement;
-use compute_runtime::{InternalFault, MemoryId, ReleaseQueue, ServerError, StorageId};
+use compute_runtime::{
+    BufferBinding, InternalFault, MemoryId, ReleaseQueue, ServerError, StorageHandle, StorageId,
+};
 
 /// A server's memory: the pooled manager, the queue dropped handles report
 /// to, and the host-side staging pools.
@@ -71,6 +73,31 @@ impl Memory {
             .ok_or(ServerError::Internal {
                 fault: InternalFault::PageGone { page },
             })
+    }
+
+    /// Resolves a binding to its page range, checking it lies inside its
+    /// slice: an unknown handle is `UnknownHandle`, a range past the
+    /// slice's capacity `OutOfBounds`.
+    pub fn resolve(&self, binding: &BufferBinding) -> Result<StorageHandle, ServerError> {
+        let memory = binding.memory_id();
+        let slice = self
+            .manager()
+            .get(memory)
+            .ok_or(ServerError::UnknownHandle { memory })?;
+        let capacity = self.manager().size_of(memory).unwrap_or(slice.size);
+        match binding.end() {
+            Some(end) if end <= capacity => Ok(StorageHandle {
+                id: slice.id,
+                offset: slice.offset + binding.offset,
+                size: binding.size,
+            }),
+            _ => Err(ServerError::OutOfBounds {
+                memory,
+                offset: binding.offset,
+                size: binding.size,
+                capacity,
+            }),
+        }
     }
 
     /// Where dropped handles report their ids.

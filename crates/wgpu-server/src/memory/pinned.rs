@@ -119,7 +119,7 @@ impl PinnedBlock {
         // block is borrowed exclusively: no copy reads it now (a block in
         // flight is held by its copy, not lent out).
         let all = unsafe { std::slice::from_raw_parts_mut(a.ptr.as_ptr(), a.layout.size()) };
-        let end = (data.len() + 3) / 4 * 4;
+        let end = data.len().next_multiple_of(4);
         compute_runtime::hostcopy::copy_parallel(&mut all[..data.len()], data);
         if let Some(pad) = all.get_mut(data.len()..end.min(all.len())) {
             pad.fill(0);

@@ -1,5 +1,5 @@
 //! The `Server` impl: every method checks the device and its arguments and
-//! hands the work to the module that owns it (`launch.rs`, `transfer.rs`,
+//! hands the work to the module that owns it (`launch.rs`, `transfer/`,
 //! `profile.rs`, `graph.rs` beside it) inside a write scope where it writes
 //! buffers.
 
@@ -16,7 +16,7 @@ use compute_wgsl::WgpuCompiler;
 use compute_stream::settle_batch_failures;
 
 use crate::server::WgpuServer;
-use crate::server::transfer;
+use crate::transfer::{read, write};
 
 impl<C: WgpuCompiler> Server for WgpuServer<C> {
     fn sync(
@@ -91,7 +91,7 @@ impl<C: WgpuCompiler> Server for WgpuServer<C> {
                 self.capture_state(stream_id)
                     .allow_host_wait(stream_id, "read")
             })
-            .and_then(|()| transfer::read(self, descriptors, stream_id));
+            .and_then(|()| read::read(&mut self.transfers(), descriptors, stream_id));
         match prepared {
             Ok(future) => future,
             Err(e) => Box::pin(async move { Err(e) }),
@@ -120,7 +120,13 @@ impl<C: WgpuCompiler> Server for WgpuServer<C> {
                 None => Ok(()),
                 Some(checked) => {
                     self.scoped_overwrite(stream_id, std::slice::from_ref(&target), |s| {
-                        transfer::write_checked(s, checked, &descriptor, &data, stream_id)
+                        write::write_checked(
+                            &mut s.transfers(),
+                            checked,
+                            &descriptor,
+                            &data,
+                            stream_id,
+                        )
                     })
                 }
             };

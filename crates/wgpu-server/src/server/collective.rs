@@ -316,7 +316,12 @@ impl<C: WgpuCompiler> WgpuServer<C> {
                 (Some(Ok(())), Some(bytes)) => {
                     let descriptor = CopyDescriptor::contiguous(dst.clone());
                     self.scoped_overwrite(stream, std::slice::from_ref(dst), |s| {
-                        crate::server::transfer::write(s, &descriptor, &bytes, stream)
+                        crate::transfer::write::write(
+                            &mut s.transfers(),
+                            &descriptor,
+                            &bytes,
+                            stream,
+                        )
                     })
                     .map(|_| ())
                 }

@@ -15,7 +15,6 @@
 
 mod api;
 mod assemble;
-pub(crate) mod chunks;
 mod collective;
 mod communication;
 mod dispatch;
@@ -25,11 +24,11 @@ mod inspect;
 mod launch;
 pub(crate) mod options;
 mod profile;
+mod reads;
 mod resolve;
 mod staging;
 mod sync;
 mod timeline;
-mod transfer;
 mod validate;
 
 use std::sync::Arc;
@@ -56,9 +55,10 @@ use crate::memory::Memory;
 use crate::memory::storage::{WgpuResource, WgpuStorage};
 use crate::server::launch::ResolvedLaunch;
 use crate::server::options::WgpuServerOptions;
-use crate::server::transfer::CheckedWrite;
 use crate::stream::ScheduledWgpuBackend;
 use crate::timing::Timing;
+use crate::transfer::Transfers;
+use crate::transfer::write::CheckedWrite;
 
 /// Default bound on tasks a stream encodes before it submits.
 pub const DEFAULT_TASKS_MAX: usize = 128;
@@ -227,27 +227,17 @@ impl<C: WgpuCompiler> WgpuServer<C> {
     }
 
     /// Resolves a binding to its page range, checking it lies inside its
-    /// slice.
+    /// slice (see [`Memory::resolve`]).
     pub(crate) fn resolve(&self, binding: &BufferBinding) -> Result<StorageHandle, ServerError> {
-        let memory = binding.memory_id();
-        let slice = self
-            .memory
-            .manager()
-            .get(memory)
-            .ok_or(ServerError::UnknownHandle { memory })?;
-        let capacity = self.memory.manager().size_of(memory).unwrap_or(slice.size);
-        match binding.end() {
-            Some(end) if end <= capacity => Ok(StorageHandle {
-                id: slice.id,
-                offset: slice.offset + binding.offset,
-                size: binding.size,
-            }),
-            _ => Err(ServerError::OutOfBounds {
-                memory,
-                offset: binding.offset,
-                size: binding.size,
-                capacity,
-            }),
+        self.memory.resolve(binding)
+    }
+
+    /// The parts a host transfer borrows (`transfer/`).
+    pub(crate) fn transfers(&mut self) -> Transfers<'_> {
+        Transfers {
+            gpu: &self.gpu,
+            memory: &mut self.memory,
+            streams: &mut self.streams,
         }
     }
 
@@ -289,7 +279,7 @@ impl<C: WgpuCompiler> WgpuServer<C> {
     }
 
     /// Checks a host write before anything moves (see
-    /// [`transfer::check_write`](crate::server::transfer::check_write)),
+    /// [`check_write`](crate::transfer::write::check_write)),
     /// refusing one on a capturing stream too.
     pub(crate) fn check_write(
         &mut self,
@@ -303,7 +293,7 @@ impl<C: WgpuCompiler> WgpuServer<C> {
                 reason: "host writes cannot be recorded into a graph".into(),
             });
         }
-        crate::server::transfer::check_write(self, descriptor, len)
+        crate::transfer::write::check_write(&mut self.transfers(), descriptor, len)
     }
 
     /// Reports `error` for work refused before it touched anything: to the

@@ -20,11 +20,10 @@ use std::pin::Pin;
 use std::sync::Arc;
 
 use compute_runtime::{Bytes, CopyDescriptor, ServerError, StorageHandle, StreamId};
-use compute_wgsl::WgpuCompiler;
 use futures::{Stream, StreamExt};
 
-use crate::server::WgpuServer;
-use crate::server::transfer::{ReadCopy, checked_ranges, plan_copy, submit_copies};
+use crate::transfer::Transfers;
+use crate::transfer::read::{ReadCopy, checked_ranges, plan_copy, submit_copies};
 
 /// Chunks one `read_chunks` may cut a read into: each is a submission of
 /// its own, so a tiny chunk size on a large read is refused rather than
@@ -44,78 +43,65 @@ pub struct ReadChunk {
 /// The chunks of a read, in order, each as soon as its copy has run.
 pub type ReadChunks = Pin<Box<dyn Stream<Item = Result<ReadChunk, ServerError>> + Send>>;
 
-impl<C: WgpuCompiler> WgpuServer<C> {
-    /// Reads `descriptor`'s bytes in chunks of `chunk` bytes (the last one
-    /// shorter), each handed out as soon as its copy has run: the caller's
-    /// use of a chunk overlaps the copies of the next ones.
-    ///
-    /// Refused as `read` refuses (bad descriptor, untrusted bytes, inside a
-    /// capture), and with [`ServerError::InvalidArgument`] for a `chunk` of
-    /// 0 or one that would cut the read into more than [`MAX_READ_CHUNKS`].
-    /// A 0-byte read yields no chunk. A chunk whose bytes turn out untrusted
-    /// once its copy has run (a late verdict) is an `Err`, and the stream
-    /// ends there.
-    pub fn read_chunks(
-        &mut self,
-        descriptor: CopyDescriptor,
-        chunk: u64,
-        stream: StreamId,
-    ) -> Result<ReadChunks, ServerError> {
-        self.enter()?;
-        self.capture_state(stream)
-            .allow_host_wait(stream, "read_chunks")?;
-        let memory = descriptor.binding.memory_id();
-        let (target, size) = checked_ranges(self, std::slice::from_ref(&descriptor), stream)?
-            .pop()
-            .ok_or(ServerError::InvalidArgument {
-                reason: "read_chunks: no range to read".into(),
-            })?;
-        let count = chunk_count(size, chunk)?;
-        // Every staging buffer first: a failure to get one encodes nothing.
-        let copies = (0..count)
-            .map(|i| {
-                let offset = i * chunk;
-                let len = chunk.min(size - offset);
-                let part = StorageHandle {
-                    offset: target.offset + offset,
-                    size: len,
-                    ..target
-                };
-                plan_copy(self, part, len).map(|c| (offset, c))
-            })
-            .collect::<Result<Vec<_>, _>>()?;
-        let mut pending = Vec::with_capacity(copies.len());
-        for (offset, copy) in copies {
-            submit_copies(self, stream, &[memory], std::slice::from_ref(&copy))?;
-            let (_, s) = self.streams.encoder(stream);
-            let (index, no) = s.last_submission();
-            pending.push((offset, copy, index, no));
-        }
-        let waiter = self.gpu.waiter().clone();
-        let faults = Arc::clone(self.gpu.faults());
-        let late = Arc::clone(self.streams.trust().late());
-        let pool = self.memory.readback().clone();
-        let chunks = pending.into_iter().map(move |(offset, copy, index, no)| {
-            let (waiter, faults, late, pool) = (
-                waiter.clone(),
-                Arc::clone(&faults),
-                Arc::clone(&late),
-                pool.clone(),
-            );
-            let landing = ReadCopy::landing(copy);
-            async move {
-                waiter.wait(index, no).await?;
-                late.check(memory)?;
-                Ok(ReadChunk {
-                    offset,
-                    bytes: landing.bytes(&faults, &pool).await?,
-                })
-            }
-        });
-        Ok(Box::pin(ended_by_error(
-            futures::stream::iter(chunks).then(|f| f),
-        )))
+/// The body of [`WgpuServer::read_chunks`](crate::WgpuServer::read_chunks),
+/// once the server has checked the call's state.
+pub(crate) fn read_chunks(
+    t: &mut Transfers<'_>,
+    descriptor: CopyDescriptor,
+    chunk: u64,
+    stream: StreamId,
+) -> Result<ReadChunks, ServerError> {
+    let memory = descriptor.binding.memory_id();
+    let (target, size) = checked_ranges(t, std::slice::from_ref(&descriptor), stream)?
+        .pop()
+        .ok_or(ServerError::InvalidArgument {
+            reason: "read_chunks: no range to read".into(),
+        })?;
+    let count = chunk_count(size, chunk)?;
+    // Every staging buffer first: a failure to get one encodes nothing.
+    let copies = (0..count)
+        .map(|i| {
+            let offset = i * chunk;
+            let len = chunk.min(size - offset);
+            let part = StorageHandle {
+                offset: target.offset + offset,
+                size: len,
+                ..target
+            };
+            plan_copy(t, part, len).map(|c| (offset, c))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut pending = Vec::with_capacity(copies.len());
+    for (offset, copy) in copies {
+        submit_copies(t, stream, &[memory], std::slice::from_ref(&copy))?;
+        let (_, s) = t.streams.encoder(stream);
+        let (index, no) = s.last_submission();
+        pending.push((offset, copy, index, no));
     }
+    let waiter = t.gpu.waiter().clone();
+    let faults = Arc::clone(t.gpu.faults());
+    let late = Arc::clone(t.streams.trust().late());
+    let pool = t.memory.readback().clone();
+    let chunks = pending.into_iter().map(move |(offset, copy, index, no)| {
+        let (waiter, faults, late, pool) = (
+            waiter.clone(),
+            Arc::clone(&faults),
+            Arc::clone(&late),
+            pool.clone(),
+        );
+        let landing = ReadCopy::landing(copy);
+        async move {
+            waiter.wait(index, no).await?;
+            late.check(memory)?;
+            Ok(ReadChunk {
+                offset,
+                bytes: landing.bytes(&faults, &pool).await?,
+            })
+        }
+    });
+    Ok(Box::pin(ended_by_error(
+        futures::stream::iter(chunks).then(|f| f),
+    )))
 }
 
 /// How many chunks of `chunk` bytes a `size`-byte read takes.
