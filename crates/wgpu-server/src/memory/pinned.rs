@@ -103,7 +103,7 @@ impl PinnedBlock {
     ///
     /// # Safety
     ///
-    /// As [`bytes`](Self::bytes).
+    /// No copy into the block is in flight.
     #[cfg(feature = "testing")]
     pub unsafe fn bytes_after_copies(&self) -> &[u8] {
         // SAFETY: the caller's promise.

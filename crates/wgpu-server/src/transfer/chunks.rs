@@ -30,7 +30,7 @@ use crate::transfer::read::{ReadCopy, checked_ranges, plan_copy, submit_copies};
 /// flooding the queue.
 pub const MAX_READ_CHUNKS: u64 = 4096;
 
-/// One chunk of a [`WgpuServer::read_chunks`]: `bytes` are the read's bytes
+/// One chunk of a [`WgpuServer::read_chunks`](crate::WgpuServer::read_chunks): `bytes` are the read's bytes
 /// from `offset` on.
 #[derive(Clone, Debug)]
 pub struct ReadChunk {
