@@ -1,8 +1,13 @@
 //! The launch path: from a `launch` call to a dispatch in a stream's
 //! encoder.
 //!
+//! - `prepare`: [`prepare::LaunchParts`], the parts a launch borrows from
+//!   the server, and `resolve_launch`: a launch's checks in order and its
+//!   lookups made once;
 //! - `resolve`: [`resolve::ResolvedLaunch`], what a launch resolves to and
-//!   what a graph records, and the checks every resolution makes;
+//!   what a graph records, and the checks of arguments, counts and scalars;
+//! - `bindings`: the checks of the bindings and of an indirect count, the
+//!   one copy a launch and the client's checked launch share;
 //! - `cache`: resolved launches by kernel, bindings and scalars, so a
 //!   repeated launch skips resolution;
 //! - `pipeline`: compiled pipelines by kernel id and options;
@@ -13,18 +18,19 @@
 //!   index outside a buffer is in range; together they spare a module
 //!   wgpu's loop counter and index clamps.
 //!
-//! The path itself runs on the server, which holds every part it crosses:
+//! What crosses the write scope and the streams runs on the server:
 //! `server/launch.rs` (layout -> write set -> in the write scope, resolve
-//! -> dispatch), `server/resolve.rs` (resolution over the server's
-//! memory), `server/dispatch.rs` (ordering, the inputs' trust, encoding:
-//! what a launch and a replay both do), `server/validate.rs` (the checks
-//! without enqueuing, for the client's checked launch).
+//! -> dispatch), `server/dispatch.rs` (ordering, the inputs' trust,
+//! encoding: what a launch and a replay both do), `server/validate.rs`
+//! (the checks without enqueuing, for the client's checked launch).
 
 pub(crate) mod bind;
+pub(crate) mod bindings;
 pub(crate) mod cache;
 pub(crate) mod indices;
 mod intervals;
 pub(crate) mod pipeline;
+pub(crate) mod prepare;
 #[cfg(test)]
 mod proof_tests;
 pub(crate) mod queued;

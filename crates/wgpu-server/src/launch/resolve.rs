@@ -23,9 +23,6 @@ use compute_wgsl::KernelLayout;
 
 use crate::launch::pipeline::CachedPipeline;
 
-/// Bytes of an indirect dispatch's arguments.
-pub(crate) const INDIRECT_BYTES: u64 = 12;
-
 /// A launch with everything resolved: what `dispatch` encodes, and what a
 /// graph capture records (replay re-encodes it without the launch path).
 ///

@@ -18,7 +18,8 @@ use std::sync::Arc;
 
 use compute_memory::MemoryManagement;
 use compute_runtime::{
-    BufferBinding, InternalFault, MemoryId, ReleaseQueue, ServerError, StorageHandle, StorageId,
+    BufferBinding, InternalFault, ManagedMemoryHandle, MemoryId, ReleaseQueue, ServerError,
+    StorageHandle, StorageId,
 };
 
 /// A server's memory: the pooled manager, the queue dropped handles report
@@ -98,6 +99,31 @@ impl Memory {
                 capacity,
             }),
         }
+    }
+
+    /// A slice of `size` bytes the server itself uses (an indirect count's
+    /// copy): freed when the returned binding is dropped, like a caller's.
+    ///
+    /// It comes from the persistent pool, where every slice has a page of
+    /// its own: a sliced page could be the very page the count is copied
+    /// from (a copy whose source and destination are one buffer is invalid,
+    /// and would take the whole batch down) or one the dispatch binds. A
+    /// freed scratch page is kept under its size and serves the next one.
+    pub(crate) fn scratch(
+        &mut self,
+        size: u64,
+    ) -> Result<(BufferBinding, StorageHandle), ServerError> {
+        let handle = ManagedMemoryHandle::new();
+        let id = handle.id();
+        self.manager_mut()
+            .bind_in(id, size, compute_runtime::MemoryAllocationMode::Persistent)?;
+        if let Err(e) = handle.attach_release(self.releases()) {
+            self.manager_mut().release(id);
+            return Err(e);
+        }
+        let binding = handle.binding(size);
+        let page = self.resolve(&binding)?;
+        Ok((binding, page))
     }
 
     /// Where dropped handles report their ids.

@@ -19,9 +19,10 @@ use compute_stream::LateFaults;
 use compute_wgsl::WgpuCompiler;
 
 use crate::device::stamps::StampAt;
-use crate::launch::resolve::{INDIRECT_BYTES, ResolvedCount, ResolvedLaunch};
+use crate::launch::resolve::{ResolvedCount, ResolvedLaunch};
 use crate::server::WgpuServer;
 use crate::stream::WgpuStream;
+use crate::stream::audit::INDIRECT_BYTES;
 
 /// Orders `launch` against other streams and encodes it on `stream`.
 pub(crate) fn dispatch<C: WgpuCompiler>(

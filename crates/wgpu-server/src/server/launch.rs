@@ -7,7 +7,7 @@
 //! a layout that disagrees with its module, a dispatch over the device's
 //! limits, an untrusted input) poisons exactly the buffers the kernel would
 //! have written and is reported by the stream's next flush/sync. Every check
-//! wgpu would make at encode time is made first (`resolve.rs`): an invalid
+//! wgpu would make at encode time is made first (`launch/prepare.rs`): an invalid
 //! command inside an encoder would invalidate the whole batch, taking other
 //! launches' work with it.
 //!
@@ -23,9 +23,9 @@ use compute_wgsl::{BindingAccess, WgpuCompiler};
 
 use crate::launch::cache::LaunchKey;
 use crate::launch::layout_of;
+use crate::launch::prepare::resolve_launch;
 use crate::server::WgpuServer;
 use crate::server::dispatch::dispatch;
-use crate::server::resolve::resolve_launch;
 
 pub use crate::launch::resolve::ResolvedLaunch;
 
@@ -80,8 +80,16 @@ pub(crate) fn launch<C: WgpuCompiler>(
         if let CubeCount::Dynamic(b) = &count {
             reads.push(b.clone());
         }
-        let resolved =
-            layout.and_then(|l| resolve_launch(server, kernel, cached.clone(), &l, count, &args));
+        let resolved = layout.and_then(|l| {
+            resolve_launch(
+                &mut server.launch_parts(),
+                kernel,
+                cached.clone(),
+                &l,
+                count,
+                &args,
+            )
+        });
         if let Some(capture) = server.capturing(stream) {
             match resolved {
                 Ok(r) => capture.record(r, &reads, &writes),
@@ -92,7 +100,14 @@ pub(crate) fn launch<C: WgpuCompiler>(
     }
     let _ = server.scoped(stream, &writes, |s| {
         let layout = layout?;
-        let resolved = resolve_launch(s, kernel, cached.clone(), &layout, count, &args)?;
+        let resolved = resolve_launch(
+            &mut s.launch_parts(),
+            kernel,
+            cached.clone(),
+            &layout,
+            count,
+            &args,
+        )?;
         let resolved = Arc::new(resolved);
         if let Some(k) = key {
             s.kernels.launches().insert(k, Arc::clone(&resolved));

@@ -25,7 +25,6 @@ mod launch;
 pub(crate) mod options;
 mod profile;
 mod reads;
-mod resolve;
 mod staging;
 mod sync;
 mod timeline;
@@ -51,6 +50,7 @@ use crate::device::Gpu;
 use crate::device::pool::DeviceLease;
 use crate::graph::Graphs;
 use crate::launch::Kernels;
+use crate::launch::prepare::LaunchParts;
 use crate::memory::Memory;
 use crate::memory::storage::{WgpuResource, WgpuStorage};
 use crate::server::launch::ResolvedLaunch;
@@ -230,6 +230,16 @@ impl<C: WgpuCompiler> WgpuServer<C> {
     /// slice (see [`Memory::resolve`]).
     pub(crate) fn resolve(&self, binding: &BufferBinding) -> Result<StorageHandle, ServerError> {
         self.memory.resolve(binding)
+    }
+
+    /// The parts a launch's resolution borrows (`launch/prepare.rs`).
+    pub(crate) fn launch_parts(&mut self) -> LaunchParts<'_, C> {
+        LaunchParts {
+            gpu: &self.gpu,
+            memory: &mut self.memory,
+            kernels: &mut self.kernels,
+            logger: &self.logger,
+        }
     }
 
     /// The parts a host transfer borrows (`transfer/`).

@@ -1,5 +1,6 @@
-//! [`LaunchValidation`] for the wgpu server: the checks of `resolve.rs`,
-//! made without enqueuing anything, for the client's checked launch.
+//! [`LaunchValidation`] for the wgpu server: the checks of a launch's
+//! resolution (`launch/resolve.rs`, `launch/bindings.rs`), made without
+//! enqueuing anything, for the client's checked launch.
 //!
 //! The checks are the launch path's own (`check_arguments`, `check_counts`,
 //! `resolve_bindings`, `check_scalars`), in its order: the layout (known
@@ -14,11 +15,10 @@ use compute_runtime::{
 };
 use compute_wgsl::{BoundsChecks, WgpuCompiler};
 
+use crate::launch::bindings::{indirect_source, resolve_bindings};
 use crate::launch::layout_of;
 use crate::launch::resolve::{check_arguments, check_counts, check_scalars};
 use crate::server::WgpuServer;
-use crate::server::resolve::resolve_bindings;
-use crate::stream::audit::INDIRECT_BYTES;
 
 // SAFETY: `Checked` is answered only for a pipeline whose module was
 // created with `create_shader_module` (wgpu's run-time bounds checks), and
@@ -43,15 +43,10 @@ unsafe impl<C: WgpuCompiler> LaunchValidation for WgpuServer<C> {
                     .pipeline(kernel, self.gpu.caps(), self.gpu.device(), &self.logger)?
             }
         };
-        resolve_bindings(self, &pipeline, args)?;
+        resolve_bindings(&self.gpu.caps().limits, &self.memory, &pipeline, args)?;
         check_scalars(&pipeline, args)?;
         if let CubeCount::Dynamic(binding) = count {
-            let h = self.resolve(binding)?;
-            if h.offset % 4 != 0 || binding.size < INDIRECT_BYTES {
-                return Err(ServerError::InvalidArgument {
-                    reason: "an indirect count needs 12 bytes at a 4-byte aligned offset".into(),
-                });
-            }
+            indirect_source(&self.memory, binding)?;
         }
         Ok(match pipeline.bounds_checks {
             BoundsChecks::Checked | BoundsChecks::Reported => AccessChecks::Checked,
