@@ -46,6 +46,7 @@
 pub(crate) mod applier;
 pub(crate) mod pipeline;
 pub(crate) mod stage;
+pub(crate) mod staging;
 pub(crate) mod transport;
 pub(crate) mod write;
 

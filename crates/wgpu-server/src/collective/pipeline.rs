@@ -97,21 +97,28 @@ impl ScratchPool {
     }
 }
 
-/// What refilling a call's staging ring needs.
-pub(crate) struct Refill {
-    pub source: Source,
-    pub plan: Plan,
-    pub feed: Feed,
-    /// The next step to stage.
-    pub next: Mutex<usize>,
+/// What staging a step on its own needs of the device: made once per
+/// call from the server's parts (`staging.rs`), cloned into its refill.
+#[derive(Clone)]
+pub(crate) struct StepDevice {
     pub device: wgpu::Device,
     pub submitter: Submitter,
     pub poller: PollerHandle,
     pub pool: ReadbackPool,
-    pub stager: Stager,
+}
+
+/// What refilling a call's staging ring needs.
+pub(crate) struct Refill {
+    source: Source,
+    plan: Plan,
+    feed: Feed,
+    /// The next step to stage.
+    next: Mutex<usize>,
+    on: StepDevice,
+    stager: Stager,
     /// Where `source` goes back once every step is staged: `None` when it
     /// is `src`'s own page.
-    pub scratch: Option<ScratchPool>,
+    scratch: Option<ScratchPool>,
 }
 
 impl std::fmt::Debug for Refill {
@@ -123,6 +130,27 @@ impl std::fmt::Debug for Refill {
 }
 
 impl Refill {
+    /// The refill of a call whose first `window` steps are staged at the
+    /// call, the rest from `source` as the host frees their buffers.
+    pub fn new(
+        source: Source,
+        plan: Plan,
+        feed: Feed,
+        window: usize,
+        on: StepDevice,
+        (stager, scratch): (Stager, Option<ScratchPool>),
+    ) -> Arc<Self> {
+        Arc::new(Refill {
+            source,
+            plan,
+            feed,
+            next: Mutex::new(window),
+            on,
+            stager,
+            scratch,
+        })
+    }
+
     /// Where a step's buffer goes once its bytes are used: back here.
     pub fn back(self: &Arc<Self>) -> Back {
         let me = Arc::clone(self);
@@ -138,7 +166,7 @@ impl Refill {
             step
         };
         if step >= self.plan.steps() {
-            self.pool.put(buffer);
+            self.on.pool.put(buffer);
             return;
         }
         let stager = self.stager.clone();
@@ -156,17 +184,20 @@ impl Refill {
         let buffer = if buffer.size() >= copies.size() {
             buffer
         } else {
-            self.pool.put(buffer);
-            let max = self.device.limits().max_buffer_size;
-            match self
-                .pool
-                .take_or_create(&self.device, copies.size(), max, "collective staging")
-            {
+            self.on.pool.put(buffer);
+            let max = self.on.device.limits().max_buffer_size;
+            match self.on.pool.take_or_create(
+                &self.on.device,
+                copies.size(),
+                max,
+                "collective staging",
+            ) {
                 Ok(b) => b,
                 Err(e) => return self.feed.provide(step, Err(Arc::new(e))),
             }
         };
         let mut encoder = self
+            .on
             .device
             .create_command_encoder(&wgpu::CommandEncoderDescriptor {
                 label: Some("collective step"),
@@ -179,8 +210,8 @@ impl Refill {
             back: self.back(),
             risk: None,
         };
-        match self.submitter.commands(Some(encoder.finish())) {
-            Ok((index, _)) => staged.map_and_provide(&self.poller, index),
+        match self.on.submitter.commands(Some(encoder.finish())) {
+            Ok((index, _)) => staged.map_and_provide(&self.on.poller, index),
             Err(e) => staged.fail(Arc::new(e)),
         }
     }

@@ -14,8 +14,8 @@ use compute_wgsl::WgpuCompiler;
 
 use crate::collective::Posted;
 use crate::collective::applier::{Job, Target};
+use crate::collective::staging::Staging;
 use crate::server::WgpuServer;
-use crate::server::staging::Staging;
 use crate::stream::gate::Gate;
 
 const ALIGN: u64 = wgpu::COPY_BUFFER_ALIGNMENT;
@@ -80,7 +80,10 @@ impl<C: WgpuCompiler> WgpuServer<C> {
 
         // The input: staged on the stream, after everything before it.
         let staging = match (&operands.src, src_range) {
-            (Some(src), Some(range)) => self.stage(stream, src, range, contribution, holds)?,
+            (Some(src), Some(range)) => {
+                self.stage_parts()
+                    .stage(stream, src, range, contribution, holds)?
+            }
             _ => {
                 drop(contribution);
                 Staging::default()
@@ -90,7 +93,7 @@ impl<C: WgpuCompiler> WgpuServer<C> {
         // Everything issued before the call goes to the queue (or to the
         // applier, behind an earlier collective) before the result can
         // land, whether or not this rank staged anything.
-        self.hand_off_before_result(stream, staging)?;
+        self.stage_parts().hand_off_before_result(stream, staging)?;
 
         // The output: ordered now, written by the applier.
         let gate = Arc::new(Gate::new());

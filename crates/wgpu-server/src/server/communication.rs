@@ -17,7 +17,7 @@ use crate::server::WgpuServer;
 use crate::server::collective::{Operands, Peers};
 
 /// The seed's surface; one call's work on the server thread is
-/// `collective.rs` (and `staging.rs` for its input), the gates it leaves
+/// `collective.rs` (and `collective/staging.rs` for its input), the gates it leaves
 /// and their outcomes `collective/applier.rs`.
 impl<C: WgpuCompiler> ServerCommunication for WgpuServer<C> {
     fn sync_collective(&mut self, stream_id: StreamId) -> Result<(), ServerError> {

@@ -25,7 +25,6 @@ mod launch;
 pub(crate) mod options;
 mod profile;
 mod reads;
-mod staging;
 mod sync;
 mod timeline;
 mod validate;
@@ -46,6 +45,7 @@ use compute_stream::{
 use compute_wgsl::WgpuCompiler;
 
 use crate::collective::Collectives;
+use crate::collective::staging::StageParts;
 use crate::device::Gpu;
 use crate::device::pool::DeviceLease;
 use crate::graph::Graphs;
@@ -239,6 +239,17 @@ impl<C: WgpuCompiler> WgpuServer<C> {
             memory: &mut self.memory,
             kernels: &mut self.kernels,
             logger: &self.logger,
+        }
+    }
+
+    /// The parts staging a collective's input borrows
+    /// (`collective/staging.rs`).
+    pub(crate) fn stage_parts(&mut self) -> StageParts<'_> {
+        StageParts {
+            gpu: &self.gpu,
+            memory: &mut self.memory,
+            streams: &mut self.streams,
+            collectives: &mut self.collectives,
         }
     }
 

@@ -1,37 +1,50 @@
-//! A collective's input on the server thread: staged into mapped memory on
-//! its stream (whole, or step by step, `collective/stage.rs` and
-//! `collective/pipeline.rs`), and the stream's earlier work sent on before
-//! the result can land.
+//! A collective's input on the server thread, on [`StageParts`] (the parts
+//! it borrows from the server): staged into mapped memory on its stream
+//! (whole, or step by step, `stage.rs` and `pipeline.rs`), and the
+//! stream's earlier work sent on before the result can land.
 
 use std::sync::Arc;
 
 use compute_collective::Contribution;
 use compute_runtime::{BufferBinding, CollectiveFault, ServerError, StorageHandle, StreamId};
 use compute_stream::Access;
-use compute_wgsl::WgpuCompiler;
+use compute_stream::SchedulerMultiStream;
 
+use crate::collective::Collectives;
 use crate::collective::applier::Job;
-use crate::collective::pipeline::{Refill, window_steps};
+use crate::collective::pipeline::{Refill, StepDevice, window_steps};
 use crate::collective::stage::{Provide, Source, Staged, StepCopies};
+use crate::device::Gpu;
+use crate::memory::Memory;
 use crate::memory::readback::Back;
-use crate::server::WgpuServer;
+use crate::stream::ScheduledWgpuBackend;
 use crate::stream::gate::Gate;
 use crate::stream::handoff::HandOff;
 
 const ALIGN: u64 = wgpu::COPY_BUFFER_ALIGNMENT;
 
+/// The parts staging a collective's input borrows from the server: the
+/// device, memory, the streams and the collectives (the applier's queue,
+/// the stager).
+pub(crate) struct StageParts<'a> {
+    pub gpu: &'a Gpu,
+    pub memory: &'a mut Memory,
+    pub streams: &'a mut SchedulerMultiStream<ScheduledWgpuBackend>,
+    pub collectives: &'a mut Collectives,
+}
+
 /// A call's input copies, staged and waiting for their submissions.
 #[derive(Debug, Default)]
 pub(crate) struct Staging {
     /// Recorded in the stream's batch: mapped after its submission.
-    pub(super) in_batch: Vec<Staged>,
+    pub(crate) in_batch: Vec<Staged>,
     /// Steps with a submission of their own, right after the batch's.
-    pub(super) own: Vec<(wgpu::CommandBuffer, Staged)>,
+    pub(crate) own: Vec<(wgpu::CommandBuffer, Staged)>,
     /// Steps are staged from `src` itself after the call: its range.
-    pub(super) read_later: Option<StorageHandle>,
+    pub(crate) read_later: Option<StorageHandle>,
 }
 
-impl<C: WgpuCompiler> WgpuServer<C> {
+impl StageParts<'_> {
     /// Copies `src` (at `range`) into mapped staging on `stream`: whole for
     /// a call of one step, else step by step (the first steps now, the
     /// rest from a device copy as the host uses the first, `pipeline.rs`);
@@ -39,7 +52,7 @@ impl<C: WgpuCompiler> WgpuServer<C> {
     /// untrusted `src` is provided as its error at once (the peers still
     /// get this rank's part); an empty one as no bytes (it depends on no
     /// earlier work).
-    pub(super) fn stage(
+    pub(crate) fn stage(
         &mut self,
         stream: StreamId,
         src: &BufferBinding,
@@ -107,6 +120,16 @@ impl<C: WgpuCompiler> WgpuServer<C> {
         Ok(staging)
     }
 
+    /// What a step staged on its own needs of the device.
+    fn step_device(&self) -> StepDevice {
+        StepDevice {
+            device: self.gpu.device().clone(),
+            submitter: self.streams.backend().submitter().clone(),
+            poller: self.gpu.poller().handle(),
+            pool: self.memory.readback().clone(),
+        }
+    }
+
     /// A staging buffer of at least `size` bytes from the read path's pool.
     fn staging_buffer(&self, size: u64) -> Result<wgpu::Buffer, ServerError> {
         let max = self.gpu.caps().limits.max_buffer_size;
@@ -138,18 +161,14 @@ impl<C: WgpuCompiler> WgpuServer<C> {
         let window = window_steps(&plan);
         let (source, refill) = if window < plan.steps() && holds {
             let (stager, _) = self.collectives.refills()?;
-            let refill = Arc::new(Refill {
-                source: page.clone(),
+            let refill = Refill::new(
+                page.clone(),
                 plan,
-                feed: feed.clone(),
-                next: std::sync::Mutex::new(window),
-                device: device.clone(),
-                submitter: self.streams.backend().submitter().clone(),
-                poller: self.gpu.poller().handle(),
-                pool: self.memory.readback().clone(),
-                stager,
-                scratch: None,
-            });
+                feed.clone(),
+                window,
+                self.step_device(),
+                (stager, None),
+            );
             (page, Some(refill))
         } else if window < plan.steps() {
             let (stager, scratch_pool) = self.collectives.refills()?;
@@ -170,18 +189,14 @@ impl<C: WgpuCompiler> WgpuServer<C> {
                 buffer: scratch,
                 base: page.base - from,
             };
-            let refill = Arc::new(Refill {
-                source: source.clone(),
+            let refill = Refill::new(
+                source.clone(),
                 plan,
-                feed: feed.clone(),
-                next: std::sync::Mutex::new(window),
-                device: device.clone(),
-                submitter: self.streams.backend().submitter().clone(),
-                poller: self.gpu.poller().handle(),
-                pool: self.memory.readback().clone(),
-                stager,
-                scratch: Some(scratch_pool),
-            });
+                feed.clone(),
+                window,
+                self.step_device(),
+                (stager, Some(scratch_pool)),
+            );
             (source, Some(refill))
         } else {
             (page, None)
@@ -227,7 +242,7 @@ impl<C: WgpuCompiler> WgpuServer<C> {
     /// land: submitted now, or handed to the applier when it is held behind
     /// an earlier collective (never waiting for the other ranks); each
     /// staged copy is provided once it has run.
-    pub(super) fn hand_off_before_result(
+    pub(crate) fn hand_off_before_result(
         &mut self,
         stream: StreamId,
         staging: Staging,
