@@ -34,6 +34,7 @@ mod model;
 mod oob;
 mod profile;
 mod queued;
+mod shared_memory;
 mod streams;
 mod trust;
 mod typed;

@@ -73,6 +73,11 @@ pub use wgpu::Backend;
 /// `testing`): not part of the stable API.
 #[cfg(feature = "testing")]
 pub mod testing {
+    /// Device memory that devices of one GPU share (opaque fds): the
+    /// primitive collectives between ranks on one GPU will build on.
+    pub use crate::device::shared_memory::{
+        Exported as SharedDeviceMemory, export as export_device_memory,
+    };
     /// A block of host memory imported into a device, as reads land in
     /// (`PinnedBlock::standalone`): for raw loops that copy into the same
     /// kind of memory the server does.

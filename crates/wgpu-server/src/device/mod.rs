@@ -13,7 +13,9 @@
 //!   fallible wgpu call runs in;
 //! - `robustness`: whether the driver bounds buffer accesses itself;
 //! - `host_import`: host memory the device copies into and out of
-//!   directly (`VK_EXT_external_memory_host`).
+//!   directly (`VK_EXT_external_memory_host`);
+//! - `shared_memory`: device memory that devices of one GPU share (opaque
+//!   fds, `VK_KHR_external_memory_fd`).
 //!
 //! Building a server on a device (`try_init`, `new`, the options' `build`)
 //! is `server/assemble.rs`'s.
@@ -25,6 +27,9 @@ pub(crate) mod map;
 pub(crate) mod poller;
 pub(crate) mod pool;
 pub(crate) mod robustness;
+// Built and tested, not used by a collective yet: compiled for the tests.
+#[cfg(feature = "testing")]
+pub(crate) mod shared_memory;
 pub(crate) mod stamps;
 pub(crate) mod wait;
 

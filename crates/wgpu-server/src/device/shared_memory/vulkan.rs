@@ -1,0 +1,293 @@
+//! The Vulkan half of [`super`]: exporting and importing opaque-fd memory
+//! through the device's own handles (wgpu-hal enables
+//! `VK_KHR_external_memory_fd` where the adapter has it, and keeps its
+//! function table private).
+
+use std::os::fd::{AsRawFd, FromRawFd, IntoRawFd, OwnedFd};
+use std::sync::Arc;
+
+use ash::vk;
+use compute_runtime::ServerError;
+use wgpu::hal::api::Vulkan;
+
+use super::{Exported, Inner, unsupported};
+
+const HANDLE: vk::ExternalMemoryHandleTypeFlags = vk::ExternalMemoryHandleTypeFlags::OPAQUE_FD;
+const USAGE: vk::BufferUsageFlags = vk::BufferUsageFlags::from_raw(
+    vk::BufferUsageFlags::TRANSFER_SRC.as_raw()
+        | vk::BufferUsageFlags::TRANSFER_DST.as_raw()
+        | vk::BufferUsageFlags::STORAGE_BUFFER.as_raw(),
+);
+
+/// A device's handles and facts, read once per call.
+struct Handles {
+    device: ash::Device,
+    fd: ash::khr::external_memory_fd::Device,
+    instance: ash::Instance,
+    physical: vk::PhysicalDevice,
+    uuids: ([u8; 16], [u8; 16]),
+}
+
+impl Handles {
+    fn of(device: &wgpu::Device) -> Result<Self, ServerError> {
+        // SAFETY: the hal device is only read (handles, enabled extensions)
+        // while `device` is alive; the handles kept are used only while
+        // buffers of `device` exist.
+        let hal = unsafe { device.as_hal::<Vulkan>() }
+            .ok_or_else(|| unsupported("not a Vulkan device"))?;
+        if !hal
+            .enabled_device_extensions()
+            .contains(&ash::khr::external_memory_fd::NAME)
+        {
+            return Err(unsupported("the device has no VK_KHR_external_memory_fd"));
+        }
+        let shared = hal.shared_instance();
+        let (instance, physical) = (shared.raw_instance().clone(), hal.raw_physical_device());
+        // SAFETY: `physical` belongs to `instance`.
+        let version = unsafe { instance.get_physical_device_properties(physical) }.api_version;
+        if version.min(shared.instance_api_version()) < vk::API_VERSION_1_1 {
+            return Err(unsupported("Vulkan 1.1 is needed for device UUIDs"));
+        }
+        let mut id = vk::PhysicalDeviceIDProperties::default();
+        let mut props = vk::PhysicalDeviceProperties2::default().push_next(&mut id);
+        // SAFETY: as above; the chained structure is core in Vulkan 1.1.
+        unsafe { instance.get_physical_device_properties2(physical, &mut props) };
+        let raw = hal.raw_device().clone();
+        let fd = ash::khr::external_memory_fd::Device::new(&instance, &raw);
+        Ok(Handles {
+            device: raw,
+            fd,
+            instance,
+            physical,
+            uuids: (id.device_uuid, id.driver_uuid),
+        })
+    }
+
+    /// A buffer of `len` bytes made for opaque-fd memory, and what its
+    /// memory must be.
+    fn buffer(&self, len: u64) -> Result<(vk::Buffer, vk::MemoryRequirements), ServerError> {
+        let mut external = vk::ExternalMemoryBufferCreateInfo::default().handle_types(HANDLE);
+        let info = vk::BufferCreateInfo::default()
+            .size(len)
+            .usage(USAGE)
+            .sharing_mode(vk::SharingMode::EXCLUSIVE)
+            .push_next(&mut external);
+        // SAFETY: a valid create info on a live device.
+        let buffer = unsafe { self.device.create_buffer(&info, None) }
+            .map_err(|e| fail(len, "vkCreateBuffer", e))?;
+        // SAFETY: `buffer` was just created on this device.
+        let needs = unsafe { self.device.get_buffer_memory_requirements(buffer) };
+        Ok((buffer, needs))
+    }
+
+    /// Whether the driver exports and imports such buffers, and whether it
+    /// needs a dedicated allocation for them.
+    fn external_features(&self) -> vk::ExternalMemoryFeatureFlags {
+        let info = vk::PhysicalDeviceExternalBufferInfo::default()
+            .usage(USAGE)
+            .handle_type(HANDLE);
+        let mut out = vk::ExternalBufferProperties::default();
+        // SAFETY: core in Vulkan 1.1 (checked in `of`); writes `out` only.
+        unsafe {
+            self.instance
+                .get_physical_device_external_buffer_properties(self.physical, &info, &mut out)
+        };
+        out.external_memory_properties.external_memory_features
+    }
+
+    /// Binds `memory` to `buffer` and wraps the buffer for wgpu; the
+    /// buffer's drop callback frees both. On failure both are freed.
+    fn wrap(
+        &self,
+        device: &wgpu::Device,
+        buffer: vk::Buffer,
+        memory: vk::DeviceMemory,
+        len: u64,
+    ) -> Result<wgpu::Buffer, ServerError> {
+        // SAFETY: both made on this device; offset 0 meets any alignment.
+        if let Err(e) = unsafe { self.device.bind_buffer_memory(buffer, memory, 0) } {
+            // SAFETY: unused.
+            unsafe {
+                self.device.destroy_buffer(buffer, None);
+                self.device.free_memory(memory, None);
+            }
+            return Err(fail(len, "vkBindBufferMemory", e));
+        }
+        let raw = self.device.clone();
+        let free: wgpu::hal::DropCallback = Box::new(move || {
+            // SAFETY: wgpu destroys the buffer once no submission uses it.
+            unsafe {
+                raw.destroy_buffer(buffer, None);
+                raw.free_memory(memory, None);
+            }
+        });
+        // SAFETY: `buffer` is bound, destroyed by nobody else, never mapped.
+        let hal = unsafe { wgpu::hal::vulkan::Buffer::from_raw_externally_owned(buffer, free) };
+        // SAFETY: made on `device`'s Vulkan device with the usages the
+        // descriptor names. Its bytes are undefined until written, as a
+        // collective's exchange buffer's are before its first copy.
+        Ok(unsafe {
+            device.create_buffer_from_hal::<Vulkan>(
+                hal,
+                &wgpu::BufferDescriptor {
+                    label: Some("shared device memory"),
+                    size: len,
+                    usage: wgpu::BufferUsages::COPY_SRC
+                        | wgpu::BufferUsages::COPY_DST
+                        | wgpu::BufferUsages::STORAGE,
+                    mapped_at_creation: false,
+                },
+            )
+        })
+    }
+
+    fn destroy(&self, buffer: vk::Buffer) {
+        // SAFETY: unused and unbound, or bound to memory freed after.
+        unsafe { self.device.destroy_buffer(buffer, None) };
+    }
+}
+
+fn fail(len: u64, what: &str, e: vk::Result) -> ServerError {
+    ServerError::OutOfMemory {
+        size: len,
+        reason: format!("shared device memory: {what}: {e}"),
+    }
+}
+
+pub(super) fn export(
+    device: &wgpu::Device,
+    len: u64,
+) -> Result<(wgpu::Buffer, Exported), ServerError> {
+    let h = Handles::of(device)?;
+    let features = h.external_features();
+    if !features.contains(
+        vk::ExternalMemoryFeatureFlags::EXPORTABLE | vk::ExternalMemoryFeatureFlags::IMPORTABLE,
+    ) {
+        return Err(unsupported(
+            "the driver neither exports nor imports such buffers by opaque fd",
+        ));
+    }
+    let (buffer, needs) = h.buffer(len.max(4))?;
+    // SAFETY: `physical` belongs to `instance`.
+    let types = unsafe { h.instance.get_physical_device_memory_properties(h.physical) };
+    let local = vk::MemoryPropertyFlags::DEVICE_LOCAL;
+    let pick = |want: vk::MemoryPropertyFlags| {
+        (0..types.memory_type_count).find(|&i| {
+            needs.memory_type_bits & (1 << i) != 0
+                && types.memory_types[i as usize].property_flags.contains(want)
+        })
+    };
+    let Some(type_index) = pick(local).or_else(|| pick(vk::MemoryPropertyFlags::empty())) else {
+        h.destroy(buffer);
+        return Err(unsupported("no memory type fits an exportable buffer"));
+    };
+    let mut export = vk::ExportMemoryAllocateInfo::default().handle_types(HANDLE);
+    let mut dedicated = vk::MemoryDedicatedAllocateInfo::default().buffer(buffer);
+    let mut allocate = vk::MemoryAllocateInfo::default()
+        .allocation_size(needs.size)
+        .memory_type_index(type_index)
+        .push_next(&mut export);
+    if features.contains(vk::ExternalMemoryFeatureFlags::DEDICATED_ONLY) {
+        allocate = allocate.push_next(&mut dedicated);
+    }
+    // SAFETY: a valid allocate info on a live device.
+    let memory = match unsafe { h.device.allocate_memory(&allocate, None) } {
+        Ok(m) => m,
+        Err(e) => {
+            h.destroy(buffer);
+            return Err(fail(len, "vkAllocateMemory", e));
+        }
+    };
+    let get = vk::MemoryGetFdInfoKHR::default()
+        .memory(memory)
+        .handle_type(HANDLE);
+    // SAFETY: `memory` was allocated exportable as an opaque fd.
+    let fd = match unsafe { h.fd.get_memory_fd(&get) } {
+        // SAFETY: the driver hands the new fd's ownership to the caller.
+        Ok(fd) => unsafe { OwnedFd::from_raw_fd(fd) },
+        Err(e) => {
+            h.destroy(buffer);
+            // SAFETY: unbound and unused.
+            unsafe { h.device.free_memory(memory, None) };
+            return Err(fail(len, "vkGetMemoryFdKHR", e));
+        }
+    };
+    let wgpu_buffer = h.wrap(device, buffer, memory, len.max(4))?;
+    let inner = Inner {
+        fd,
+        size: needs.size,
+        type_index,
+        uuids: h.uuids,
+    };
+    Ok((
+        wgpu_buffer,
+        Exported {
+            inner: Arc::new(inner),
+        },
+    ))
+}
+
+pub(super) fn import(
+    device: &wgpu::Device,
+    from: &Inner,
+    len: u64,
+) -> Result<wgpu::Buffer, ServerError> {
+    let h = Handles::of(device)?;
+    if h.uuids != from.uuids {
+        return Err(unsupported(
+            "the device belongs to another GPU or driver than the exporter's",
+        ));
+    }
+    let features = h.external_features();
+    let (buffer, needs) = h.buffer(len.max(4))?;
+    if needs.size > from.size {
+        h.destroy(buffer);
+        return Err(ServerError::InvalidArgument {
+            reason: format!(
+                "a buffer of {len} bytes does not fit the {} bytes of shared device memory",
+                from.size
+            ),
+        });
+    }
+    if needs.memory_type_bits & (1 << from.type_index) == 0 {
+        h.destroy(buffer);
+        return Err(unsupported(
+            "the device cannot bind the exporter's memory type",
+        ));
+    }
+    let fd = match from.fd.try_clone() {
+        Ok(fd) => fd,
+        Err(e) => {
+            h.destroy(buffer);
+            return Err(ServerError::OutOfMemory {
+                size: len,
+                reason: format!("shared device memory: duplicating its fd: {e}"),
+            });
+        }
+    };
+    let raw_fd = fd.as_raw_fd();
+    let mut import = vk::ImportMemoryFdInfoKHR::default()
+        .handle_type(HANDLE)
+        .fd(raw_fd);
+    let mut dedicated = vk::MemoryDedicatedAllocateInfo::default().buffer(buffer);
+    let mut allocate = vk::MemoryAllocateInfo::default()
+        .allocation_size(from.size)
+        .memory_type_index(from.type_index)
+        .push_next(&mut import);
+    if features.contains(vk::ExternalMemoryFeatureFlags::DEDICATED_ONLY) {
+        allocate = allocate.push_next(&mut dedicated);
+    }
+    // SAFETY: imports an opaque fd of memory with this size and type, made
+    // by a device of the same GPU and driver (UUIDs checked above).
+    match unsafe { h.device.allocate_memory(&allocate, None) } {
+        Ok(memory) => {
+            // A successful import owns the fd now.
+            let _ = fd.into_raw_fd();
+            h.wrap(device, buffer, memory, len.max(4))
+        }
+        Err(e) => {
+            h.destroy(buffer);
+            Err(fail(len, "vkAllocateMemory (import)", e))
+        }
+    }
+}
