@@ -1,6 +1,8 @@
 //! `workgroup_reduce` and `workgroup_scan` on the device and in the
 //! interpreter against a host model, for every operation, three element
-//! types and workgroup sizes that are and are not powers of two.
+//! types and workgroup sizes that are and are not powers of two; the
+//! reductions also through subgroup operations (`with_subgroups`), on a
+//! device that has them and in the interpreter at several subgroup sizes.
 
 use compute_ir::interp;
 use compute_runtime::pod::{Pod, from_bytes, to_bytes};
@@ -11,8 +13,9 @@ const SIZES: [u32; 4] = [1, 7, 64, 96];
 const GROUPS: u32 = 3;
 
 /// `out[i] = reduce (or scan) of x over i's workgroup`.
-fn kernel(scan: bool, op: ReduceOp, elem: Scalar, size: u32) -> Kernel {
+fn kernel(scan: bool, op: ReduceOp, elem: Scalar, size: u32, subgroups: bool) -> Kernel {
     let k = KernelBuilder::new("workgroup", [size, 1, 1]);
+    let k = if subgroups { k.with_subgroups() } else { k };
     let (x, out) = (k.input(elem), k.output(elem));
     let i = k.x(k.global_id());
     let v = k.load(x, i);
@@ -38,16 +41,45 @@ fn model<T: Copy>(scan: bool, values: &[T], combine: impl Fn(T, T) -> T) -> Vec<
     }
 }
 
-/// Runs `k` on the device and in the interpreter over `x`; both answers.
-fn run<T: Pod>(c: &DefaultClient, k: &Kernel, x: &[T]) -> (Vec<T>, Vec<T>) {
+/// Subgroup sizes the interpreter runs a subgroup kernel at: a partial
+/// last subgroup, more subgroups than a subgroup has lanes, one subgroup.
+const INTERPRETER_SUBGROUPS: [u32; 3] = [1, 4, 32];
+
+/// Runs `k` on the device and in the interpreter over `x`; both answers
+/// (the interpreter's at each of `INTERPRETER_SUBGROUPS` for a subgroup
+/// kernel, which must all agree).
+fn run<T: Pod + PartialEq + std::fmt::Debug>(
+    c: &DefaultClient,
+    k: &Kernel,
+    x: &[T],
+    subgroups: bool,
+) -> (Vec<T>, Vec<T>) {
     let n = x.len() as u32;
     let hx = c.create_from_slice(x).expect("x");
     let out = c.empty_of::<T>(u64::from(n)).expect("out");
     k.launch(c, n, [&hx, &out], &[]).expect("launch");
     let device = c.read_vec::<T>(&out).expect("read");
-    let mut bufs = vec![to_bytes(x), vec![0; std::mem::size_of_val(x)]];
-    interp::run(k, [GROUPS, 1, 1], &mut bufs, &[]).expect("interpreter");
-    (device, from_bytes(&bufs[1]).expect("T"))
+    let interpreted = |size: Option<u32>| {
+        let mut bufs = vec![to_bytes(x), vec![0; std::mem::size_of_val(x)]];
+        match size {
+            Some(s) => interp::run_with_subgroup(k, [GROUPS, 1, 1], &mut bufs, &[], s),
+            None => interp::run(k, [GROUPS, 1, 1], &mut bufs, &[]),
+        }
+        .expect("interpreter");
+        from_bytes::<T>(&bufs[1]).expect("T")
+    };
+    if !subgroups {
+        return (device, interpreted(None));
+    }
+    let answers: Vec<Vec<T>> = INTERPRETER_SUBGROUPS
+        .iter()
+        .map(|s| interpreted(Some(*s)))
+        .collect();
+    assert!(
+        answers.windows(2).all(|w| w[0] == w[1]),
+        "the interpreter's answer depends on the subgroup size: {answers:?}"
+    );
+    (device, answers[0].clone())
 }
 
 /// How a type's answers are compared: exactly, except a float mean (one
@@ -70,6 +102,7 @@ fn same<T: Pod + PartialEq>(
 
 fn check<T: Pod + PartialEq + std::fmt::Debug>(
     c: &DefaultClient,
+    subgroups: bool,
     elem: Scalar,
     x: impl Fn(&mut Rng) -> T,
     combine: impl Fn(ReduceOp, T, T) -> T,
@@ -87,10 +120,11 @@ fn check<T: Pod + PartialEq + std::fmt::Debug>(
             ReduceOp::Mean,
         ] {
             for scan in [false, true] {
-                if scan && op == ReduceOp::Mean {
+                // Scans keep the tree under `with_subgroups`: run once.
+                if scan && (op == ReduceOp::Mean || subgroups) {
                     continue;
                 }
-                let k = kernel(scan, op, elem, size);
+                let k = kernel(scan, op, elem, size, subgroups);
                 let want: Vec<T> = xs
                     .chunks(size as usize)
                     .flat_map(|g| {
@@ -102,8 +136,8 @@ fn check<T: Pod + PartialEq + std::fmt::Debug>(
                         }
                     })
                     .collect();
-                let (device, interp) = run(c, &k, &xs);
-                let what = format!("{elem} {op:?} scan={scan} size={size}");
+                let (device, interp) = run(c, &k, &xs, subgroups);
+                let what = format!("{elem} {op:?} scan={scan} size={size} subgroups={subgroups}");
                 assert!(
                     same(op, &device, &want, float),
                     "device, {what}: {device:?} against {want:?}"
@@ -120,6 +154,25 @@ fn check<T: Pod + PartialEq + std::fmt::Debug>(
 #[test]
 fn reductions_and_scans_match_the_host() {
     let c = WgpuServerOptions::new().client().expect("adapter");
+    all_types(&c, false);
+}
+
+#[test]
+fn reductions_through_subgroups_match_the_host() {
+    let c = WgpuServerOptions::new().client().expect("adapter");
+    let has = c
+        .server()
+        .device()
+        .features()
+        .contains(wgpu::Features::SUBGROUP);
+    if !has {
+        eprintln!("skipped: the device has no SUBGROUP");
+        return;
+    }
+    all_types(&c, true);
+}
+
+fn all_types(c: &DefaultClient, subgroups: bool) {
     // Powers of two and their negatives as f32: every sum (a multiple of
     // 0.5 below 2^8) and product (a power of two within 2^-96..2^96) is
     // exact in any order, so the device's tree and the host's loop agree
@@ -131,7 +184,8 @@ fn reductions_and_scans_match_the_host() {
         ReduceOp::Max => a.max(b),
     };
     check(
-        &c,
+        c,
+        subgroups,
         Scalar::F32,
         |r| r.pick(&[-2.0f32, -1.0, -0.5, 0.5, 1.0, 2.0]),
         |op, a: f32, b| match op {
@@ -144,7 +198,8 @@ fn reductions_and_scans_match_the_host() {
         Some,
     );
     check(
-        &c,
+        c,
+        subgroups,
         Scalar::I32,
         |r| r.below(2001) as i32 - 1000,
         |op, a: i32, b| int_op(op, a.into(), b.into()) as i32,
@@ -152,7 +207,8 @@ fn reductions_and_scans_match_the_host() {
         |_| None,
     );
     check(
-        &c,
+        c,
+        subgroups,
         Scalar::U32,
         |r| r.below(1 << 20),
         |op, a: u32, b| int_op(op, a.into(), b.into()) as u32,

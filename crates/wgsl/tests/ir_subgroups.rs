@@ -127,3 +127,32 @@ fn subgroups_need_the_device_feature() {
     let c = compile(&b.build().expect("builds"), wgpu::Features::empty()).expect("compiles");
     assert!(!c.source.contains("subgroup"), "{}", c.source);
 }
+
+#[test]
+fn a_workgroup_reduction_through_subgroups_needs_the_feature_and_the_tree_does_not() {
+    let reduce = |subgroups: bool, elem: Scalar| {
+        let b = KernelBuilder::new("wg_sum", [96, 1, 1]);
+        let b = if subgroups { b.with_subgroups() } else { b };
+        let (x, out) = (b.input(elem), b.output(elem));
+        let i = b.x(b.global_id());
+        let s = b.workgroup_reduce(compute_runtime::ReduceOp::Sum, b.load(x, i));
+        b.store(out, i, s);
+        b.build().expect("builds")
+    };
+    let err =
+        compile(&reduce(true, Scalar::F32), wgpu::Features::empty()).expect_err("no SUBGROUP");
+    assert!(
+        matches!(
+            err,
+            ServerError::Unsupported {
+                what: "subgroups",
+                ..
+            }
+        ),
+        "{err}"
+    );
+    compile(&reduce(true, Scalar::F32), wgpu::Features::SUBGROUP).expect("compiles");
+    compile(&reduce(false, Scalar::F32), wgpu::Features::empty()).expect("the tree needs nothing");
+    // A type subgroup operations lack keeps the tree.
+    compile(&reduce(true, Scalar::F64), wgpu::Features::SHADER_F64).expect("f64 keeps the tree");
+}

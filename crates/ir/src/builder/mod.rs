@@ -183,6 +183,9 @@ struct State {
     error: Option<IrError>,
     /// Declared buffer lengths (`lengths.rs`).
     lengths: Vec<crate::DeclaredLen>,
+    /// Whether workgroup reductions use subgroup operations
+    /// ([`KernelBuilder::with_subgroups`]).
+    subgroups: bool,
 }
 
 macro_rules! unary {
@@ -246,6 +249,7 @@ impl KernelBuilder {
                 blocks: vec![Vec::new()],
                 error: None,
                 lengths: Vec::new(),
+                subgroups: false,
             }),
         }
     }

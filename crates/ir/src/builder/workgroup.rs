@@ -7,11 +7,19 @@
 //! builder knows, a barrier after each), so they run on every device and
 //! in the interpreter alike. They hold barriers: call them where every
 //! invocation of the workgroup does (the builder refuses the rest,
-//! `uniformity.rs`). Subgroup operations would save most of the barriers
-//! on devices that have them; not done yet (the builder does not know the
-//! device).
+//! `uniformity.rs`).
+//!
+//! A builder made [`with_subgroups`](KernelBuilder::with_subgroups) reduces
+//! with subgroup operations instead (one per subgroup, the partials through
+//! workgroup memory, one more across them: three barriers whatever the
+//! workgroup size, where the tree takes one per halving). The kernel then
+//! needs the device's `SUBGROUP` feature; which devices have it is the
+//! caller's to ask (`wgpu::Features::SUBGROUP` of the server's device), as
+//! the builder does not know the device. Scans keep the tree.
 
 use compute_runtime::ReduceOp;
+
+use crate::SubgroupOp;
 
 use super::{KernelBuilder, Val};
 use crate::{IrError, Type};
@@ -44,6 +52,11 @@ impl KernelBuilder {
         let Some(n) = self.cooperate("workgroup_reduce", value) else {
             return value;
         };
+        let subgroup_types = [crate::Scalar::I32, crate::Scalar::U32, crate::Scalar::F32];
+        if self.with(|s| s.subgroups) && subgroup_types.contains(&value.ty.scalar) {
+            let all = self.subgroup_reduce(op, value, n);
+            return self.mean_or(op, all, n, value);
+        }
         let shared = self.shared(value.ty.scalar, n);
         let lid = self.local_index();
         self.store(shared, lid, value);
@@ -64,6 +77,11 @@ impl KernelBuilder {
         let all = self.uniform_load(shared, 0u32);
         // Before a later call (a loop) writes the array again.
         self.barrier();
+        self.mean_or(op, all, n, value)
+    }
+
+    /// `all` divided by the `n` invocations for `Mean`, else `all`.
+    fn mean_or(&self, op: ReduceOp, all: Val, n: u32, value: Val) -> Val {
         if op == ReduceOp::Mean {
             self.div(all, self.cast(self.u32(n), value.ty.scalar))
         } else {
@@ -135,6 +153,77 @@ impl KernelBuilder {
             return None;
         }
         Some(self.with(|s| s.def.workgroup_size.iter().product()))
+    }
+
+    /// Workgroup reductions of this kernel use subgroup operations where
+    /// the element type has them (i32, u32, f32; others keep the
+    /// shared-memory tree). The kernel then needs `SUBGROUP`: a device
+    /// without it refuses it as `Unsupported { what: "subgroups" }`. A
+    /// float sum's rounding is then the device's subgroup order, not the
+    /// tree's.
+    pub fn with_subgroups(self) -> Self {
+        self.with(|s| s.subgroups = true);
+        self
+    }
+
+    /// `workgroup_reduce` through subgroup operations: each subgroup's
+    /// partial into workgroup memory, every subgroup folding the partials
+    /// (lane `j` takes partials `j`, `j + size`, ... in a loop whose trip
+    /// count is uniform), one more subgroup operation, and the total made
+    /// uniform across the workgroup through a uniform load. `n` is the
+    /// workgroup's invocation count, which bounds the subgroups.
+    fn subgroup_reduce(&self, op: ReduceOp, value: Val, n: u32) -> Val {
+        let sub = match op {
+            ReduceOp::Sum | ReduceOp::Mean => SubgroupOp::Add,
+            ReduceOp::Prod => SubgroupOp::Mul,
+            ReduceOp::Min => SubgroupOp::Min,
+            ReduceOp::Max => SubgroupOp::Max,
+        };
+        // Partials at 0..num_subgroups (at most `n`), the total at `n`.
+        let shared = self.shared(value.ty.scalar, n + 1);
+        let lane = self.subgroup_invocation_id();
+        let part = self.subgroup(sub, value);
+        let first = self.eq(lane, 0u32);
+        self.if_(first, |k| k.store(shared, k.subgroup_id(), part));
+        self.barrier();
+        let count = self.num_subgroups();
+        let size = self.subgroup_size();
+        let acc = self.var(self.identity(op, value.ty.scalar, shared));
+        self.for_range_step(0u32, count, size, |k, base| {
+            let j = k.add(base, lane);
+            // Read only partials (index below `n`, never the total's slot
+            // lane 0 writes below); lanes past the last partial keep `acc`.
+            let x = k.load(shared, k.min(j, n - 1));
+            let folded = self.combine(op, k.get(acc), x);
+            k.set(acc, k.select(k.lt(j, count), folded, k.get(acc)));
+        });
+        let total = self.subgroup(sub, self.get(acc));
+        self.if_(self.eq(self.local_index(), 0u32), |k| {
+            k.store(shared, n, total)
+        });
+        let all = self.uniform_load(shared, n);
+        // Before a later call (a loop) writes the array again.
+        self.barrier();
+        all
+    }
+
+    /// What `op` starts from in a subgroup's fold: the sum's and product's
+    /// identities (`-0.0` for floats, so a sum of negative zeros stays one),
+    /// and for min and max a partial itself (folding one twice changes
+    /// neither).
+    fn identity(&self, op: ReduceOp, scalar: crate::Scalar, shared: super::Shared) -> Val {
+        match op {
+            ReduceOp::Sum | ReduceOp::Mean => {
+                let zero = self.cast(self.u32(0), scalar);
+                if scalar == crate::Scalar::F32 {
+                    self.neg(zero)
+                } else {
+                    zero
+                }
+            }
+            ReduceOp::Prod => self.cast(self.u32(1), scalar),
+            ReduceOp::Min | ReduceOp::Max => self.load(shared, 0u32),
+        }
     }
 
     fn combine(&self, op: ReduceOp, a: Val, b: Val) -> Val {
