@@ -67,11 +67,16 @@ pub fn summary(info: &wgpu::AdapterInfo) -> AdapterSummary {
 pub fn ranked_adapters(instance: &wgpu::Instance) -> Vec<wgpu::Adapter> {
     // Unresolved at once only on backends the server does not run on:
     // then no adapter is found, and the caller says so.
-    let mut adapters = super::faults::ready(
+    let adapters = super::faults::ready(
         instance.enumerate_adapters(wgpu::Backends::all()),
         "enumerating adapters",
     )
     .unwrap_or_default();
+    ranked(adapters)
+}
+
+/// `adapters` filtered by `WGPU_SERVER_ADAPTER`, most capable first.
+fn ranked(mut adapters: Vec<wgpu::Adapter>) -> Vec<wgpu::Adapter> {
     if let Ok(wanted) = std::env::var(ADAPTER_ENV)
         && !wanted.trim().is_empty()
     {
@@ -79,6 +84,31 @@ pub fn ranked_adapters(instance: &wgpu::Instance) -> Vec<wgpu::Adapter> {
     }
     adapters.sort_by_key(|a| rank(&a.get_info()));
     adapters
+}
+
+/// The adapters of the process's instance of `backends`, enumerated once
+/// and kept for the life of the process, ranked and filtered per call.
+///
+/// Why once: wgpu-hal's GL adapters all share their instance's one EGL
+/// context, each adapter behind a lock of its own. Devices opened from two
+/// enumerations of one GL adapter made that context current on two threads
+/// at once (`eglMakeCurrent` failing with `EGL_BAD_ACCESS`, which wgpu-hal
+/// unwraps: a panic on the poller thread, seen with several servers of the
+/// GL fallback at work). One enumeration gives every device of an adapter
+/// the same lock.
+fn enumerated(backends: wgpu::Backends) -> Vec<wgpu::Adapter> {
+    static ADAPTERS: Mutex<Vec<(wgpu::Backends, Vec<wgpu::Adapter>)>> = Mutex::new(Vec::new());
+    let mut made = ADAPTERS.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((_, adapters)) = made.iter().find(|(b, _)| *b == backends) {
+        return ranked(adapters.clone());
+    }
+    let adapters = super::faults::ready(
+        instance(backends).enumerate_adapters(wgpu::Backends::all()),
+        "enumerating adapters",
+    )
+    .unwrap_or_default();
+    made.push((backends, adapters.clone()));
+    ranked(adapters)
 }
 
 /// The process's instance of `backends` (narrowed by `WGPU_BACKEND`), flags
@@ -127,11 +157,11 @@ fn driver_lock() -> std::sync::MutexGuard<'static, ()> {
 
 /// [`adapters`], with the driver lock held by the caller.
 fn enumerate() -> Vec<wgpu::Adapter> {
-    let primary = ranked_adapters(&instance(wgpu::Backends::PRIMARY));
+    let primary = enumerated(wgpu::Backends::PRIMARY);
     if !primary.is_empty() {
         return primary;
     }
-    ranked_adapters(&instance(wgpu::Backends::all()))
+    enumerated(wgpu::Backends::all())
 }
 
 /// Opens device `id`: the adapter, its device and queue.
