@@ -197,6 +197,19 @@ impl PinnedPool {
         PinnedBlock::new(&self.import, &self.device, class)
     }
 
+    /// [`take`](Self::take), or `None` where the device refuses the import
+    /// (a driver's limit on imported memory, say): the caller then uses
+    /// mapped staging, as a device without imports does.
+    pub fn take_or_none(&self, len: u64, max: u64) -> Option<(PinnedBlock, PinnedPool)> {
+        match self.take(len, max) {
+            Ok(block) => Some((block, self.clone())),
+            Err(e) => {
+                tracing::debug!(error = %e, len, "imported host memory refused; mapped staging instead");
+                None
+            }
+        }
+    }
+
     /// Takes a block back (its copies done, its bytes no longer read).
     pub fn put(&self, block: PinnedBlock) {
         let mut free = self.free.lock().unwrap_or_else(|e| e.into_inner());

@@ -146,8 +146,12 @@ pub(crate) fn plan_copy(
     let page = server.memory.page_buffer(target.id)?;
     let copy_len = (end - start).max(ALIGN).min(page.size() - start);
     let max = server.gpu.caps().limits.max_buffer_size;
-    let staging = match server.memory.pinned() {
-        Some(pool) => Staging::Pinned(pool.take(copy_len, max)?, pool.clone()),
+    let staging = match server
+        .memory
+        .pinned()
+        .and_then(|p| p.take_or_none(copy_len, max))
+    {
+        Some((block, pool)) => Staging::Pinned(block, pool),
         None => Staging::Mapped(server.memory.readback().take_or_create(
             server.gpu.device(),
             copy_len,

@@ -142,12 +142,15 @@ fn upload(
     stream: StreamId,
 ) -> Result<(), ServerError> {
     let len = (data.len() as u64).next_multiple_of(ALIGN);
-    let staging = match server.memory.pinned() {
-        Some(pool) => {
-            let max = server.gpu.caps().limits.max_buffer_size;
-            let mut block = pool.take(len, max)?;
+    let max = server.gpu.caps().limits.max_buffer_size;
+    let staging = match server
+        .memory
+        .pinned()
+        .and_then(|p| p.take_or_none(len, max))
+    {
+        Some((mut block, pool)) => {
             block.fill(data);
-            Upload::Pinned(block, pool.clone())
+            Upload::Pinned(block, pool)
         }
         None => {
             let buffer = server
