@@ -130,6 +130,7 @@ mod vulkan {
     use wgpu::hal::api::Vulkan;
 
     use super::Release;
+    use crate::device::vulkan::VkHandles;
 
     const EXTENSION: &std::ffi::CStr = ash::ext::external_memory_host::NAME;
     const HANDLE: vk::ExternalMemoryHandleTypeFlags =
@@ -182,7 +183,7 @@ mod vulkan {
 
     /// The device's Vulkan handles and the facts an import needs.
     pub(super) struct Importer {
-        device: ash::Device,
+        vk: VkHandles,
         pointer_properties: vk::PFN_vkGetMemoryHostPointerPropertiesEXT,
         /// Memory types that are host-visible and host-coherent, as bits.
         coherent: u32,
@@ -191,23 +192,14 @@ mod vulkan {
     impl Importer {
         /// The importer of `device` and its minimum import alignment.
         pub(super) fn of(device: &wgpu::Device) -> Option<(Importer, u64)> {
-            // SAFETY: the hal device is only read (its handles and enabled
-            // extensions) while `device` is alive; the handles kept are
-            // used only while buffers of `device` exist (see `import`).
-            let hal = unsafe { device.as_hal::<Vulkan>() }?;
-            if !hal.enabled_device_extensions().contains(&EXTENSION) {
-                return None;
-            }
-            let shared = hal.shared_instance();
-            let (instance, physical) = (shared.raw_instance(), hal.raw_physical_device());
-            // SAFETY: `physical` belongs to `instance`.
-            let version = unsafe { instance.get_physical_device_properties(physical) }.api_version;
-            if version.min(shared.instance_api_version()) < vk::API_VERSION_1_1 {
-                return None;
-            }
+            // The handles kept are used only while buffers of `device`
+            // exist (see `import`).
+            let vk_ = VkHandles::of(device, EXTENSION)?;
+            let (instance, physical) = (&vk_.instance, vk_.physical);
             let mut host = vk::PhysicalDeviceExternalMemoryHostPropertiesEXT::default();
             let mut properties = vk::PhysicalDeviceProperties2::default().push_next(&mut host);
-            // SAFETY: as above; the chained structure's extension is enabled.
+            // SAFETY: `physical` belongs to `instance` (Vulkan 1.1, checked
+            // by `of`); the chained structure's extension is enabled.
             unsafe { instance.get_physical_device_properties2(physical, &mut properties) };
             let alignment = host.min_imported_host_pointer_alignment;
             // SAFETY: as above.
@@ -220,12 +212,11 @@ mod vulkan {
                 .enumerate()
                 .filter(|(_, t)| t.property_flags.contains(wanted))
                 .fold(0u32, |bits, (i, _)| bits | (1 << i));
-            let raw = hal.raw_device().clone();
             // SAFETY: the name is a device-level command of an enabled
             // extension; a missing entry is `None`.
             let entry = unsafe {
                 instance.get_device_proc_addr(
-                    raw.handle(),
+                    vk_.device.handle(),
                     c"vkGetMemoryHostPointerPropertiesEXT".as_ptr(),
                 )
             }?;
@@ -239,7 +230,7 @@ mod vulkan {
             };
             (coherent != 0).then_some((
                 Importer {
-                    device: raw,
+                    vk: vk_,
                     pointer_properties,
                     coherent,
                 },
@@ -264,33 +255,17 @@ mod vulkan {
                     return Err(e);
                 }
             };
-            let raw = self.device.clone();
-            let free: wgpu::hal::DropCallback = Box::new(move || {
-                // SAFETY: wgpu destroys the buffer once no submission uses
-                // it; the memory is freed before the host bytes it imports.
-                unsafe {
-                    raw.destroy_buffer(buffer, None);
-                    raw.free_memory(memory, None);
-                }
-                release();
-            });
-            // SAFETY: `buffer` is bound to memory of `len` bytes, is not
-            // destroyed by anyone else, and is never mapped through wgpu.
-            let hal = unsafe { wgpu::hal::vulkan::Buffer::from_raw_externally_owned(buffer, free) };
-            // SAFETY: the buffer was created on `device`'s Vulkan device
-            // with the usages the descriptor names, and its bytes (the
-            // caller's zeroed allocation) are initialized.
-            Ok(unsafe {
-                device.create_buffer_from_hal::<Vulkan>(
-                    hal,
-                    &wgpu::BufferDescriptor {
-                        label: Some("imported host memory"),
-                        size: len,
-                        usage: wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::COPY_DST,
-                        mapped_at_creation: false,
-                    },
-                )
-            })
+            let desc = wgpu::BufferDescriptor {
+                label: Some("imported host memory"),
+                size: len,
+                usage: wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::COPY_DST,
+                mapped_at_creation: false,
+            };
+            // SAFETY: `buffer` is bound to memory of `len` bytes made on
+            // `device` with the transfer usages `desc` names, owned here,
+            // never mapped; its bytes (the caller's zeroed allocation) are
+            // initialized; `release` runs after the memory is freed.
+            Ok(unsafe { self.vk.adopt(device, (buffer, memory), &desc, release) })
         }
 
         /// A Vulkan buffer bound to the host bytes at `ptr`, and the memory
@@ -308,7 +283,7 @@ mod vulkan {
             // SAFETY: `ptr` is a live host allocation aligned as required.
             let r = unsafe {
                 (self.pointer_properties)(
-                    self.device.handle(),
+                    self.vk.device.handle(),
                     HANDLE,
                     ptr.as_ptr().cast(),
                     &mut host,
@@ -324,14 +299,14 @@ mod vulkan {
                 .sharing_mode(vk::SharingMode::EXCLUSIVE)
                 .push_next(&mut external);
             // SAFETY: a valid create info on a live device.
-            let buffer = unsafe { self.device.create_buffer(&info, None) }
+            let buffer = unsafe { self.vk.device.create_buffer(&info, None) }
                 .map_err(|e| fail("vkCreateBuffer", e))?;
             // SAFETY: `buffer` was just created on this device.
-            let needs = unsafe { self.device.get_buffer_memory_requirements(buffer) };
+            let needs = unsafe { self.vk.device.get_buffer_memory_requirements(buffer) };
             let types = needs.memory_type_bits & host.memory_type_bits & self.coherent;
             if types == 0 || needs.size > len {
                 // SAFETY: unused, unbound.
-                unsafe { self.device.destroy_buffer(buffer, None) };
+                unsafe { self.vk.device.destroy_buffer(buffer, None) };
                 return Err(fail(
                     "no host-coherent memory type fits",
                     vk::Result::ERROR_FORMAT_NOT_SUPPORTED,
@@ -345,20 +320,20 @@ mod vulkan {
                 .memory_type_index(types.trailing_zeros())
                 .push_next(&mut import);
             // SAFETY: imports the caller's allocation with a type it allows.
-            let memory = match unsafe { self.device.allocate_memory(&allocate, None) } {
+            let memory = match unsafe { self.vk.device.allocate_memory(&allocate, None) } {
                 Ok(m) => m,
                 Err(e) => {
                     // SAFETY: unused, unbound.
-                    unsafe { self.device.destroy_buffer(buffer, None) };
+                    unsafe { self.vk.device.destroy_buffer(buffer, None) };
                     return Err(fail("vkAllocateMemory", e));
                 }
             };
             // SAFETY: both were made above; offset 0 meets any alignment.
-            if let Err(e) = unsafe { self.device.bind_buffer_memory(buffer, memory, 0) } {
+            if let Err(e) = unsafe { self.vk.device.bind_buffer_memory(buffer, memory, 0) } {
                 // SAFETY: unused.
                 unsafe {
-                    self.device.destroy_buffer(buffer, None);
-                    self.device.free_memory(memory, None);
+                    self.vk.device.destroy_buffer(buffer, None);
+                    self.vk.device.free_memory(memory, None);
                 }
                 return Err(fail("vkBindBufferMemory", e));
             }

@@ -11,6 +11,8 @@
 //! - `stamps`: timestamp pairs, what every timing feature is made of;
 //! - `faults`: device loss and uncaptured errors, and the error scopes every
 //!   fallible wgpu call runs in;
+//! - `vulkan`: a device's own Vulkan handles, and a buffer made by hand
+//!   handed to wgpu;
 //! - `robustness`: whether the driver bounds buffer accesses itself;
 //! - `host_import`: host memory the device copies into and out of
 //!   directly (`VK_EXT_external_memory_host`);
@@ -31,6 +33,8 @@ pub(crate) mod robustness;
 #[cfg(feature = "testing")]
 pub(crate) mod shared_memory;
 pub(crate) mod stamps;
+#[cfg(any(windows, all(unix, not(any(target_os = "macos", target_os = "ios")))))]
+pub(crate) mod vulkan;
 pub(crate) mod wait;
 
 use std::sync::Arc;

@@ -27,32 +27,19 @@ pub(crate) fn driver_bounds_buffers(device: &wgpu::Device) -> bool {
 #[cfg(any(windows, all(unix, not(any(target_os = "macos", target_os = "ios")))))]
 fn vulkan(device: &wgpu::Device) -> bool {
     use ash::vk;
-    // SAFETY: the hal device is only read (its instance, physical device and
-    // enabled extensions), while `device` is alive.
-    let Some(hal) = (unsafe { device.as_hal::<wgpu::hal::api::Vulkan>() }) else {
-        return false;
-    };
     // wgpu-hal enables the extension wherever it is supported; without it
     // the features structure may not be chained.
-    if !hal
-        .enabled_device_extensions()
-        .contains(&ash::ext::robustness2::NAME)
-    {
+    let Some(vk_) = super::vulkan::VkHandles::of(device, ash::ext::robustness2::NAME) else {
         return false;
-    }
-    let shared = hal.shared_instance();
-    let (instance, physical) = (shared.raw_instance(), hal.raw_physical_device());
-    // SAFETY: `physical` belongs to `instance`; the query writes only into
-    // the structure it returns.
-    let version = unsafe { instance.get_physical_device_properties(physical) }.api_version;
-    // `vkGetPhysicalDeviceFeatures2` is core from Vulkan 1.1 on (ash's
-    // entry for it would panic on an older instance).
-    if version.min(shared.instance_api_version()) < vk::API_VERSION_1_1 {
-        return false;
-    }
+    };
     let mut robustness2 = vk::PhysicalDeviceRobustness2FeaturesEXT::default();
     let mut features = vk::PhysicalDeviceFeatures2::default().push_next(&mut robustness2);
-    // SAFETY: as above; the extension of the chained structure is supported.
-    unsafe { instance.get_physical_device_features2(physical, &mut features) };
+    // SAFETY: `physical` belongs to `instance` (Vulkan 1.1, checked by
+    // `of`); the chained structure's extension is enabled; the query
+    // writes only into the structure it returns.
+    unsafe {
+        vk_.instance
+            .get_physical_device_features2(vk_.physical, &mut features)
+    };
     robustness2.robust_buffer_access2 == vk::TRUE
 }

@@ -126,20 +126,19 @@ fn resolve_indirect<C: WgpuCompiler>(
     pages: &mut Vec<(StorageHandle, Access)>,
 ) -> Result<ResolvedCount, ServerError> {
     let src = indirect_source(s.memory, binding)?;
-    let h = src;
     pages.push((src, Access::Read));
-    let buffer = s.memory.page_buffer(h.id)?;
-    if !ranges.iter().any(|(page, _, _)| *page == h.id) {
+    let buffer = s.memory.page_buffer(src.id)?;
+    if !ranges.iter().any(|(page, _, _)| *page == src.id) {
         return Ok(ResolvedCount::Indirect {
             buffer,
-            offset: h.offset,
+            offset: src.offset,
         });
     }
     let (scratch_binding, scratch) = s.memory.scratch(INDIRECT_BYTES)?;
     pages.push((scratch, Access::Write));
     Ok(ResolvedCount::Copied {
         src: buffer,
-        src_offset: h.offset,
+        src_offset: src.offset,
         scratch: s.memory.page_buffer(scratch.id)?,
         scratch_offset: scratch.offset,
         _scratch: scratch_binding,

@@ -192,9 +192,10 @@ impl PinnedPool {
                 free.bytes -= class;
                 return Ok(block);
             }
-            free.created += 1;
         }
-        PinnedBlock::new(&self.import, &self.device, class)
+        let block = PinnedBlock::new(&self.import, &self.device, class)?;
+        self.free.lock().unwrap_or_else(|e| e.into_inner()).created += 1;
+        Ok(block)
     }
 
     /// [`take`](Self::take), or `None` where the device refuses the import

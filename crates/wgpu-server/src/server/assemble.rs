@@ -224,7 +224,6 @@ fn assemble<C: WgpuCompiler + Default>(
             });
     let logger = Arc::clone(&utilities.logger);
     let host_transfers = utilities.host_transfers;
-    tracing::debug!(?host_transfers, "host transfers");
     logger.log(LogCategory::Memory, LogLevel::Basic, || {
         format!("host transfers: {host_transfers:?}")
     });

@@ -8,9 +8,9 @@ use std::sync::Arc;
 
 use ash::vk;
 use compute_runtime::ServerError;
-use wgpu::hal::api::Vulkan;
 
 use super::{Exported, Inner, unsupported};
+use crate::device::vulkan::VkHandles;
 
 const HANDLE: vk::ExternalMemoryHandleTypeFlags = vk::ExternalMemoryHandleTypeFlags::OPAQUE_FD;
 const USAGE: vk::BufferUsageFlags = vk::BufferUsageFlags::from_raw(
@@ -21,44 +21,28 @@ const USAGE: vk::BufferUsageFlags = vk::BufferUsageFlags::from_raw(
 
 /// A device's handles and facts, read once per call.
 struct Handles {
-    device: ash::Device,
+    vk: VkHandles,
     fd: ash::khr::external_memory_fd::Device,
-    instance: ash::Instance,
-    physical: vk::PhysicalDevice,
     uuids: ([u8; 16], [u8; 16]),
 }
 
 impl Handles {
     fn of(device: &wgpu::Device) -> Result<Self, ServerError> {
-        // SAFETY: the hal device is only read (handles, enabled extensions)
-        // while `device` is alive; the handles kept are used only while
-        // buffers of `device` exist.
-        let hal = unsafe { device.as_hal::<Vulkan>() }
-            .ok_or_else(|| unsupported("not a Vulkan device"))?;
-        if !hal
-            .enabled_device_extensions()
-            .contains(&ash::khr::external_memory_fd::NAME)
-        {
-            return Err(unsupported("the device has no VK_KHR_external_memory_fd"));
-        }
-        let shared = hal.shared_instance();
-        let (instance, physical) = (shared.raw_instance().clone(), hal.raw_physical_device());
-        // SAFETY: `physical` belongs to `instance`.
-        let version = unsafe { instance.get_physical_device_properties(physical) }.api_version;
-        if version.min(shared.instance_api_version()) < vk::API_VERSION_1_1 {
-            return Err(unsupported("Vulkan 1.1 is needed for device UUIDs"));
-        }
+        // The handles kept are used only while buffers of `device` exist.
+        let vk_ = VkHandles::of(device, ash::khr::external_memory_fd::NAME)
+            .ok_or_else(|| unsupported("not a Vulkan 1.1 device with VK_KHR_external_memory_fd"))?;
         let mut id = vk::PhysicalDeviceIDProperties::default();
         let mut props = vk::PhysicalDeviceProperties2::default().push_next(&mut id);
-        // SAFETY: as above; the chained structure is core in Vulkan 1.1.
-        unsafe { instance.get_physical_device_properties2(physical, &mut props) };
-        let raw = hal.raw_device().clone();
-        let fd = ash::khr::external_memory_fd::Device::new(&instance, &raw);
+        // SAFETY: `physical` belongs to `instance`; the chained structure is
+        // core in Vulkan 1.1 (checked by `of`).
+        unsafe {
+            vk_.instance
+                .get_physical_device_properties2(vk_.physical, &mut props)
+        };
+        let fd = ash::khr::external_memory_fd::Device::new(&vk_.instance, &vk_.device);
         Ok(Handles {
-            device: raw,
+            vk: vk_,
             fd,
-            instance,
-            physical,
             uuids: (id.device_uuid, id.driver_uuid),
         })
     }
@@ -73,10 +57,10 @@ impl Handles {
             .sharing_mode(vk::SharingMode::EXCLUSIVE)
             .push_next(&mut external);
         // SAFETY: a valid create info on a live device.
-        let buffer = unsafe { self.device.create_buffer(&info, None) }
+        let buffer = unsafe { self.vk.device.create_buffer(&info, None) }
             .map_err(|e| fail(len, "vkCreateBuffer", e))?;
         // SAFETY: `buffer` was just created on this device.
-        let needs = unsafe { self.device.get_buffer_memory_requirements(buffer) };
+        let needs = unsafe { self.vk.device.get_buffer_memory_requirements(buffer) };
         Ok((buffer, needs))
     }
 
@@ -89,8 +73,9 @@ impl Handles {
         let mut out = vk::ExternalBufferProperties::default();
         // SAFETY: core in Vulkan 1.1 (checked in `of`); writes `out` only.
         unsafe {
-            self.instance
-                .get_physical_device_external_buffer_properties(self.physical, &info, &mut out)
+            self.vk
+                .instance
+                .get_physical_device_external_buffer_properties(self.vk.physical, &info, &mut out)
         };
         out.external_memory_properties.external_memory_features
     }
@@ -105,45 +90,35 @@ impl Handles {
         len: u64,
     ) -> Result<wgpu::Buffer, ServerError> {
         // SAFETY: both made on this device; offset 0 meets any alignment.
-        if let Err(e) = unsafe { self.device.bind_buffer_memory(buffer, memory, 0) } {
+        if let Err(e) = unsafe { self.vk.device.bind_buffer_memory(buffer, memory, 0) } {
             // SAFETY: unused.
             unsafe {
-                self.device.destroy_buffer(buffer, None);
-                self.device.free_memory(memory, None);
+                self.vk.device.destroy_buffer(buffer, None);
+                self.vk.device.free_memory(memory, None);
             }
             return Err(fail(len, "vkBindBufferMemory", e));
         }
-        let raw = self.device.clone();
-        let free: wgpu::hal::DropCallback = Box::new(move || {
-            // SAFETY: wgpu destroys the buffer once no submission uses it.
-            unsafe {
-                raw.destroy_buffer(buffer, None);
-                raw.free_memory(memory, None);
-            }
-        });
-        // SAFETY: `buffer` is bound, destroyed by nobody else, never mapped.
-        let hal = unsafe { wgpu::hal::vulkan::Buffer::from_raw_externally_owned(buffer, free) };
-        // SAFETY: made on `device`'s Vulkan device with the usages the
-        // descriptor names. Its bytes are undefined until written, as a
-        // collective's exchange buffer's are before its first copy.
+        let desc = wgpu::BufferDescriptor {
+            label: Some("shared device memory"),
+            size: len,
+            usage: wgpu::BufferUsages::COPY_SRC
+                | wgpu::BufferUsages::COPY_DST
+                | wgpu::BufferUsages::STORAGE,
+            mapped_at_creation: false,
+        };
+        // SAFETY: bound above, made on `device` with the usages `desc`
+        // names, owned here, never mapped. Its bytes are undefined until
+        // written, as a collective's exchange buffer's are before its
+        // first copy.
         Ok(unsafe {
-            device.create_buffer_from_hal::<Vulkan>(
-                hal,
-                &wgpu::BufferDescriptor {
-                    label: Some("shared device memory"),
-                    size: len,
-                    usage: wgpu::BufferUsages::COPY_SRC
-                        | wgpu::BufferUsages::COPY_DST
-                        | wgpu::BufferUsages::STORAGE,
-                    mapped_at_creation: false,
-                },
-            )
+            self.vk
+                .adopt(device, (buffer, memory), &desc, Box::new(|| {}))
         })
     }
 
     fn destroy(&self, buffer: vk::Buffer) {
         // SAFETY: unused and unbound, or bound to memory freed after.
-        unsafe { self.device.destroy_buffer(buffer, None) };
+        unsafe { self.vk.device.destroy_buffer(buffer, None) };
     }
 }
 
@@ -169,7 +144,10 @@ pub(super) fn export(
     }
     let (buffer, needs) = h.buffer(len.max(4))?;
     // SAFETY: `physical` belongs to `instance`.
-    let types = unsafe { h.instance.get_physical_device_memory_properties(h.physical) };
+    let types = unsafe {
+        h.vk.instance
+            .get_physical_device_memory_properties(h.vk.physical)
+    };
     let local = vk::MemoryPropertyFlags::DEVICE_LOCAL;
     let pick = |want: vk::MemoryPropertyFlags| {
         (0..types.memory_type_count).find(|&i| {
@@ -191,7 +169,7 @@ pub(super) fn export(
         allocate = allocate.push_next(&mut dedicated);
     }
     // SAFETY: a valid allocate info on a live device.
-    let memory = match unsafe { h.device.allocate_memory(&allocate, None) } {
+    let memory = match unsafe { h.vk.device.allocate_memory(&allocate, None) } {
         Ok(m) => m,
         Err(e) => {
             h.destroy(buffer);
@@ -208,7 +186,7 @@ pub(super) fn export(
         Err(e) => {
             h.destroy(buffer);
             // SAFETY: unbound and unused.
-            unsafe { h.device.free_memory(memory, None) };
+            unsafe { h.vk.device.free_memory(memory, None) };
             return Err(fail(len, "vkGetMemoryFdKHR", e));
         }
     };
@@ -279,7 +257,7 @@ pub(super) fn import(
     }
     // SAFETY: imports an opaque fd of memory with this size and type, made
     // by a device of the same GPU and driver (UUIDs checked above).
-    match unsafe { h.device.allocate_memory(&allocate, None) } {
+    match unsafe { h.vk.device.allocate_memory(&allocate, None) } {
         Ok(memory) => {
             // A successful import owns the fd now.
             let _ = fd.into_raw_fd();
