@@ -281,6 +281,10 @@ pub struct Descriptor {
     pub invalid: Option<String>,
     /// Whether its input arrived and can be trusted; the error otherwise.
     pub input: Result<(), Arc<ServerError>>,
+    /// Whether its data moves on the devices ([`crate::DeviceData`]) rather
+    /// than through the transport: ranks that disagree fail the call as a
+    /// mismatch instead of waiting in different rounds.
+    pub on_device: bool,
 }
 
 /// What every rank concludes from the exchanged descriptors.
@@ -358,6 +362,19 @@ pub fn agree(seq: u64, ranks: usize, descs: &[Descriptor]) -> Verdict {
             .collect();
         return Verdict::Fail(ServerError::CollectiveMismatch {
             reason: format!("group call #{seq}: ranks disagree: {}", calls.join("; ")),
+        });
+    }
+    if descs.iter().any(|d| d.on_device != first.on_device) {
+        let paths: Vec<String> = descs
+            .iter()
+            .enumerate()
+            .map(|(r, d)| format!("rank {r}: {}", if d.on_device { "device" } else { "host" }))
+            .collect();
+        return Verdict::Fail(ServerError::CollectiveMismatch {
+            reason: format!(
+                "group call #{seq}: ranks disagree on where the data moves: {}",
+                paths.join("; ")
+            ),
         });
     }
     let failed = |r: usize| descs.get(r).and_then(|d| d.input.as_ref().err());

@@ -21,12 +21,13 @@ use compute_runtime::{DeviceId, ServerError};
 
 use crate::call::{CallId, CollectiveCall, Link, invalid_call};
 use crate::cell::Cell;
+use crate::device::DeviceData;
 use crate::engine::{self, Job};
 use crate::inprocess::{InProcessTransport, JoinOptions};
 use crate::plan::{DEFAULT_CHUNK_BYTES, Plan, normalize_chunk};
 use crate::reduce::Parallelism;
 use crate::result::{Contribution, PendingResult};
-use crate::transport::Transport;
+use crate::transport::{Shared, Transport};
 
 /// How a communicator behaves.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -222,7 +223,42 @@ impl Communicator {
         &mut self,
         call: CollectiveCall,
     ) -> Result<(Contribution, PendingResult), ServerError> {
+        self.post_with(call, None)
+    }
+
+    /// [`post`](Self::post) for a group call whose data moves on the
+    /// devices (`data`, see [`DeviceData`]): the contribution only says
+    /// whether this rank's input is ready and trusted (any bytes, or an
+    /// error), and the outcome carries no bytes (the devices wrote them).
+    /// Every rank of the call must post it this way (ranks that do not
+    /// fail it as a mismatch).
+    pub fn post_on_device(
+        &mut self,
+        call: CollectiveCall,
+        data: Arc<dyn DeviceData>,
+    ) -> Result<(Contribution, PendingResult), ServerError> {
+        if !call.is_group() {
+            return Err(ServerError::InvalidArgument {
+                reason: format!("{call} is not a group call: only group calls move on devices"),
+            });
+        }
+        self.post_with(call, Some(data))
+    }
+
+    /// State every rank of this communicator in this process shares: the
+    /// same value for each, made by the first to ask. `None` where the
+    /// ranks are not all in this process (MPI).
+    pub fn local_shared(&self, init: &mut dyn FnMut() -> Shared) -> Option<Shared> {
+        self.transport.local_shared(init)
+    }
+
+    fn post_with(
+        &mut self,
+        call: CollectiveCall,
+        device: Option<Arc<dyn DeviceData>>,
+    ) -> Result<(Contribution, PendingResult), ServerError> {
         let (rank, ranks) = (self.rank(), self.size());
+        let on_device = device.is_some();
         let problem = call.problem(rank, ranks);
         let id = match call {
             CollectiveCall::Send { peer, .. } | CollectiveCall::Recv { peer, .. } => {
@@ -254,6 +290,7 @@ impl Communicator {
             invalid: problem.clone(),
             cell: Arc::clone(&cell),
             posted: std::time::Instant::now(),
+            device,
         };
         self.jobs
             .send(job)
@@ -266,7 +303,10 @@ impl Communicator {
             return Err(invalid_call(id, rank, &call, &reason));
         }
         let plan = Plan::new(call, ranks, self.transport.chunk_bytes());
-        let contribution = Contribution::new(Arc::clone(&cell), call.input_len(ranks), plan);
+        let contribution = match on_device {
+            true => Contribution::status(Arc::clone(&cell), plan),
+            false => Contribution::new(Arc::clone(&cell), call.input_len(ranks), plan),
+        };
         let pending = PendingResult::new(cell, Arc::clone(&self.transport), id, call);
         Ok((contribution, pending))
     }

@@ -27,10 +27,13 @@ use bytes::Bytes;
 use compute_runtime::CollectiveFault;
 use compute_runtime::ServerError;
 
+mod device;
+
 use crate::call::{
     CallId, CollectiveCall, Descriptor, Verdict, agree, agree_pair, describe, invalid_call,
 };
 use crate::cell::{Cell, InputWait, Offered, Part};
+use crate::device::DeviceData;
 use crate::plan::Plan;
 use crate::result::Outcome;
 use crate::transport::{Round, Transport};
@@ -47,6 +50,8 @@ pub(crate) struct Job {
     pub(crate) cell: Arc<Cell>,
     /// When the call was posted.
     pub(crate) posted: Instant,
+    /// Where its data moves when not through the transport.
+    pub(crate) device: Option<Arc<dyn DeviceData>>,
 }
 
 /// Starts the engine thread of `transport`'s rank; it stops once the
@@ -136,6 +141,9 @@ fn execute(t: &dyn Transport, job: &Job, timeout: Duration) -> Result<Outcome, S
         plan,
         timeout,
     };
+    if let Some(data) = &job.device {
+        return device::execute(&run, &**data);
+    }
     let needs_input = job.invalid.is_none() && job.call.input_len(t.size()).is_some();
     let mut input = Input::new(&job.cell, plan, needs_input);
     let first = input
@@ -146,6 +154,7 @@ fn execute(t: &dyn Transport, job: &Job, timeout: Duration) -> Result<Outcome, S
         call: job.call,
         invalid: job.invalid.clone(),
         input: first.as_ref().map(|_| ()).map_err(Arc::clone),
+        on_device: false,
     };
     // The opening: the exchange, and where the transport meets once for
     // both (in-process), the first step's data with it. Whether it does is

@@ -147,6 +147,8 @@ impl InProcessTransport {
         let phase = match round {
             Round::Open => Phase::Exchange,
             Round::Close => Phase::Close,
+            Round::Filled(piece) => Phase::Filled(piece),
+            Round::Read(piece) => Phase::Read(piece),
         };
         self.hub.meet(
             rendezvous::descs,
@@ -321,6 +323,13 @@ impl Transport for InProcessTransport {
         self.group_step(seq, step, Op::AllToAll, input, deadline)
     }
 
+    fn local_shared(
+        &self,
+        init: &mut dyn FnMut() -> crate::transport::Shared,
+    ) -> Option<crate::transport::Shared> {
+        Some(self.hub.shared(init))
+    }
+
     fn exchange_and_run(
         &self,
         seq: u64,
@@ -358,8 +367,10 @@ impl Transport for InProcessTransport {
                     other => Some(other),
                 }
             });
+            // A device call's data is not here (`device.rs`).
+            let on_device = descs.iter().any(|d| d.on_device);
             let outputs = match (agree(seq, ranks, &descs), op) {
-                (Verdict::Run, Some(op)) => self.outputs(op, &what, inputs)?,
+                (Verdict::Run, Some(op)) if !on_device => self.outputs(op, &what, inputs)?,
                 _ => vec![Bytes::new(); descs.len()],
             };
             let descs = Arc::new(descs);

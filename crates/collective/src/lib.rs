@@ -71,6 +71,7 @@
 mod call;
 mod cell;
 mod communicator;
+mod device;
 mod engine;
 pub mod half;
 mod inprocess;
@@ -90,12 +91,13 @@ mod wire;
 
 pub use call::{CallId, CollectiveCall, Descriptor, Link, Verdict, agree, agree_pair, describe};
 pub use communicator::{CommConfig, Communicator};
+pub use device::DeviceData;
 pub use inprocess::{InProcessTransport, JoinOptions};
 pub use layout::MpiLayout;
 pub use plan::{CHUNK_ALIGN, DEFAULT_CHUNK_BYTES, Piece, Plan, normalize_chunk};
 pub use reduce::Parallelism;
 pub use result::{Contribution, Delivery, Feed, Outcome, PendingResult};
-pub use transport::{Round, Transport};
+pub use transport::{Round, Shared, Transport};
 
 /// Re-exported so users name one error type.
 pub use compute_runtime::ServerError;

@@ -48,6 +48,10 @@ pub(crate) enum Phase {
     Close,
     /// The exchange and the one data step of a small call, in one meeting.
     Fused,
+    /// A device call's piece filled, on every rank.
+    Filled(usize),
+    /// A device call's piece read, on every rank.
+    Read(usize),
 }
 
 /// A part of a fused round: a rank's descriptor and input going in; every
@@ -108,6 +112,8 @@ pub(crate) enum Join {
 pub(crate) struct Hub {
     ranks: usize,
     chunk_bytes: usize,
+    /// What the server attached for its ranks (`Transport::local_shared`).
+    shared: Mutex<Option<crate::transport::Shared>>,
     state: Mutex<State>,
     changed: Condvar,
 }
@@ -128,6 +134,7 @@ impl Hub {
         Hub {
             ranks,
             chunk_bytes,
+            shared: Mutex::new(None),
             state: Mutex::new(State {
                 descs: HashMap::new(),
                 data: HashMap::new(),
@@ -143,6 +150,15 @@ impl Hub {
 
     fn lock(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The value attached for the ranks, made by `init` the first time.
+    pub(crate) fn shared(
+        &self,
+        init: &mut dyn FnMut() -> crate::transport::Shared,
+    ) -> crate::transport::Shared {
+        let mut shared = self.shared.lock().unwrap_or_else(|e| e.into_inner());
+        Arc::clone(shared.get_or_insert_with(init))
     }
 
     pub(crate) fn ranks(&self) -> usize {
@@ -228,9 +244,23 @@ impl Hub {
             .filter(|(k, _)| k.0 == call)
             .max_by_key(|(k, _)| match k.1 {
                 Phase::Data(step) => step,
-                Phase::Exchange | Phase::Close | Phase::Fused => 0,
+                _ => 0,
             });
         if let Some((_, round)) = latest {
+            return round.missing(&participants);
+        }
+        // A device call's rounds: the latest piece's, its read after its fill.
+        let device = state
+            .descs
+            .iter()
+            .filter(|(k, _)| k.0 == call)
+            .filter_map(|(k, round)| match k.1 {
+                Phase::Filled(piece) => Some(((piece, 0), round)),
+                Phase::Read(piece) => Some(((piece, 1), round)),
+                _ => None,
+            })
+            .max_by_key(|(at, _)| *at);
+        if let Some((_, round)) = device {
             return round.missing(&participants);
         }
         match state.descs.get(&(call, Phase::Exchange)) {

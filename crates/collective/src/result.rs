@@ -74,6 +74,9 @@ pub struct Contribution {
     cell: Option<Arc<Cell>>,
     expected: Option<usize>,
     plan: Plan,
+    /// A device call's: any bytes (only whether the input is ready and
+    /// trusted counts), needed from every rank.
+    status_only: bool,
 }
 
 impl Contribution {
@@ -82,6 +85,17 @@ impl Contribution {
             cell: expected.is_some().then_some(cell),
             expected,
             plan,
+            status_only: false,
+        }
+    }
+
+    /// A device call's contribution (see [`Self::status_only`]).
+    pub(crate) fn status(cell: Arc<Cell>, plan: Plan) -> Self {
+        Contribution {
+            cell: Some(cell),
+            expected: Some(0),
+            plan,
+            status_only: true,
         }
     }
 
@@ -110,7 +124,11 @@ impl Contribution {
         let (Some(cell), Some(expected)) = (self.cell.take(), self.expected) else {
             return;
         };
-        cell.put_whole(input.and_then(|bytes| checked_len(bytes, expected)));
+        let input = match self.status_only {
+            true => input,
+            false => input.and_then(|bytes| checked_len(bytes, expected)),
+        };
+        cell.put_whole(input);
         cell.close_input();
     }
 

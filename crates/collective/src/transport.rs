@@ -42,13 +42,19 @@
 //! inside one rank (one call at a time on the engine thread), or device
 //! buffers (host bytes only: the server stages).
 
+use std::any::Any;
 use std::fmt;
+use std::sync::Arc;
 use std::time::Instant;
 
 use bytes::Bytes;
 use compute_runtime::{Reduction, ServerError};
 
 use crate::call::{CallId, Descriptor, Link};
+
+/// State the ranks of one in-process communicator share
+/// ([`Transport::local_shared`]).
+pub type Shared = Arc<dyn Any + Send + Sync>;
 
 /// Which exchange of a call.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -59,6 +65,13 @@ pub enum Round {
     /// After the last step of a call of several: whether every rank's input
     /// arrived for every step.
     Close,
+    /// A call whose data moves on the devices ([`crate::DeviceData`]): every
+    /// rank has put its input of this piece where the others read it (or
+    /// says why not).
+    Filled(usize),
+    /// A call whose data moves on the devices: every rank has read this
+    /// piece (so the next one may overwrite it).
+    Read(usize),
 }
 
 /// One rank's endpoint of a communicator: see the module doc.
@@ -180,6 +193,14 @@ pub trait Transport: Send + Sync + fmt::Debug + 'static {
         len: usize,
         deadline: Instant,
     ) -> Result<Bytes, ServerError>;
+
+    /// State every rank of this communicator shares, where all are in this
+    /// process: the same value for each, made by `init` for the first to
+    /// ask. `None` (the default): the ranks are not all here.
+    fn local_shared(&self, init: &mut dyn FnMut() -> Shared) -> Option<Shared> {
+        let _ = init;
+        None
+    }
 
     /// Aborts `call`, from any thread: ranks blocked in it, and ranks that
     /// reach it later, fail with `error`. A no-op once every rank's part of

@@ -28,6 +28,7 @@ const NO_CALL: u8 = 0xff;
 
 const HAS_SRC: u8 = 1;
 const INPUT_FAILED: u8 = 2;
+const ON_DEVICE: u8 = 4;
 
 /// One rank's header, decoded.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -40,6 +41,8 @@ pub(crate) struct Entry {
     pub input: Result<(), String>,
     /// The abort's call and reason, for an abandoned call.
     pub aborted: Option<(String, String)>,
+    /// The call's data moves on the devices.
+    pub on_device: bool,
 }
 
 impl Entry {
@@ -52,6 +55,7 @@ impl Entry {
             invalid: d.invalid.clone(),
             input: d.input.as_ref().map(|_| ()).map_err(|e| e.to_string()),
             aborted: None,
+            on_device: d.on_device,
         }
     }
 
@@ -68,6 +72,7 @@ impl Entry {
             invalid: None,
             input: Ok(()),
             aborted: Some((call, reason)),
+            on_device: false,
         }
     }
 
@@ -85,6 +90,7 @@ impl Entry {
                     message,
                 })
             }),
+            on_device: self.on_device,
         })
     }
 
@@ -121,6 +127,9 @@ impl Entry {
         };
         if self.input.is_err() {
             flags |= INPUT_FAILED;
+        }
+        if self.on_device {
+            flags |= ON_DEVICE;
         }
         h[4] = kind;
         h[5] = dtype;
@@ -211,6 +220,7 @@ impl Entry {
             invalid: opt(&parts[0]),
             input,
             aborted,
+            on_device: header[7] & ON_DEVICE != 0,
         })
     }
 }

@@ -62,6 +62,7 @@ fn every_call_and_text_round_trips() {
                     reason: "gone".into(),
                 }))
             },
+            on_device: i % 4 == 1,
         };
         let e = Entry::of(id, &d);
         let back = roundtrip(&e);

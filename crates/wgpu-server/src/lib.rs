@@ -73,8 +73,9 @@ pub use wgpu::Backend;
 /// `testing`): not part of the stable API.
 #[cfg(feature = "testing")]
 pub mod testing {
-    /// Device memory that devices of one GPU share (opaque fds): the
-    /// primitive collectives between ranks on one GPU will build on.
+    /// Device memory that devices of one GPU share (opaque fds): what
+    /// collectives between ranks of one GPU move their data through
+    /// (`collective/shared.rs`).
     pub use crate::device::shared_memory::{
         Exported as SharedDeviceMemory, export as export_device_memory,
     };
@@ -82,6 +83,17 @@ pub mod testing {
     /// (`PinnedBlock::standalone`): for raw loops that copy into the same
     /// kind of memory the server does.
     pub use crate::memory::pinned::PinnedBlock as ImportedHostBlock;
+
+    /// Whether the communicator of `device_ids` that `server` joined
+    /// moves its group calls' data on the devices (`Some(true)`), through
+    /// host staging (`Some(false)`), or is not an in-process one it joined
+    /// (`None`). Asking fixes the group's path, as a call does.
+    pub fn collective_on_device<C: compute_wgsl::WgpuCompiler>(
+        server: &crate::WgpuServer<C>,
+        device_ids: &[compute_runtime::DeviceId],
+    ) -> Option<bool> {
+        server.collective_on_device_for(device_ids)
+    }
 }
 
 /// The README's code blocks, compiled and run as doc tests.

@@ -6,6 +6,9 @@
 //!   and 4 ranks at 0, 1, 7 and 1000 elements; integer edge cases; NaN.
 //! - `movement`: `all_gather`, `broadcast` (every root), `all_to_all`.
 //! - `large`: MiB-sized cases (f32 and u32).
+//! - `device`: ranks whose devices share memory move group calls on the
+//!   devices; a group that called before every rank joined stays on host
+//!   staging.
 //! - `steps`: calls cut into many steps (a small chunk size): past the
 //!   staging window (the rest refilled from a device copy of `src`), a
 //!   `src` that starts mid-word, `src` as of the call.
@@ -28,6 +31,7 @@
 //! The timeout (a rank that never arrives) is the `collective_timeout`
 //! binary: it sets the timeout through the environment.
 
+mod device;
 mod found;
 pub(crate) mod group;
 mod large;

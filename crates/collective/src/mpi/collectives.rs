@@ -49,7 +49,9 @@ impl Transport for MpiTransport {
             self.refuse_if_broken(&st, id, name)?;
             let slot = match round {
                 // The call's place in the sequence is taken by its opening.
-                Round::Close => self.submit_exchange(Entry::of(id, &mine)),
+                Round::Close | Round::Filled(_) | Round::Read(_) => {
+                    self.submit_exchange(Entry::of(id, &mine))
+                }
                 Round::Open => {
                     self.catch_up_group(&mut st, seq);
                     st.abandoned_groups.retain(|s, _| *s >= seq);
@@ -64,7 +66,7 @@ impl Transport for MpiTransport {
             };
             let stage = match round {
                 Round::Open => Stage::Exchange,
-                Round::Close => Stage::Data,
+                Round::Close | Round::Filled(_) | Round::Read(_) => Stage::Data,
             };
             st.inflight = Some((id, stage, Arc::clone(&slot) as Arc<dyn Fail>));
             slot
@@ -104,7 +106,7 @@ impl Transport for MpiTransport {
         let (slot, own) = {
             let mut st = self.lock();
             self.refuse_if_broken(&st, id, name)?;
-            let (slot, own, stage) = if round == Round::Close {
+            let (slot, own, stage) = if round != Round::Open {
                 let own = Entry::of(id, &mine);
                 (self.submit_pair(link, own.clone()), own, Stage::Data)
             } else {

@@ -32,7 +32,7 @@ use compute_stream::{LateAudit, LateFaults};
 use crate::collective::write::Writer;
 use crate::device::poller::PollerHandle;
 use crate::memory::upload::UploadPool;
-use crate::stream::gate::{Gate, GateState};
+use crate::stream::gate::{Gate, GateState, Held};
 use crate::stream::handoff::{HandOff, HandOffs};
 use crate::stream::submit::Submitter;
 
@@ -50,6 +50,7 @@ pub(crate) struct Target {
 
 /// A unit of the applier's work.
 #[derive(Debug)]
+#[allow(clippy::large_enum_variant)] // One per collective call; never stored in bulk.
 pub(crate) enum Job {
     /// Waits for a collective's outcome and applies it.
     Outcome {
@@ -59,12 +60,27 @@ pub(crate) enum Job {
         /// `None` for calls with nothing to receive (`send`, 0 bytes).
         target: Option<Target>,
         stream: StreamId,
+        /// Where the result is: the outcome's bytes, or where the devices
+        /// put it (`device_call.rs`; the outcome then has only a verdict).
+        result: ResultAt,
     },
     /// A stream's batch held behind an earlier job's gate.
     Parked(Box<HandOff>),
     /// Settles a gate once every job queued before it has run: what work
     /// held behind several things at once waits for.
     Mark(Arc<Gate>),
+}
+
+/// Where a collective's result is.
+#[derive(Debug)]
+pub(crate) enum ResultAt {
+    /// In the outcome's bytes (host staging).
+    Outcome,
+    /// The devices wrote it into `dst` (`Wait`).
+    Dst,
+    /// The devices wrote it into this buffer, from offset 0, for
+    /// `sync_collective` to copy into `dst` (`Overlap`).
+    Buffer(wgpu::Buffer),
 }
 
 /// What the applier thread needs of the device.
@@ -187,7 +203,8 @@ fn run(cx: &Context, job: Job) {
             mode,
             target,
             stream,
-        } => outcome(cx, pending, &gate, mode, target, stream),
+            result,
+        } => outcome(cx, pending, &gate, (mode, result), target, stream),
         Job::Parked(h) => submit_parked(cx, *h),
         Job::Mark(gate) => {
             gate.settle(|| GateState::Written);
@@ -201,7 +218,7 @@ fn outcome(
     cx: &Context,
     pending: PendingResult,
     gate: &Gate,
-    mode: ComputeWait,
+    (mode, result): (ComputeWait, ResultAt),
     target: Option<Target>,
     stream: StreamId,
 ) {
@@ -249,7 +266,11 @@ fn outcome(
                     GateState::Failed(e)
                 }
                 Ok(_) if target.is_none() => GateState::Written,
-                Ok(bytes) => GateState::Ready(bytes),
+                Ok(bytes) => match result {
+                    ResultAt::Outcome => GateState::Ready(Held::Bytes(bytes)),
+                    ResultAt::Dst => GateState::Written,
+                    ResultAt::Buffer(buffer) => GateState::Ready(Held::Device(buffer)),
+                },
             })
         }
     };

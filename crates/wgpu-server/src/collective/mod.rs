@@ -1,7 +1,16 @@
 //! Collectives: `ServerCommunication` on wgpu, over `compute-collective`.
 //!
-//! WebGPU has no peer-to-peer path, so every collective is host-staged: a
-//! rank's `src` is copied on its stream into a mapped staging buffer
+//! Two paths, the same for every rank of a call. **On the devices**
+//! (`shared.rs`, `device_call.rs`, `fold.rs`): ranks of one process whose
+//! devices share memory (devices of one GPU: Vulkan opaque fds, equal
+//! device and driver UUIDs) put their input into an exchange buffer every
+//! rank imports, and each combines every rank's piece into its `dst` with
+//! device copies and a fold kernel; the host only agrees, meets between
+//! pieces and judges (`compute_collective::DeviceData`). Group calls the
+//! devices do exactly (32-bit elements; float sums and products only where
+//! the devices keep denormals; not `Mean`; whole words) take it; the rest,
+//! messages, ranks in other processes and `WGPU_SERVER_COLLECTIVE_PATH=host`
+//! are **host-staged**: a rank's `src` is copied on its stream into a mapped staging buffer
 //! (`stage.rs`), the mapped bytes are this rank's input to its
 //! [`Communicator`], which pairs the ranks' calls, checks they agree and
 //! reduces on the host, and the outcome is written into `dst` by the
@@ -44,7 +53,10 @@
 //! replays recorded dispatches, and a collective is a host exchange.
 
 pub(crate) mod applier;
+pub(crate) mod device_call;
+pub(crate) mod fold;
 pub(crate) mod pipeline;
+pub(crate) mod shared;
 pub(crate) mod stage;
 pub(crate) mod staging;
 pub(crate) mod transport;
@@ -60,10 +72,29 @@ use compute_runtime::{
 use hashbrown::HashMap;
 
 use crate::collective::applier::{Applier, Context, Jobs};
+use crate::collective::device_call::exact_floats;
+use crate::collective::fold::Folds;
 use crate::collective::pipeline::{ScratchPool, Stager};
+use crate::collective::shared::{Exchange, Group, Member, Path};
 use crate::collective::transport::CollectiveTransport;
 use crate::stream::gate::Gate;
 use crate::stream::handoff::HandOffs;
+
+/// What registering with a group needs of the rank's device.
+pub(crate) struct Device {
+    pub device: wgpu::Device,
+    pub submitter: crate::stream::submit::Submitter,
+    pub poller: crate::device::poller::PollerHandle,
+}
+
+/// `WGPU_SERVER_COLLECTIVE_PATH`: `host` forces host staging (`Some(false)`),
+/// `device` or unset leaves it to the group.
+fn path_from_env() -> Option<bool> {
+    match std::env::var("WGPU_SERVER_COLLECTIVE_PATH").ok()?.as_str() {
+        "host" => Some(false),
+        _ => Some(true),
+    }
+}
 
 /// A collective posted on a stream and not yet synced.
 #[derive(Debug)]
@@ -94,6 +125,11 @@ pub(crate) struct Collectives {
     /// Device copies of large calls' inputs.
     scratch: ScratchPool,
     posted: HashMap<StreamId, Vec<Posted>>,
+    /// Each in-process communicator's exchange memory (`shared.rs`), by
+    /// its device list.
+    exchanges: HashMap<Vec<DeviceId>, Arc<Exchange>>,
+    /// The fold kernels of device collectives, made at the first join.
+    folds: Option<Arc<Folds>>,
 }
 
 /// What a new communicator asks of the streams: to hold batches for as
@@ -121,7 +157,53 @@ impl Collectives {
             stager: None,
             scratch: ScratchPool::default(),
             posted: HashMap::new(),
+            exchanges: HashMap::new(),
+            folds: None,
         }
+    }
+
+    /// What a device call on the communicator of `ids` runs on, with the
+    /// group's path; `None` where its ranks are not all in this process.
+    pub fn device_of(&self, ids: &[DeviceId]) -> Option<(Arc<Exchange>, Arc<Folds>, Path)> {
+        let exchange = self.exchanges.get(ids)?;
+        let folds = self.folds.clone()?;
+        let path = exchange.group().path();
+        Some((Arc::clone(exchange), folds, path))
+    }
+
+    /// Registers this rank's device with `comm`'s group, where its ranks
+    /// are all in this process.
+    fn register(&mut self, comm: &Communicator, device: &Device) {
+        let Some(group) = Group::of(comm) else {
+            return;
+        };
+        let folds = Arc::clone(
+            self.folds
+                .get_or_insert_with(|| Arc::new(Folds::new(device.device.clone()))),
+        );
+        let uuids = crate::device::shared_memory::identity(&device.device).ok();
+        let wants_device = path_from_env() != Some(false);
+        let exact_floats = uuids.is_some()
+            && wants_device
+            && exact_floats(&folds, &device.device, &device.submitter, &device.poller);
+        tracing::debug!(
+            device = ?self.device_id,
+            shares_memory = uuids.is_some(),
+            wants_device,
+            exact_floats,
+            "collective group member"
+        );
+        group.register(
+            comm.rank(),
+            Member {
+                uuids,
+                wants_device,
+                exact_floats,
+            },
+        );
+        let exchange = Exchange::new(group, comm.rank(), comm.size(), device.device.clone());
+        self.exchanges
+            .insert(comm.device_ids().to_vec(), Arc::new(exchange));
     }
 
     /// Forms the communicator of `device_ids` (a no-op, `None`, when it
@@ -129,6 +211,7 @@ impl Collectives {
     pub fn join(
         &mut self,
         device_ids: &[DeviceId],
+        device: &Device,
         context: impl FnOnce(Duration) -> Context,
     ) -> Result<Option<Joined>, ServerError> {
         if self.comms.iter().any(|c| c.device_ids() == device_ids) {
@@ -157,6 +240,7 @@ impl Collectives {
         if self.stager.is_none() {
             self.stager = Some(Stager::start()?);
         }
+        self.register(&comm, device);
         self.comms.push(comm);
         let handoffs = self.jobs()?.handoffs();
         Ok(Some(Joined { wait, handoffs }))

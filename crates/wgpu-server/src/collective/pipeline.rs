@@ -88,7 +88,7 @@ impl ScratchPool {
         })
     }
 
-    fn put(&self, buffer: wgpu::Buffer) {
+    pub fn put(&self, buffer: wgpu::Buffer) {
         let mut free = self.free.lock().unwrap_or_else(|e| e.into_inner());
         free.push(buffer);
         if free.len() > SCRATCH_KEPT {

@@ -12,7 +12,7 @@ use compute_stream::SchedulerMultiStream;
 
 use crate::collective::Collectives;
 use crate::collective::applier::Job;
-use crate::collective::pipeline::{Refill, StepDevice, window_steps};
+use crate::collective::pipeline::{Refill, ScratchPool, StepDevice, window_steps};
 use crate::collective::stage::{Provide, Source, Staged, StepCopies};
 use crate::device::Gpu;
 use crate::memory::Memory;
@@ -118,6 +118,99 @@ impl StageParts<'_> {
             staging.read_later = Some(range);
         }
         Ok(staging)
+    }
+
+    /// A device call's input (`device_call.rs`): where its fill reads
+    /// `src` (its page when the stream `holds` its later work behind the
+    /// result, else a device copy made now, on the stream, and handed back
+    /// to `scratch` after the call), and a word of it staged on the stream
+    /// so `contribution` says, once everything before the call has run,
+    /// whether the input is ready and trusted (the peers read it only
+    /// then). An untrusted `src` is provided as its error at once.
+    pub(crate) fn stage_for_device(
+        &mut self,
+        stream: StreamId,
+        src: &BufferBinding,
+        range: StorageHandle,
+        contribution: Contribution,
+        holds: bool,
+    ) -> Result<(Staging, Option<Source>, Option<ScratchPool>), ServerError> {
+        self.streams.prepare(stream, &[(range, Access::Read)]);
+        let refused = match self.streams.check(src.memory_id()) {
+            Ok(()) => None,
+            Err(ServerError::Untrusted { cause, .. }) => Some(cause),
+            Err(other) => Some(Arc::new(other)),
+        };
+        if let Some(cause) = refused {
+            contribution.provide(Err(cause));
+            return Ok((Staging::default(), None, None));
+        }
+        let page = Source {
+            buffer: self.memory.page_buffer(range.id)?,
+            base: range.offset,
+        };
+        let device = self.gpu.device().clone();
+        let (source, scratch) = if holds {
+            (page, None)
+        } else {
+            let (_, pool) = self.collectives.refills()?;
+            let from = page.base - page.base % ALIGN;
+            let end = (page.base + src.size)
+                .next_multiple_of(ALIGN)
+                .min(page.buffer.size());
+            let copy = pool.take(&device, end - from)?;
+            let (_, ws) = self.streams.encoder(stream);
+            ws.batch().encoder_for_copy(&device).copy_buffer_to_buffer(
+                &page.buffer,
+                from,
+                &copy,
+                0,
+                end - from,
+            );
+            let source = Source {
+                buffer: copy,
+                base: page.base - from,
+            };
+            (source, Some(pool))
+        };
+        let late = Arc::clone(self.streams.trust().late());
+        let risk = late
+            .depend_token(stream, &[src.memory_id()])
+            .map(|t| (t, Arc::clone(&late)));
+        let mut staging = self.probe(stream, &source, contribution, risk)?;
+        staging.read_later = holds.then_some(range);
+        Ok((staging, Some(source), scratch))
+    }
+
+    /// A word of `source` staged on `stream`: `contribution` is provided
+    /// once everything before it on the stream has run (and judged by
+    /// `risk`). What a device call's rank waits for before its peers read
+    /// its input or it writes its output.
+    pub(crate) fn probe(
+        &mut self,
+        stream: StreamId,
+        source: &Source,
+        contribution: Contribution,
+        risk: Option<(u64, Arc<compute_stream::LateFaults>)>,
+    ) -> Result<Staging, ServerError> {
+        let device = self.gpu.device().clone();
+        let word = (source.buffer.size() - source.base).min(ALIGN) as usize;
+        let copies = StepCopies::plan(source, std::slice::from_ref(&(0..word)));
+        let staging = self.staging_buffer(copies.size())?;
+        let (_, ws) = self.streams.encoder(stream);
+        copies.encode(ws.batch().encoder_for_copy(&device), source, &staging);
+        self.streams.task_done(stream);
+        let staged = Staged {
+            buffer: staging,
+            copies,
+            to: Provide::Whole(contribution),
+            back: Back::Pool(self.memory.readback().clone()),
+            risk,
+        };
+        Ok(Staging {
+            in_batch: vec![staged],
+            ..Staging::default()
+        })
     }
 
     /// What a step staged on its own needs of the device.

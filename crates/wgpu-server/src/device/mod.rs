@@ -30,7 +30,6 @@ pub(crate) mod poller;
 pub(crate) mod pool;
 pub(crate) mod robustness;
 // Built and tested, not used by a collective yet: compiled for the tests.
-#[cfg(feature = "testing")]
 pub(crate) mod shared_memory;
 pub(crate) mod stamps;
 #[cfg(any(windows, all(unix, not(any(target_os = "macos", target_os = "ios")))))]

@@ -1,6 +1,6 @@
 //! Device memory that devices of one GPU share (`VK_KHR_external_memory_fd`,
 //! opaque fds): the ground floor of collectives between ranks on one GPU
-//! (issue 38's second part; no collective uses it yet).
+//! (`collective/shared.rs`).
 //!
 //! [`export`] makes a buffer on one device whose memory is exportable, and
 //! an [`Exported`] handle holding an opaque fd of it; [`Exported::import`]
@@ -84,6 +84,22 @@ pub fn export(device: &wgpu::Device, len: u64) -> Result<(wgpu::Buffer, Exported
     #[cfg(not(all(unix, not(any(target_os = "macos", target_os = "ios")))))]
     {
         let _ = (device, len);
+        Err(unsupported(
+            "only Vulkan on Unix shares device memory by fd",
+        ))
+    }
+}
+
+/// `device`'s device and driver UUIDs, where it can export and import
+/// such memory: devices with equal ones share it. `Unsupported` elsewhere.
+pub fn identity(device: &wgpu::Device) -> Result<([u8; 16], [u8; 16]), ServerError> {
+    #[cfg(all(unix, not(any(target_os = "macos", target_os = "ios"))))]
+    {
+        vulkan::identity(device)
+    }
+    #[cfg(not(all(unix, not(any(target_os = "macos", target_os = "ios")))))]
+    {
+        let _ = device;
         Err(unsupported(
             "only Vulkan on Unix shares device memory by fd",
         ))

@@ -13,10 +13,13 @@ use compute_stream::Access;
 use compute_wgsl::WgpuCompiler;
 
 use crate::collective::Posted;
-use crate::collective::applier::{Job, Target};
+use crate::collective::applier::{Job, ResultAt, Target};
+use crate::collective::device_call::{LateCall, Layout, On, eligible};
 use crate::collective::staging::Staging;
 use crate::server::WgpuServer;
 use crate::stream::gate::Gate;
+use crate::stream::gate::Held;
+use compute_collective::DeviceData;
 
 const ALIGN: u64 = wgpu::COPY_BUFFER_ALIGNMENT;
 
@@ -30,19 +33,29 @@ pub(crate) enum Peers<'a> {
     Peer(DeviceId),
 }
 
+/// A call whose data moves on the devices (`collective/device_call.rs`),
+/// posted and not made yet.
+pub(crate) struct OnDevice {
+    pub late: Arc<LateCall>,
+    pub layout: Layout,
+    pub on: On,
+    pub rank: usize,
+    pub ranks: usize,
+}
+
 /// What the stream's held batch uses until a `Wait` result is in.
 #[derive(Clone, Copy, Debug)]
-struct Uses {
-    dst: StorageHandle,
+pub(crate) struct Uses {
+    pub dst: StorageHandle,
     /// `src`, when steps are staged from it after the call.
-    src: Option<StorageHandle>,
+    pub src: Option<StorageHandle>,
 }
 
 /// A call's buffers.
 #[derive(Debug)]
 pub(crate) struct Operands {
-    src: Option<BufferBinding>,
-    dst: Option<BufferBinding>,
+    pub src: Option<BufferBinding>,
+    pub dst: Option<BufferBinding>,
 }
 
 impl Operands {
@@ -61,8 +74,13 @@ impl<C: WgpuCompiler> WgpuServer<C> {
         stream: StreamId,
         mode: ComputeWait,
     ) -> Result<(), ServerError> {
-        let (call, (contribution, pending), (src_range, dst_range)) =
+        let (call, (contribution, pending), (src_range, dst_range), device) =
             self.post(call, peers, &operands, stream)?;
+        if let Some(device) = device {
+            let ends = (contribution, pending);
+            let ranges = (src_range, dst_range);
+            return self.collective_on_device(call, device, operands, ranges, ends, stream, mode);
+        }
         // A `Wait` result is written piece by piece as it comes (a few
         // steps queued at most); an `Overlap` one is kept whole for
         // `sync_collective`.
@@ -120,6 +138,7 @@ impl<C: WgpuCompiler> WgpuServer<C> {
             mode,
             target,
             stream,
+            result: ResultAt::Outcome,
         })?;
         // A 0-byte `dst` has nothing for `sync_collective` to write or
         // poison (the applier reports its failure).
@@ -152,9 +171,14 @@ impl<C: WgpuCompiler> WgpuServer<C> {
             CollectiveCall,
             (Contribution, PendingResult),
             (Option<StorageHandle>, Option<StorageHandle>),
+            Option<OnDevice>,
         ),
         ServerError,
     > {
+        let device = match peers {
+            Peers::Ranks(ids) => self.collectives.device_of(ids),
+            Peers::Peer(_) => None,
+        };
         let comm = match peers {
             Peers::Ranks(ids) => self.collectives.by_ranks(ids)?,
             Peers::Peer(peer) => {
@@ -167,14 +191,36 @@ impl<C: WgpuCompiler> WgpuServer<C> {
                 comm
             }
         };
-        let ranks = comm.size();
-        let posted = comm.post(call);
+        let (rank, ranks) = (comm.rank(), comm.size());
+        // The device path is a function of the call and the group alone:
+        // every rank of the call takes the same one.
+        let device = device.and_then(|(exchange, folds, path)| {
+            let layout = eligible(&call, ranks, path)?;
+            let on = On {
+                exchange,
+                folds,
+                device: self.gpu.device().clone(),
+                submitter: self.streams.backend().submitter().clone(),
+                poller: self.gpu.poller().handle(),
+            };
+            Some(OnDevice {
+                late: Arc::new(LateCall::default()),
+                layout,
+                on,
+                rank,
+                ranks,
+            })
+        });
+        let posted = match &device {
+            Some(d) => comm.post_on_device(call, Arc::clone(&d.late) as Arc<dyn DeviceData>),
+            None => comm.post(call),
+        };
         let local = self
             .enter()
             .and_then(|()| self.refuse_in_capture(stream, &call))
             .and_then(|()| self.check_operands(&call, ranks, operands));
         match (posted, local) {
-            (Ok(ends), Ok(ranges)) => Ok((call, ends, ranges)),
+            (Ok(ends), Ok(ranges)) => Ok((call, ends, ranges, device)),
             (Ok((contribution, _)), Err(e)) => {
                 contribution.provide(Err(Arc::new(e.clone())));
                 Err(e)
@@ -206,7 +252,7 @@ impl<C: WgpuCompiler> WgpuServer<C> {
     /// whole (like a host write) and is at risk until the verdict (a
     /// failure poisons it and whatever read it since). `Overlap`: `dst` is
     /// refused to everyone until `sync_collective` writes it.
-    fn order_dst(
+    pub(crate) fn order_dst(
         &mut self,
         stream: StreamId,
         dst: &BufferBinding,
@@ -316,7 +362,12 @@ impl<C: WgpuCompiler> WgpuServer<C> {
             };
             self.end_pending(dst.memory_id())?;
             let result = match (settled, p.gate.take_ready()) {
-                (Some(Ok(())), Some(bytes)) => {
+                (Some(Ok(())), Some(Held::Device(buffer))) => self
+                    .scoped_overwrite(stream, std::slice::from_ref(dst), |s| {
+                        s.copy_result_in(stream, &buffer, dst)
+                    })
+                    .map(|_| ()),
+                (Some(Ok(())), Some(Held::Bytes(bytes))) => {
                     let descriptor = CopyDescriptor::contiguous(dst.clone());
                     self.scoped_overwrite(stream, std::slice::from_ref(dst), |s| {
                         crate::transfer::write::write(

@@ -27,12 +27,19 @@ impl<C: WgpuCompiler> ServerCommunication for WgpuServer<C> {
 
     fn comm_init(&mut self, device_ids: Vec<DeviceId>) -> Result<(), ServerError> {
         self.enter()?;
-        let joined = self.collectives.join(&device_ids, |outcome_wait| Context {
+        let device = crate::collective::Device {
+            device: self.gpu.device().clone(),
             submitter: self.streams.backend().submitter().clone(),
-            outcome_wait,
-            upload: self.memory.upload().clone(),
             poller: self.gpu.poller().handle(),
-        })?;
+        };
+        let joined = self
+            .collectives
+            .join(&device_ids, &device, |outcome_wait| Context {
+                submitter: self.streams.backend().submitter().clone(),
+                outcome_wait,
+                upload: self.memory.upload().clone(),
+                poller: self.gpu.poller().handle(),
+            })?;
         if let Some(Joined { wait, handoffs }) = joined {
             self.streams
                 .backend_mut()

@@ -17,6 +17,7 @@ mod api;
 mod assemble;
 mod collective;
 mod communication;
+mod device_collective;
 mod dispatch;
 mod graph;
 #[cfg(feature = "testing")]

@@ -24,12 +24,22 @@ pub(crate) enum GateState {
     /// submit).
     Written,
     /// `ComputeWait::Overlap`: the result, for `sync_collective` to write.
-    Ready(Bytes),
+    Ready(Held),
     /// The call failed (or a rank's input was untrusted): `dst` is poisoned
     /// with this error.
     Failed(ServerError),
     /// A wait gave up before the outcome; the applier must not write.
     Abandoned,
+}
+
+/// An `Overlap` result held for `sync_collective`.
+#[derive(Debug)]
+pub(crate) enum Held {
+    /// Its bytes, on the host (host staging).
+    Bytes(Bytes),
+    /// A device buffer that holds it from offset 0 (the devices combined
+    /// it, `collective/device_call.rs`).
+    Device(wgpu::Buffer),
 }
 
 /// One collective's gate.
@@ -111,7 +121,7 @@ impl Gate {
 
     /// The overlap result, once: `Some(Ok(bytes))` the first time after a
     /// `Ready`, then `Some(Ok(empty))`.
-    pub fn take_ready(&self) -> Option<Bytes> {
+    pub fn take_ready(&self) -> Option<Held> {
         let mut state = self.lock();
         match std::mem::replace(&mut *state, GateState::Written) {
             GateState::Ready(bytes) => Some(bytes),

@@ -129,6 +129,18 @@ fn fail(len: u64, what: &str, e: vk::Result) -> ServerError {
     }
 }
 
+pub(super) fn identity(device: &wgpu::Device) -> Result<([u8; 16], [u8; 16]), ServerError> {
+    let h = Handles::of(device)?;
+    let both =
+        vk::ExternalMemoryFeatureFlags::EXPORTABLE | vk::ExternalMemoryFeatureFlags::IMPORTABLE;
+    if !h.external_features().contains(both) {
+        return Err(unsupported(
+            "the driver neither exports nor imports such buffers by opaque fd",
+        ));
+    }
+    Ok(h.uuids)
+}
+
 pub(super) fn export(
     device: &wgpu::Device,
     len: u64,

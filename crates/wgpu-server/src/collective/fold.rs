@@ -1,0 +1,267 @@
+//! The fold kernels of device collectives: `dst = ((x0 op x1) op x2) ...`
+//! over the ranks' pieces in rank order, the host's order
+//! (`compute_collective::reduce`), so both paths give the same bits.
+//!
+//! One kernel reads up to [`INPUTS`] ranks' pieces (and, after the first
+//! pass, `dst` itself as the accumulator), so any rank count takes
+//! `ceil(ranks / INPUTS)` passes without passing the per-stage limit of
+//! storage buffers. Elements are 32-bit words: `u32`, `i32` (wrapping, as
+//! the host's) and `f32`. Float `Min`/`Max` compare ordered integer keys
+//! (exact on every device, denormals too, NaN as the host's canonical
+//! NaN, equal zeros keeping the accumulator); float `Sum`/`Prod` are the
+//! device's adds and multiplies, which equal the host's only where the
+//! device keeps denormals: [`Folds::exact_floats`] measures that once per
+//! device, and a group whose devices flush them folds floats on the host.
+//! What the device path does not fold (64- and 16-bit types, `Mean`) goes
+//! through host staging (`device_call::eligible`).
+
+use std::sync::Mutex;
+
+use compute_runtime::{DType, ReduceOp, Reduction, ServerError};
+use hashbrown::HashMap;
+
+use crate::device::faults::scoped;
+
+/// Ranks' pieces one pass reads.
+pub(crate) const INPUTS: usize = 4;
+
+/// Threads per workgroup.
+const GROUP: u64 = 256;
+
+/// Workgroups one pass launches at most (each thread strides).
+const MAX_GROUPS: u64 = 8192;
+
+/// A binding's bytes: `len` bytes of `buffer` from `offset`.
+#[derive(Clone, Debug)]
+pub(crate) struct Span {
+    pub buffer: wgpu::Buffer,
+    pub offset: u64,
+    pub len: u64,
+}
+
+/// Whether the fold kernels cover `reduction` (floats' sums and products
+/// only where `exact_floats`).
+pub(crate) fn covers(reduction: Reduction, exact_floats: bool) -> bool {
+    match (reduction.dtype, reduction.op) {
+        (DType::U32 | DType::I32, op) => op != ReduceOp::Mean,
+        (DType::F32, ReduceOp::Min | ReduceOp::Max) => true,
+        (DType::F32, ReduceOp::Sum | ReduceOp::Prod) => exact_floats,
+        _ => false,
+    }
+}
+
+/// One device's fold pipelines, made as calls need them.
+#[derive(Debug)]
+pub(crate) struct Folds {
+    device: wgpu::Device,
+    pipelines: Mutex<HashMap<(Reduction, usize), wgpu::ComputePipeline>>,
+}
+
+impl Folds {
+    pub fn new(device: wgpu::Device) -> Self {
+        Folds {
+            device,
+            pipelines: Mutex::new(HashMap::new()),
+        }
+    }
+
+    fn pipeline(
+        &self,
+        reduction: Reduction,
+        inputs: usize,
+    ) -> Result<wgpu::ComputePipeline, ServerError> {
+        let mut pipelines = self.pipelines.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(p) = pipelines.get(&(reduction, inputs)) {
+            return Ok(p.clone());
+        }
+        let source = wgsl(reduction, inputs).ok_or_else(|| {
+            ServerError::unsupported(
+                "a collective's fold on the device",
+                "no kernel for this element type and operation",
+            )
+        })?;
+        let device = &self.device;
+        let pipeline = scoped(device, || {
+            let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
+                label: Some("collective fold"),
+                source: wgpu::ShaderSource::Wgsl(source.into()),
+            });
+            device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+                label: Some("collective fold"),
+                layout: None,
+                module: &module,
+                entry_point: Some("main"),
+                compilation_options: Default::default(),
+                cache: None,
+            })
+        })?;
+        pipelines.insert((reduction, inputs), pipeline.clone());
+        Ok(pipeline)
+    }
+
+    /// Records the passes that fold `inputs` (one span per rank, in rank
+    /// order, each `dst.len` bytes at an offset the device can bind) into
+    /// `dst`.
+    pub fn encode(
+        &self,
+        encoder: &mut wgpu::CommandEncoder,
+        reduction: Reduction,
+        inputs: &[Span],
+        dst: &Span,
+    ) -> Result<(), ServerError> {
+        let device = &self.device;
+        let align = u64::from(device.limits().min_storage_buffer_offset_alignment.max(4));
+        let base = dst.offset - dst.offset % align;
+        let dst_at = u32::try_from((dst.offset - base) / 4).unwrap_or(u32::MAX);
+        let count = dst.len / 4;
+        let dst_len = (dst.offset - base + dst.len).next_multiple_of(4);
+        let groups = count.div_ceil(GROUP).clamp(1, MAX_GROUPS) as u32;
+        for (pass, chunk) in inputs.chunks(INPUTS).enumerate() {
+            let pipeline = self.pipeline(reduction, chunk.len())?;
+            let params = device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some("collective fold params"),
+                size: 16,
+                usage: wgpu::BufferUsages::UNIFORM,
+                mapped_at_creation: true,
+            });
+            {
+                let mut view = params.slice(..).get_mapped_range_mut().map_err(|e| {
+                    ServerError::OutOfMemory {
+                        size: 16,
+                        reason: format!("a collective fold's parameters: {e}"),
+                    }
+                })?;
+                let words = [count as u32, dst_at, u32::from(pass == 0), 0];
+                let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
+                view.copy_from_slice(&bytes);
+            }
+            params.unmap();
+            let mut entries = vec![
+                entry(0, &dst.buffer, base, dst_len),
+                wgpu::BindGroupEntry {
+                    binding: 1,
+                    resource: params.as_entire_binding(),
+                },
+            ];
+            for (i, x) in chunk.iter().enumerate() {
+                entries.push(entry(2 + i as u32, &x.buffer, x.offset, dst.len));
+            }
+            let group = scoped(device, || {
+                device.create_bind_group(&wgpu::BindGroupDescriptor {
+                    label: Some("collective fold"),
+                    layout: &pipeline.get_bind_group_layout(0),
+                    entries: &entries,
+                })
+            })?;
+            let mut cpass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
+                label: Some("collective fold"),
+                timestamp_writes: None,
+            });
+            cpass.set_pipeline(&pipeline);
+            cpass.set_bind_group(0, &group, &[]);
+            cpass.dispatch_workgroups(groups, 1, 1);
+        }
+        Ok(())
+    }
+}
+
+fn entry(binding: u32, buffer: &wgpu::Buffer, offset: u64, len: u64) -> wgpu::BindGroupEntry<'_> {
+    wgpu::BindGroupEntry {
+        binding,
+        resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding {
+            buffer,
+            offset,
+            size: std::num::NonZeroU64::new(len.max(4)),
+        }),
+    }
+}
+
+/// The combine of two elements' bits, as WGSL.
+fn combine(reduction: Reduction) -> Option<&'static str> {
+    Some(match (reduction.dtype, reduction.op) {
+        (DType::U32, ReduceOp::Sum) => "return a + b;",
+        (DType::U32, ReduceOp::Prod) => "return a * b;",
+        (DType::U32, ReduceOp::Min) => "return min(a, b);",
+        (DType::U32, ReduceOp::Max) => "return max(a, b);",
+        (DType::I32, ReduceOp::Sum) => "return bitcast<u32>(bitcast<i32>(a) + bitcast<i32>(b));",
+        (DType::I32, ReduceOp::Prod) => "return bitcast<u32>(bitcast<i32>(a) * bitcast<i32>(b));",
+        (DType::I32, ReduceOp::Min) => {
+            "return bitcast<u32>(min(bitcast<i32>(a), bitcast<i32>(b)));"
+        }
+        (DType::I32, ReduceOp::Max) => {
+            "return bitcast<u32>(max(bitcast<i32>(a), bitcast<i32>(b)));"
+        }
+        (DType::F32, ReduceOp::Sum) => "return bitcast<u32>(bitcast<f32>(a) + bitcast<f32>(b));",
+        (DType::F32, ReduceOp::Prod) => "return bitcast<u32>(bitcast<f32>(a) * bitcast<f32>(b));",
+        (DType::F32, ReduceOp::Min) => {
+            "if nan(a) || nan(b) { return 0x7fc00000u; }\n    \
+             if ((a | b) & 0x7fffffffu) == 0u { return a; }\n    \
+             return select(a, b, key(b) < key(a));"
+        }
+        (DType::F32, ReduceOp::Max) => {
+            "if nan(a) || nan(b) { return 0x7fc00000u; }\n    \
+             if ((a | b) & 0x7fffffffu) == 0u { return a; }\n    \
+             return select(a, b, key(b) > key(a));"
+        }
+        _ => return None,
+    })
+}
+
+/// The fold kernel of `reduction` over `inputs` ranks' pieces.
+fn wgsl(reduction: Reduction, inputs: usize) -> Option<String> {
+    let body = combine(reduction)?;
+    let mut s = String::from(
+        "struct Params { count: u32, dst_at: u32, first: u32, pad: u32 }\n\
+         @group(0) @binding(0) var<storage, read_write> dst: array<u32>;\n\
+         @group(0) @binding(1) var<uniform> params: Params;\n",
+    );
+    for i in 0..inputs {
+        s += &format!(
+            "@group(0) @binding({}) var<storage, read> x{i}: array<u32>;\n",
+            2 + i
+        );
+    }
+    s += "fn nan(x: u32) -> bool { return (x & 0x7fffffffu) > 0x7f800000u; }\n\
+          // Orders floats' bits as their values: negatives reversed below positives.\n\
+          fn key(x: u32) -> u32 { return select(~x, x | 0x80000000u, (x & 0x80000000u) == 0u); }\n";
+    s += &format!("fn comb(a: u32, b: u32) -> u32 {{\n    {body}\n}}\n");
+    s += "@compute @workgroup_size(256)\n\
+          fn main(@builtin(global_invocation_id) id: vec3<u32>, \
+          @builtin(num_workgroups) groups: vec3<u32>) {\n\
+          \x20   let stride = groups.x * 256u;\n\
+          \x20   for (var i = id.x; i < params.count; i = i + stride) {\n\
+          \x20       var acc = x0[i];\n\
+          \x20       if params.first == 0u { acc = comb(dst[params.dst_at + i], acc); }\n";
+    for i in 1..inputs {
+        s += &format!("        acc = comb(acc, x{i}[i]);\n");
+    }
+    s += "        dst[params.dst_at + i] = acc;\n    }\n}\n";
+    Some(s)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_kernel_the_device_path_covers_passes_naga() {
+        let dtypes = [DType::U32, DType::I32, DType::F32, DType::F16, DType::I64];
+        for dtype in dtypes {
+            for op in ReduceOp::ALL {
+                let r = Reduction::new(op, dtype);
+                assert_eq!(combine(r).is_some(), covers(r, true), "{r:?}");
+                for inputs in 1..=INPUTS {
+                    let Some(src) = wgsl(r, inputs) else { continue };
+                    let module = naga::front::wgsl::parse_str(&src)
+                        .unwrap_or_else(|e| panic!("{r:?} x{inputs}: {e}\n{src}"));
+                    naga::valid::Validator::new(
+                        naga::valid::ValidationFlags::all(),
+                        naga::valid::Capabilities::empty(),
+                    )
+                    .validate(&module)
+                    .unwrap_or_else(|e| panic!("{r:?} x{inputs}: {e:?}"));
+                }
+            }
+        }
+    }
+}

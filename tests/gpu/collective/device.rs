@@ -1,0 +1,86 @@
+//! Ranks whose devices share memory (devices of one adapter, which
+//! lavapipe exports and imports by fd too) move their group calls' data on
+//! the devices (`collective/device_call.rs`); the rest of this suite runs
+//! on that path wherever the adapter shares memory. Here: that the path is
+//! taken, that a group whose first call came before every rank joined
+//! stays on host staging, and that `WGPU_SERVER_DEVICE_PIECE_BYTES`-sized
+//! pieces (set by `cargo xtask ci` for a second pass) give the same bytes.
+
+use compute_runtime::{ComputeWait, DType, Reduction, ServerCommunication};
+use wgpu_server::testing::collective_on_device;
+
+use super::group::*;
+use crate::common::*;
+
+/// An all-reduce (u32 sum) and an all-gather on every rank, checked.
+fn sum_and_gather(g: &mut Group, len: usize) {
+    let n = g.n();
+    let mut sums = Vec::new();
+    let mut gathers = Vec::new();
+    for (r, s) in g.s.iter_mut().enumerate() {
+        let vals: Vec<u32> = (0..len).map(|i| (r * 1000 + i) as u32).collect();
+        let src = upload(s, u32_bytes(&vals), S0);
+        let sum = alloc(s, 4 * len as u64, S0);
+        let gathered = alloc(s, (4 * len * n) as u64, S0);
+        s.all_reduce(
+            src.binding(),
+            sum.binding(),
+            Reduction::sum(DType::U32),
+            S0,
+            g.ids.clone(),
+            ComputeWait::Wait,
+        )
+        .unwrap_or_else(|e| panic!("rank {r}: all_reduce: {e}"));
+        s.all_gather(src.binding(), gathered.binding(), S0, g.ids.clone())
+            .unwrap_or_else(|e| panic!("rank {r}: all_gather: {e}"));
+        sums.push(sum);
+        gathers.push(gathered);
+    }
+    let want_sum: Vec<u32> = (0..len)
+        .map(|i| (0..n).map(|r| (r * 1000 + i) as u32).sum())
+        .collect();
+    let want_gather: Vec<u32> = (0..n)
+        .flat_map(|r| (0..len).map(move |i| (r * 1000 + i) as u32))
+        .collect();
+    for (r, s) in g.s.iter_mut().enumerate() {
+        let got = read(s, &sums[r], S0).unwrap_or_else(|e| panic!("rank {r}: {e}"));
+        assert!(bytes_u32(&got) == want_sum, "rank {r}: all_reduce");
+        let got = read(s, &gathers[r], S0).unwrap_or_else(|e| panic!("rank {r}: {e}"));
+        assert!(bytes_u32(&got) == want_gather, "rank {r}: all_gather");
+    }
+}
+
+#[test]
+fn ranks_on_one_adapter_move_group_calls_on_the_devices() {
+    let mut g = Group::new(3);
+    let on = collective_on_device(&g.s[0], &g.ids);
+    if on == Some(false) && std::env::var("WGPU_SERVER_COLLECTIVE_PATH").as_deref() == Ok("host") {
+        eprintln!("skipped: WGPU_SERVER_COLLECTIVE_PATH=host forces host staging");
+        return;
+    }
+    if on == Some(false) {
+        let adapter = &compute_runtime::Server::utilities(&g.s[0]).adapter;
+        eprintln!(
+            "skipped: {} ({}) does not share device memory between its devices",
+            adapter.name, adapter.backend
+        );
+        return;
+    }
+    for (r, s) in g.s.iter().enumerate() {
+        assert_eq!(collective_on_device(s, &g.ids), Some(true), "rank {r}");
+    }
+    sum_and_gather(&mut g, 1000);
+    sum_and_gather(&mut g, 1);
+}
+
+#[test]
+fn a_group_whose_first_call_came_before_every_rank_joined_stays_on_host_staging() {
+    let mut g = Group::open(2);
+    let ids = g.ids.clone();
+    g.s[0].comm_init(ids.clone()).expect("comm_init");
+    // Rank 1 has not joined: asking fixes the path, as a call would.
+    assert_eq!(collective_on_device(&g.s[0], &ids), Some(false));
+    g.s[1].comm_init(ids.clone()).expect("comm_init");
+    assert_eq!(collective_on_device(&g.s[1], &ids), Some(false));
+    sum_and_gather(&mut g, 100);
+}
