@@ -9,7 +9,8 @@
 //! pieces and judges (`compute_collective::DeviceData`). Group calls the
 //! devices do exactly (32-bit elements; float sums and products only where
 //! the devices keep denormals; not `Mean`; whole words) take it; the rest,
-//! messages, ranks in other processes and `WGPU_SERVER_COLLECTIVE_PATH=host`
+//! messages, ranks in other processes, CPU adapters (unless
+//! `WGPU_SERVER_COLLECTIVE_PATH=device`) and `WGPU_SERVER_COLLECTIVE_PATH=host`
 //! are **host-staged**: a rank's `src` is copied on its stream into a mapped staging buffer
 //! (`stage.rs`), the mapped bytes are this rank's input to its
 //! [`Communicator`], which pairs the ranks' calls, checks they agree and
@@ -85,14 +86,19 @@ pub(crate) struct Device {
     pub device: wgpu::Device,
     pub submitter: crate::stream::submit::Submitter,
     pub poller: crate::device::poller::PollerHandle,
+    /// A CPU adapter (lavapipe): its device memory is host memory.
+    pub cpu: bool,
 }
 
-/// `WGPU_SERVER_COLLECTIVE_PATH`: `host` forces host staging (`Some(false)`),
-/// `device` or unset leaves it to the group.
-fn path_from_env() -> Option<bool> {
-    match std::env::var("WGPU_SERVER_COLLECTIVE_PATH").ok()?.as_str() {
-        "host" => Some(false),
-        _ => Some(true),
+/// Whether a rank asks for the device path: `WGPU_SERVER_COLLECTIVE_PATH`
+/// `host` or `device` where set, else every adapter but a CPU one (whose
+/// "device" copies and folds run on the same cores as host staging's, and
+/// measured slower there: `docs/status.md`).
+fn wants_device(cpu: bool) -> bool {
+    match std::env::var("WGPU_SERVER_COLLECTIVE_PATH").as_deref() {
+        Ok("host") => false,
+        Ok("device") => true,
+        _ => !cpu,
     }
 }
 
@@ -182,7 +188,7 @@ impl Collectives {
                 .get_or_insert_with(|| Arc::new(Folds::new(device.device.clone()))),
         );
         let uuids = crate::device::shared_memory::identity(&device.device).ok();
-        let wants_device = path_from_env() != Some(false);
+        let wants_device = wants_device(device.cpu);
         let exact_floats = uuids.is_some()
             && wants_device
             && exact_floats(&folds, &device.device, &device.submitter, &device.poller);

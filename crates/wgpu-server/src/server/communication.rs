@@ -31,6 +31,7 @@ impl<C: WgpuCompiler> ServerCommunication for WgpuServer<C> {
             device: self.gpu.device().clone(),
             submitter: self.streams.backend().submitter().clone(),
             poller: self.gpu.poller().handle(),
+            cpu: self.utilities.adapter.device_type == "Cpu",
         };
         let joined = self
             .collectives
