@@ -176,8 +176,17 @@ fn test() -> Result {
     // cut into 4 KiB pieces.
     for piece in [None, Some("4096")] {
         let mut c = cargo();
-        c.args(["test", "-p", "compute-tests", "--test", "gpu", "--", "collective", "model"])
-            .env("WGPU_SERVER_COLLECTIVE_PATH", "device");
+        c.args([
+            "test",
+            "-p",
+            "compute-tests",
+            "--test",
+            "gpu",
+            "--",
+            "collective",
+            "model",
+        ])
+        .env("WGPU_SERVER_COLLECTIVE_PATH", "device");
         if let Some(bytes) = piece {
             c.env("WGPU_SERVER_DEVICE_PIECE_BYTES", bytes);
         }

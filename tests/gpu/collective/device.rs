@@ -94,3 +94,43 @@ fn a_group_whose_first_call_came_before_every_rank_joined_stays_on_host_staging(
     assert_eq!(collective_on_device(&g.s[1], &ids), Some(false));
     sum_and_gather(&mut g, 100);
 }
+
+/// Bytes of rank `r`'s input: distinct per rank and position.
+fn pattern(r: usize, len: usize) -> Vec<u8> {
+    (0..len).map(|i| (r * 64 + i + 1) as u8).collect()
+}
+
+#[test]
+fn a_src_that_starts_mid_word_gives_the_same_bytes_on_either_path() {
+    let mut g = Group::new(2);
+    let ids = g.ids.clone();
+    // 8 bytes from byte 1, 2 and 3 of each rank's slice (whole words, so a
+    // device group takes them on the device, through its shifting copy).
+    for from in 1..4u64 {
+        let mut gathered = Vec::new();
+        let mut swapped = Vec::new();
+        for (r, s) in g.s.iter_mut().enumerate() {
+            let whole = upload(s, pattern(r, 16), S0);
+            let src = sub(&whole, from, 8);
+            let gather = alloc(s, 16, S0);
+            let swap = alloc(s, 8, S0);
+            s.all_gather(src.binding(), gather.binding(), S0, ids.clone())
+                .unwrap_or_else(|e| panic!("rank {r}: all_gather: {e}"));
+            s.all_to_all(src.binding(), swap.binding(), S0, ids.clone())
+                .unwrap_or_else(|e| panic!("rank {r}: all_to_all: {e}"));
+            gathered.push(gather);
+            swapped.push(swap);
+        }
+        let input = |r: usize| pattern(r, 16)[from as usize..from as usize + 8].to_vec();
+        for (r, s) in g.s.iter_mut().enumerate() {
+            let got = read(s, &gathered[r], S0).unwrap_or_else(|e| panic!("rank {r}: {e}"));
+            let want: Vec<u8> = (0..2).flat_map(input).collect();
+            assert_eq!(got.to_vec(), want, "rank {r}: all_gather from byte {from}");
+            let got = read(s, &swapped[r], S0).unwrap_or_else(|e| panic!("rank {r}: {e}"));
+            let want: Vec<u8> = (0..2)
+                .flat_map(|j| input(j)[4 * r..4 * r + 4].to_vec())
+                .collect();
+            assert_eq!(got.to_vec(), want, "rank {r}: all_to_all from byte {from}");
+        }
+    }
+}

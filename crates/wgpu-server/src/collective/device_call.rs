@@ -209,19 +209,21 @@ impl DeviceData for DeviceCall {
         let Some(source) = &self.source else {
             return Ok(());
         };
-        if source.base % 4 != 0 {
-            return Err(ServerError::unsupported(
-                "a device collective's source",
-                "it starts mid-word (an offset not a multiple of 4 bytes)",
-            ));
-        }
         let l = self.layout;
         let (lo, len) = l.piece_range(piece);
         let own = self.on.exchange.own(l.blocks * l.stride())?;
         let mut encoder = self.encoder();
         for c in 0..l.blocks {
+            let to = Span {
+                buffer: own.clone(),
+                offset: c * l.stride(),
+                len,
+            };
+            // A `src` that starts mid-word is shifted into place by a kernel.
             let from = source.base + c * l.block + lo;
-            encoder.copy_buffer_to_buffer(&source.buffer, from, &own, c * l.stride(), len);
+            self.on
+                .folds
+                .encode_copy_from(&mut encoder, &source.buffer, from, &to)?;
         }
         let index = self.submit(encoder)?;
         self.wait(index)

@@ -50,19 +50,141 @@ pub(crate) fn covers(reduction: Reduction, exact_floats: bool) -> bool {
     }
 }
 
-/// One device's fold pipelines, made as calls need them.
+/// One device's fold pipelines (and the shifting copy), made as calls
+/// need them.
 #[derive(Debug)]
 pub(crate) struct Folds {
     device: wgpu::Device,
     pipelines: Mutex<HashMap<(Reduction, usize), wgpu::ComputePipeline>>,
+    shift: Mutex<Option<wgpu::ComputePipeline>>,
 }
+
+/// Copies words that start mid-word in the source: word `i` of `dst` is
+/// bytes `4 i + shift ..` of the source from word `src_at` (`shift` in
+/// 1..=3; a copy command moves whole words only).
+const SHIFT: &str = "struct Params { words: u32, src_at: u32, shift: u32, pad: u32 }
+@group(0) @binding(0) var<storage, read_write> dst: array<u32>;
+@group(0) @binding(1) var<uniform> params: Params;
+@group(0) @binding(2) var<storage, read> src: array<u32>;
+@compute @workgroup_size(256)
+fn main(@builtin(global_invocation_id) id: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
+    let stride = groups.x * 256u;
+    let low = 8u * params.shift;
+    for (var i = id.x; i < params.words; i = i + stride) {
+        let at = params.src_at + i;
+        dst[i] = (src[at] >> low) | (src[at + 1u] << (32u - low));
+    }
+}
+";
 
 impl Folds {
     pub fn new(device: wgpu::Device) -> Self {
         Folds {
             device,
             pipelines: Mutex::new(HashMap::new()),
+            shift: Mutex::new(None),
         }
+    }
+
+    fn shift_pipeline(&self) -> Result<wgpu::ComputePipeline, ServerError> {
+        let mut shift = self.shift.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(p) = shift.as_ref() {
+            return Ok(p.clone());
+        }
+        let pipeline = self.compile(SHIFT.to_string(), "collective shifted copy")?;
+        *shift = Some(pipeline.clone());
+        Ok(pipeline)
+    }
+
+    fn compile(&self, source: String, label: &str) -> Result<wgpu::ComputePipeline, ServerError> {
+        let device = &self.device;
+        scoped(device, || {
+            let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
+                label: Some(label),
+                source: wgpu::ShaderSource::Wgsl(source.into()),
+            });
+            device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+                label: Some(label),
+                layout: None,
+                module: &module,
+                entry_point: Some("main"),
+                compilation_options: Default::default(),
+                cache: None,
+            })
+        })
+    }
+
+    /// A uniform buffer of four words.
+    fn params(&self, words: [u32; 4]) -> Result<wgpu::Buffer, ServerError> {
+        let params = self.device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("collective kernel params"),
+            size: 16,
+            usage: wgpu::BufferUsages::UNIFORM,
+            mapped_at_creation: true,
+        });
+        {
+            let mut view =
+                params
+                    .slice(..)
+                    .get_mapped_range_mut()
+                    .map_err(|e| ServerError::OutOfMemory {
+                        size: 16,
+                        reason: format!("a collective kernel's parameters: {e}"),
+                    })?;
+            let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
+            view.copy_from_slice(&bytes);
+        }
+        params.unmap();
+        Ok(params)
+    }
+
+    /// Records a copy of `dst.len` bytes (whole words) from byte `from` of
+    /// `src`, which need not be a word's start, into `dst` (at an offset
+    /// the device can bind).
+    pub fn encode_copy_from(
+        &self,
+        encoder: &mut wgpu::CommandEncoder,
+        src: &wgpu::Buffer,
+        from: u64,
+        dst: &Span,
+    ) -> Result<(), ServerError> {
+        if from % 4 == 0 {
+            encoder.copy_buffer_to_buffer(src, from, &dst.buffer, dst.offset, dst.len);
+            return Ok(());
+        }
+        let device = &self.device;
+        let align = u64::from(device.limits().min_storage_buffer_offset_alignment.max(4));
+        let base = from - from % align;
+        // Through the word holding the last byte: the kernel reads one word
+        // past each it writes.
+        let end = (from + dst.len).next_multiple_of(4).min(src.size());
+        let words = dst.len / 4;
+        let src_at = ((from - base) / 4) as u32;
+        let params = self.params([words as u32, src_at, (from % 4) as u32, 0])?;
+        let pipeline = self.shift_pipeline()?;
+        let entries = [
+            entry(0, &dst.buffer, dst.offset, dst.len),
+            wgpu::BindGroupEntry {
+                binding: 1,
+                resource: params.as_entire_binding(),
+            },
+            entry(2, src, base, end - base),
+        ];
+        let group = scoped(device, || {
+            device.create_bind_group(&wgpu::BindGroupDescriptor {
+                label: Some("collective shifted copy"),
+                layout: &pipeline.get_bind_group_layout(0),
+                entries: &entries,
+            })
+        })?;
+        let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
+            label: Some("collective shifted copy"),
+            timestamp_writes: None,
+        });
+        pass.set_pipeline(&pipeline);
+        pass.set_bind_group(0, &group, &[]);
+        pass.dispatch_workgroups(words.div_ceil(GROUP).clamp(1, MAX_GROUPS) as u32, 1, 1);
+        Ok(())
     }
 
     fn pipeline(
@@ -80,21 +202,7 @@ impl Folds {
                 "no kernel for this element type and operation",
             )
         })?;
-        let device = &self.device;
-        let pipeline = scoped(device, || {
-            let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
-                label: Some("collective fold"),
-                source: wgpu::ShaderSource::Wgsl(source.into()),
-            });
-            device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
-                label: Some("collective fold"),
-                layout: None,
-                module: &module,
-                entry_point: Some("main"),
-                compilation_options: Default::default(),
-                cache: None,
-            })
-        })?;
+        let pipeline = self.compile(source, "collective fold")?;
         pipelines.insert((reduction, inputs), pipeline.clone());
         Ok(pipeline)
     }
@@ -118,24 +226,7 @@ impl Folds {
         let groups = count.div_ceil(GROUP).clamp(1, MAX_GROUPS) as u32;
         for (pass, chunk) in inputs.chunks(INPUTS).enumerate() {
             let pipeline = self.pipeline(reduction, chunk.len())?;
-            let params = device.create_buffer(&wgpu::BufferDescriptor {
-                label: Some("collective fold params"),
-                size: 16,
-                usage: wgpu::BufferUsages::UNIFORM,
-                mapped_at_creation: true,
-            });
-            {
-                let mut view = params.slice(..).get_mapped_range_mut().map_err(|e| {
-                    ServerError::OutOfMemory {
-                        size: 16,
-                        reason: format!("a collective fold's parameters: {e}"),
-                    }
-                })?;
-                let words = [count as u32, dst_at, u32::from(pass == 0), 0];
-                let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
-                view.copy_from_slice(&bytes);
-            }
-            params.unmap();
+            let params = self.params([count as u32, dst_at, u32::from(pass == 0), 0])?;
             let mut entries = vec![
                 entry(0, &dst.buffer, base, dst_len),
                 wgpu::BindGroupEntry {

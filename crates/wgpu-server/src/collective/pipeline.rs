@@ -78,7 +78,10 @@ impl ScratchPool {
             device.create_buffer(&wgpu::BufferDescriptor {
                 label: Some("collective scratch"),
                 size: class,
-                usage: wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::COPY_DST,
+                // Storage too: a device collective's shifting copy reads it.
+                usage: wgpu::BufferUsages::COPY_SRC
+                    | wgpu::BufferUsages::COPY_DST
+                    | wgpu::BufferUsages::STORAGE,
                 mapped_at_creation: false,
             })
         })
