@@ -148,7 +148,7 @@ impl Folds {
         from: u64,
         dst: &Span,
     ) -> Result<(), ServerError> {
-        if from % 4 == 0 {
+        if from.is_multiple_of(4) {
             encoder.copy_buffer_to_buffer(src, from, &dst.buffer, dst.offset, dst.len);
             return Ok(());
         }
