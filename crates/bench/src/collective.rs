@@ -43,6 +43,8 @@ use wgpu_server::{WgpuServerOptions, WgslPassthrough};
 use crate::S;
 use crate::harness::{Options, STREAM, alloc, gbps, interleaved, median};
 use crate::raw_collective::{RawGroup, RawOp};
+use crate::raw_shared::RawShared;
+use wgpu_server::testing::collective_on_device;
 use crate::report::Figure;
 
 const MIB: u64 = 1 << 20;
@@ -315,18 +317,47 @@ fn table(ranks: &mut Ranks, o: &Options) -> Result<(), ServerError> {
 
 /// The raw loop over `ranks`' own devices, `src` filled as the server's
 /// (`value`), `max` bytes per rank.
-fn raw_group(ranks: &Ranks, max: u64) -> RawGroup {
+/// The raw loop a figure is measured against: host-staged, or over shared
+/// device memory where the server's ranks take the device path.
+enum Baseline {
+    Host(RawGroup),
+    Shared(RawShared),
+}
+
+impl Baseline {
+    fn run(&mut self, op: RawOp, size: u64) -> std::time::Duration {
+        match self {
+            Baseline::Host(raw) => raw.run(op, size),
+            Baseline::Shared(raw) => raw.run(op, size),
+        }
+    }
+
+    /// `host` or `shared`, the baseline's name for this loop.
+    fn name(&self, host: &'static str, shared: &'static str) -> &'static str {
+        match self {
+            Baseline::Host(_) => host,
+            Baseline::Shared(_) => shared,
+        }
+    }
+}
+
+fn raw_group(ranks: &Ranks, max: u64) -> Baseline {
     let devices: Vec<(wgpu::Device, wgpu::Queue)> = ranks
         .servers
         .iter()
         .map(|s| (s.device().clone(), s.queue().clone()))
         .collect();
-    let chunk = (compute_collective::DEFAULT_CHUNK_BYTES as u64).min(max);
-    RawGroup::new(&devices, max, chunk, |r| {
+    let fill = |r| {
         (0..(max / 4) as usize)
             .flat_map(|i| value(r, i).to_le_bytes())
             .collect()
-    })
+    };
+    let on_device = collective_on_device(&ranks.servers[0], &ranks.ids) == Some(true);
+    if on_device && let Some(raw) = RawShared::new(&devices, max, fill) {
+        return Baseline::Shared(raw);
+    }
+    let chunk = (compute_collective::DEFAULT_CHUNK_BYTES as u64).min(max);
+    Baseline::Host(RawGroup::new(&devices, max, chunk, fill))
 }
 
 /// One figure: `op` on `size` bytes through the server and through the raw
@@ -334,14 +365,16 @@ fn raw_group(ranks: &Ranks, max: u64) -> RawGroup {
 #[allow(clippy::too_many_arguments)] // The figure's names, its call and its unit.
 fn compare(
     ranks: &mut Ranks,
-    raw: &mut RawGroup,
+    raw: &mut Baseline,
     o: &Options,
     (op, raw_op, size): (Op, RawOp, u64),
     us: bool,
     name: &'static str,
     unit: String,
-    baseline: &'static str,
+    // The host-staged loop's name, and the shared-memory loop's.
+    baseline: (&'static str, &'static str),
 ) -> Result<Figure, ServerError> {
+    let baseline = raw.name(baseline.0, baseline.1);
     let n = ranks.n();
     let report = |secs: f64| {
         if us {
@@ -404,7 +437,7 @@ fn figures_2(ranks: &mut Ranks, o: &Options, out: &mut Vec<Figure>) -> Result<()
         true,
         "collective.all_reduce_4kib_us",
         "us per call, 2 ranks, f32 sum, posted and synced on every rank (lower is better)".into(),
-        "raw.all_reduce_4kib_us",
+        ("raw.all_reduce_4kib_us", "raw.shared_all_reduce_4kib_us"),
     )?);
     let busbw = "GB/s bus bandwidth, 2 ranks, f32 sum (higher is better)";
     out.push(compare(
@@ -415,7 +448,7 @@ fn figures_2(ranks: &mut Ranks, o: &Options, out: &mut Vec<Figure>) -> Result<()
         false,
         "collective.all_reduce_64mib_busbw_gbps",
         busbw.into(),
-        "raw.all_reduce_64mib_busbw_gbps",
+        ("raw.all_reduce_64mib_busbw_gbps", "raw.shared_all_reduce_64mib_busbw_gbps"),
     )?);
     if !o.quick {
         out.push(compare(
@@ -426,7 +459,7 @@ fn figures_2(ranks: &mut Ranks, o: &Options, out: &mut Vec<Figure>) -> Result<()
             false,
             "collective.all_reduce_1gib_busbw_gbps",
             busbw.into(),
-            "raw.all_reduce_1gib_busbw_gbps",
+            ("raw.all_reduce_1gib_busbw_gbps", "raw.shared_all_reduce_1gib_busbw_gbps"),
         )?);
     }
     Ok(())
@@ -445,7 +478,7 @@ fn figures_4(ranks: &mut Ranks, o: &Options, out: &mut Vec<Figure>) -> Result<()
         "us per call, 4 ranks, 4 KiB gathered (1 KiB each), posted and synced on every rank \
          (lower is better)"
             .into(),
-        "raw.all_gather_4kib_4ranks_us",
+        ("raw.all_gather_4kib_4ranks_us", "raw.shared_all_gather_4kib_4ranks_us"),
     )?);
     Ok(())
 }

@@ -25,6 +25,7 @@ mod probe_wgsl;
 mod profile;
 mod raw;
 mod raw_collective;
+mod raw_shared;
 mod report;
 mod shaders;
 mod steps;

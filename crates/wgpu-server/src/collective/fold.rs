@@ -55,7 +55,7 @@ pub(crate) fn covers(reduction: Reduction, exact_floats: bool) -> bool {
 #[derive(Debug)]
 pub(crate) struct Folds {
     device: wgpu::Device,
-    pipelines: Mutex<HashMap<(Reduction, usize), wgpu::ComputePipeline>>,
+    pipelines: Mutex<HashMap<(Reduction, usize, u32), wgpu::ComputePipeline>>,
     shift: Mutex<Option<wgpu::ComputePipeline>>,
 }
 
@@ -191,19 +191,20 @@ impl Folds {
         &self,
         reduction: Reduction,
         inputs: usize,
+        lanes: u32,
     ) -> Result<wgpu::ComputePipeline, ServerError> {
         let mut pipelines = self.pipelines.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(p) = pipelines.get(&(reduction, inputs)) {
+        if let Some(p) = pipelines.get(&(reduction, inputs, lanes)) {
             return Ok(p.clone());
         }
-        let source = wgsl(reduction, inputs).ok_or_else(|| {
+        let source = wgsl(reduction, inputs, lanes).ok_or_else(|| {
             ServerError::unsupported(
                 "a collective's fold on the device",
                 "no kernel for this element type and operation",
             )
         })?;
         let pipeline = self.compile(source, "collective fold")?;
-        pipelines.insert((reduction, inputs), pipeline.clone());
+        pipelines.insert((reduction, inputs, lanes), pipeline.clone());
         Ok(pipeline)
     }
 
@@ -220,12 +221,18 @@ impl Folds {
         let device = &self.device;
         let align = u64::from(device.limits().min_storage_buffer_offset_alignment.max(4));
         let base = dst.offset - dst.offset % align;
-        let dst_at = u32::try_from((dst.offset - base) / 4).unwrap_or(u32::MAX);
-        let count = dst.len / 4;
-        let dst_len = (dst.offset - base + dst.len).next_multiple_of(4);
+        // Four words per invocation where `dst` and the length allow (the
+        // inputs start at bindable offsets, multiples of 16).
+        let lanes: u64 = match (dst.offset - base) % 16 == 0 && dst.len % 16 == 0 {
+            true => 4,
+            false => 1,
+        };
+        let dst_at = u32::try_from((dst.offset - base) / 4 / lanes).unwrap_or(u32::MAX);
+        let count = dst.len / 4 / lanes;
+        let dst_len = (dst.offset - base + dst.len).next_multiple_of(4 * lanes);
         let groups = count.div_ceil(GROUP).clamp(1, MAX_GROUPS) as u32;
         for (pass, chunk) in inputs.chunks(INPUTS).enumerate() {
-            let pipeline = self.pipeline(reduction, chunk.len())?;
+            let pipeline = self.pipeline(reduction, chunk.len(), lanes as u32)?;
             let params = self.params([count as u32, dst_at, u32::from(pass == 0), 0])?;
             let mut entries = vec![
                 entry(0, &dst.buffer, base, dst_len),
@@ -298,24 +305,33 @@ fn combine(reduction: Reduction) -> Option<&'static str> {
     })
 }
 
-/// The fold kernel of `reduction` over `inputs` ranks' pieces.
-fn wgsl(reduction: Reduction, inputs: usize) -> Option<String> {
+/// The fold kernel of `reduction` over `inputs` ranks' pieces, `lanes`
+/// (1 or 4) words per element of its arrays.
+fn wgsl(reduction: Reduction, inputs: usize, lanes: u32) -> Option<String> {
     let body = combine(reduction)?;
-    let mut s = String::from(
-        "struct Params { count: u32, dst_at: u32, first: u32, pad: u32 }\n\
-         @group(0) @binding(0) var<storage, read_write> dst: array<u32>;\n\
-         @group(0) @binding(1) var<uniform> params: Params;\n",
+    let word = if lanes == 4 { "vec4<u32>" } else { "u32" };
+    let mut s = format!(
+        "struct Params {{ count: u32, dst_at: u32, first: u32, pad: u32 }}\n\
+         @group(0) @binding(0) var<storage, read_write> dst: array<{word}>;\n\
+         @group(0) @binding(1) var<uniform> params: Params;\n"
     );
     for i in 0..inputs {
         s += &format!(
-            "@group(0) @binding({}) var<storage, read> x{i}: array<u32>;\n",
+            "@group(0) @binding({}) var<storage, read> x{i}: array<{word}>;\n",
             2 + i
         );
     }
     s += "fn nan(x: u32) -> bool { return (x & 0x7fffffffu) > 0x7f800000u; }\n\
           // Orders floats' bits as their values: negatives reversed below positives.\n\
           fn key(x: u32) -> u32 { return select(~x, x | 0x80000000u, (x & 0x80000000u) == 0u); }\n";
-    s += &format!("fn comb(a: u32, b: u32) -> u32 {{\n    {body}\n}}\n");
+    s += &format!("fn comb1(a: u32, b: u32) -> u32 {{\n    {body}\n}}\n");
+    s += &match lanes {
+        4 => format!(
+            "fn comb(a: {word}, b: {word}) -> {word} {{\n    \
+             return vec4<u32>(comb1(a.x, b.x), comb1(a.y, b.y), comb1(a.z, b.z), comb1(a.w, b.w));\n}}\n"
+        ),
+        _ => "fn comb(a: u32, b: u32) -> u32 { return comb1(a, b); }\n".to_string(),
+    };
     s += "@compute @workgroup_size(256)\n\
           fn main(@builtin(global_invocation_id) id: vec3<u32>, \
           @builtin(num_workgroups) groups: vec3<u32>) {\n\
@@ -341,8 +357,8 @@ mod tests {
             for op in ReduceOp::ALL {
                 let r = Reduction::new(op, dtype);
                 assert_eq!(combine(r).is_some(), covers(r, true), "{r:?}");
-                for inputs in 1..=INPUTS {
-                    let Some(src) = wgsl(r, inputs) else { continue };
+                for (inputs, lanes) in (1..=INPUTS).flat_map(|i| [(i, 1), (i, 4)]) {
+                    let Some(src) = wgsl(r, inputs, lanes) else { continue };
                     let module = naga::front::wgsl::parse_str(&src)
                         .unwrap_or_else(|e| panic!("{r:?} x{inputs}: {e}\n{src}"));
                     naga::valid::Validator::new(

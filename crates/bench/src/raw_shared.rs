@@ -1,0 +1,208 @@
+//! Raw-wgpu collectives between devices of one GPU over shared memory:
+//! the baselines of the `collective.*` figures where the server takes its
+//! device path (`wgpu-server/src/collective/device_call.rs`). The same
+//! bytes and the same device work: each rank copies its `src` into its own
+//! exported exchange buffer (every other device imports it), every device
+//! is waited for, then each rank folds every rank's buffer into its `dst`
+//! (f32 sum, rank order, four words per invocation) or copies them
+//! (`all_gather`), and every device is waited for again. Nothing else: no
+//! rendezvous, no ordering, no trust, no pieces (the buffers hold the
+//! whole call). One thread drives every rank, submitting every rank's work
+//! of a phase before waiting for any.
+
+use std::time::{Duration, Instant};
+
+use wgpu_server::testing::export_device_memory;
+
+use crate::raw::{buffer, pipeline, wait};
+use crate::raw_collective::RawOp;
+
+struct Rank {
+    rank: usize,
+    device: wgpu::Device,
+    queue: wgpu::Queue,
+    src: wgpu::Buffer,
+    dst: wgpu::Buffer,
+    /// Rank `j`'s exchange buffer as this device sees it (its own at its
+    /// rank).
+    exchange: Vec<wgpu::Buffer>,
+    fold: wgpu::ComputePipeline,
+}
+
+/// The raw ranks, or none where the devices cannot share memory.
+pub struct RawShared {
+    ranks: Vec<Rank>,
+}
+
+/// The f32 sum of `n` ranks' buffers, in rank order, four words per
+/// invocation.
+fn fold_source(n: usize) -> String {
+    let mut s = String::from(
+        "@group(0) @binding(0) var<storage, read_write> dst: array<vec4<f32>>;\n\
+         @group(0) @binding(1) var<uniform> count: vec4<u32>;\n",
+    );
+    for j in 0..n {
+        s += &format!(
+            "@group(0) @binding({}) var<storage, read> x{j}: array<vec4<f32>>;\n",
+            j + 2
+        );
+    }
+    s += "@compute @workgroup_size(256)\n\
+          fn main(@builtin(global_invocation_id) id: vec3<u32>, \
+          @builtin(num_workgroups) groups: vec3<u32>) {\n\
+          \x20   for (var i = id.x; i < count.x; i = i + groups.x * 256u) {\n\
+          \x20       var acc = x0[i];\n";
+    for j in 1..n {
+        s += &format!("        acc = acc + x{j}[i];\n");
+    }
+    s += "        dst[i] = acc;\n    }\n}\n";
+    s
+}
+
+impl RawShared {
+    /// `src` of every rank filled with `fill(rank)`'s bytes (`max` of
+    /// them); `None` where a device cannot export or import the memory.
+    pub fn new(
+        devices: &[(wgpu::Device, wgpu::Queue)],
+        max: u64,
+        fill: impl Fn(usize) -> Vec<u8>,
+    ) -> Option<Self> {
+        let n = devices.len();
+        let mut exported = Vec::new();
+        let mut own = Vec::new();
+        for (device, _) in devices {
+            let (buffer, handle) = export_device_memory(device, max).ok()?;
+            own.push(buffer);
+            exported.push(handle);
+        }
+        let storage = wgpu::BufferUsages::STORAGE
+            | wgpu::BufferUsages::COPY_SRC
+            | wgpu::BufferUsages::COPY_DST;
+        let mut ranks = Vec::new();
+        for (r, (device, queue)) in devices.iter().enumerate() {
+            let mut exchange = Vec::new();
+            for (j, handle) in exported.iter().enumerate() {
+                exchange.push(match j == r {
+                    true => own[r].clone(),
+                    false => handle.import(device, max).ok()?,
+                });
+            }
+            let src = buffer(device, max, storage);
+            queue.write_buffer(&src, 0, &fill(r));
+            queue.submit(std::iter::empty());
+            wait(device);
+            ranks.push(Rank {
+                rank: r,
+                device: device.clone(),
+                queue: queue.clone(),
+                src,
+                dst: buffer(device, max, storage),
+                exchange,
+                fold: pipeline(device, &fold_source(n)),
+            });
+        }
+        Some(RawShared { ranks })
+    }
+
+    /// One call of `op` on `size` bytes (see [`RawOp`]); its wall time.
+    pub fn run(&mut self, op: RawOp, size: u64) -> Duration {
+        let n = self.ranks.len() as u64;
+        let src_len = match op {
+            RawOp::AllReduceSum => size,
+            RawOp::AllGather => size / n,
+        };
+        // The parameters and bind groups are made before the clock starts,
+        // as a server with cached kernels would have them.
+        let groups: Vec<Vec<(wgpu::BindGroup, u64)>> = self
+            .ranks
+            .iter()
+            .map(|r| match op {
+                RawOp::AllReduceSum => r.fold_groups(size),
+                RawOp::AllGather => Vec::new(),
+            })
+            .collect();
+        let t = Instant::now();
+        for r in &self.ranks {
+            let mut enc = r.device.create_command_encoder(&Default::default());
+            enc.copy_buffer_to_buffer(&r.src, 0, &r.exchange[r.rank], 0, src_len);
+            r.queue.submit(Some(enc.finish()));
+        }
+        for r in &self.ranks {
+            wait(&r.device);
+        }
+        for (r, group) in self.ranks.iter().zip(&groups) {
+            let mut enc = r.device.create_command_encoder(&Default::default());
+            match op {
+                RawOp::AllReduceSum => {
+                    let mut pass = enc.begin_compute_pass(&Default::default());
+                    pass.set_pipeline(&r.fold);
+                    for (group, invocations) in group {
+                        pass.set_bind_group(0, group, &[]);
+                        let groups = invocations.div_ceil(256).clamp(1, 8192) as u32;
+                        pass.dispatch_workgroups(groups, 1, 1);
+                    }
+                }
+                RawOp::AllGather => {
+                    for (j, x) in r.exchange.iter().enumerate() {
+                        enc.copy_buffer_to_buffer(x, 0, &r.dst, j as u64 * src_len, src_len);
+                    }
+                }
+            }
+            r.queue.submit(Some(enc.finish()));
+        }
+        for r in &self.ranks {
+            wait(&r.device);
+        }
+        t.elapsed()
+    }
+}
+
+impl Rank {
+    /// The fold's bind groups over `size` bytes: one per window the
+    /// device can bind at once, each with its count; and each window's
+    /// invocations.
+    fn fold_groups(&self, size: u64) -> Vec<(wgpu::BindGroup, u64)> {
+        fn window(binding: u32, b: &wgpu::Buffer, at: u64, len: u64) -> wgpu::BindGroupEntry<'_> {
+            wgpu::BindGroupEntry {
+                binding,
+                resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding {
+                    buffer: b,
+                    offset: at,
+                    size: std::num::NonZeroU64::new(len.max(16)),
+                }),
+            }
+        }
+        let limit = self.device.limits().max_storage_buffer_binding_size as u64 / 256 * 256;
+        let mut out = Vec::new();
+        let mut at = 0;
+        while at < size {
+            let len = (size - at).min(limit);
+            let params = buffer(
+                &self.device,
+                16,
+                wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
+            );
+            let mut words = [0u8; 16];
+            words[..4].copy_from_slice(&((len / 16) as u32).to_le_bytes());
+            self.queue.write_buffer(&params, 0, &words);
+            let mut entries = vec![
+                window(0, &self.dst, at, len),
+                wgpu::BindGroupEntry {
+                    binding: 1,
+                    resource: params.as_entire_binding(),
+                },
+            ];
+            for (j, x) in self.exchange.iter().enumerate() {
+                entries.push(window(j as u32 + 2, x, at, len));
+            }
+            let group = self.device.create_bind_group(&wgpu::BindGroupDescriptor {
+                label: None,
+                layout: &self.fold.get_bind_group_layout(0),
+                entries: &entries,
+            });
+            out.push((group, len / 16));
+            at += len;
+        }
+        out
+    }
+}
