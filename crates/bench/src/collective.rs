@@ -44,8 +44,8 @@ use crate::S;
 use crate::harness::{Options, STREAM, alloc, gbps, interleaved, median};
 use crate::raw_collective::{RawGroup, RawOp};
 use crate::raw_shared::RawShared;
-use wgpu_server::testing::collective_on_device;
 use crate::report::Figure;
+use wgpu_server::testing::collective_on_device;
 
 const MIB: u64 = 1 << 20;
 const GIB: u64 = 1 << 30;
@@ -448,7 +448,10 @@ fn figures_2(ranks: &mut Ranks, o: &Options, out: &mut Vec<Figure>) -> Result<()
         false,
         "collective.all_reduce_64mib_busbw_gbps",
         busbw.into(),
-        ("raw.all_reduce_64mib_busbw_gbps", "raw.shared_all_reduce_64mib_busbw_gbps"),
+        (
+            "raw.all_reduce_64mib_busbw_gbps",
+            "raw.shared_all_reduce_64mib_busbw_gbps",
+        ),
     )?);
     if !o.quick {
         out.push(compare(
@@ -459,7 +462,10 @@ fn figures_2(ranks: &mut Ranks, o: &Options, out: &mut Vec<Figure>) -> Result<()
             false,
             "collective.all_reduce_1gib_busbw_gbps",
             busbw.into(),
-            ("raw.all_reduce_1gib_busbw_gbps", "raw.shared_all_reduce_1gib_busbw_gbps"),
+            (
+                "raw.all_reduce_1gib_busbw_gbps",
+                "raw.shared_all_reduce_1gib_busbw_gbps",
+            ),
         )?);
     }
     Ok(())
@@ -478,7 +484,10 @@ fn figures_4(ranks: &mut Ranks, o: &Options, out: &mut Vec<Figure>) -> Result<()
         "us per call, 4 ranks, 4 KiB gathered (1 KiB each), posted and synced on every rank \
          (lower is better)"
             .into(),
-        ("raw.all_gather_4kib_4ranks_us", "raw.shared_all_gather_4kib_4ranks_us"),
+        (
+            "raw.all_gather_4kib_4ranks_us",
+            "raw.shared_all_gather_4kib_4ranks_us",
+        ),
     )?);
     Ok(())
 }

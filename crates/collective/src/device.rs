@@ -39,4 +39,8 @@ pub trait DeviceData: Send + Sync + fmt::Debug {
     /// Combines every rank's piece `piece` into this rank's output, and
     /// waits until it has run.
     fn combine(&self, piece: usize) -> Result<(), ServerError>;
+
+    /// The engine is done with the call, whatever its outcome (called once,
+    /// last): its memory will not be read for it again.
+    fn done(&self) {}
 }

@@ -13,8 +13,20 @@ use crate::device::DeviceData;
 use crate::result::Outcome;
 use crate::transport::Round;
 
-/// Runs `run`'s call with its data on the devices.
+/// Runs `run`'s call with its data on the devices, and tells `data` when
+/// it is done, however it ends.
 pub(super) fn execute(run: &Run<'_>, data: &dyn DeviceData) -> Result<Outcome, ServerError> {
+    struct Done<'a>(&'a dyn DeviceData);
+    impl Drop for Done<'_> {
+        fn drop(&mut self) {
+            self.0.done();
+        }
+    }
+    let _done = Done(data);
+    steps(run, data)
+}
+
+fn steps(run: &Run<'_>, data: &dyn DeviceData) -> Result<Outcome, ServerError> {
     let (t, job) = (run.t, run.job);
     let CallId::Group { seq } = job.id else {
         return Err(ServerError::CollectiveState {

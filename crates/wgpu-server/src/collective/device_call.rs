@@ -150,6 +150,8 @@ pub(crate) struct DeviceCall {
     gate: Arc<Gate>,
     /// The device copy `source` is, when it is one (given back on drop).
     scratch: Option<ScratchPool>,
+    /// The first piece was filled on the stream at the call.
+    prefilled: bool,
 }
 
 impl DeviceCall {
@@ -172,7 +174,42 @@ impl DeviceCall {
             dst,
             gate,
             scratch,
+            prefilled: false,
         }
+    }
+
+    /// Records the fill of piece `piece` (this rank's input, read from
+    /// `source`, copied into its exchange buffer) into `encoder`: what
+    /// `fill` submits, or the server records on the stream at the call.
+    pub fn encode_fill(
+        on: &On,
+        layout: Layout,
+        source: &Source,
+        encoder: &mut wgpu::CommandEncoder,
+        piece: usize,
+    ) -> Result<(), ServerError> {
+        let l = layout;
+        let (lo, len) = l.piece_range(piece);
+        let own = on.exchange.own(l.blocks * l.stride())?;
+        for c in 0..l.blocks {
+            let to = Span {
+                buffer: own.clone(),
+                offset: c * l.stride(),
+                len,
+            };
+            // A `src` that starts mid-word is shifted into place by a kernel.
+            let from = source.base + c * l.block + lo;
+            on.folds
+                .encode_copy_from(encoder, &source.buffer, from, &to)?;
+        }
+        Ok(())
+    }
+
+    /// The first piece was filled on the stream, after the work before the
+    /// call (its exchange buffer was free then): the engine's first fill
+    /// has nothing left to do.
+    pub fn prefilled(&mut self) {
+        self.prefilled = true;
     }
 
     fn encoder(&self) -> wgpu::CommandEncoder {
@@ -206,25 +243,15 @@ impl DeviceData for DeviceCall {
     }
 
     fn fill(&self, piece: usize) -> Result<(), ServerError> {
-        let Some(source) = &self.source else {
+        let Some(source) = self
+            .source
+            .as_ref()
+            .filter(|_| piece > 0 || !self.prefilled)
+        else {
             return Ok(());
         };
-        let l = self.layout;
-        let (lo, len) = l.piece_range(piece);
-        let own = self.on.exchange.own(l.blocks * l.stride())?;
         let mut encoder = self.encoder();
-        for c in 0..l.blocks {
-            let to = Span {
-                buffer: own.clone(),
-                offset: c * l.stride(),
-                len,
-            };
-            // A `src` that starts mid-word is shifted into place by a kernel.
-            let from = source.base + c * l.block + lo;
-            self.on
-                .folds
-                .encode_copy_from(&mut encoder, &source.buffer, from, &to)?;
-        }
+        DeviceCall::encode_fill(&self.on, self.layout, source, &mut encoder, piece)?;
         let index = self.submit(encoder)?;
         self.wait(index)
     }
@@ -397,17 +424,27 @@ fn probe(
 /// A device call posted before its operands were checked: the engine
 /// reaches it only once this rank's input is ready, which is provided
 /// after [`LateCall::set`] (a call refused here provides its refusal, so
-/// the engine never runs it).
-#[derive(Debug, Default)]
-pub(crate) struct LateCall(std::sync::OnceLock<DeviceCall>);
+/// the engine never fills or combines it, and only counts it done).
+#[derive(Debug)]
+pub(crate) struct LateCall {
+    call: std::sync::OnceLock<DeviceCall>,
+    exchange: Arc<Exchange>,
+}
 
 impl LateCall {
+    pub fn new(exchange: Arc<Exchange>) -> Self {
+        LateCall {
+            call: std::sync::OnceLock::new(),
+            exchange,
+        }
+    }
+
     pub fn set(&self, call: DeviceCall) {
-        let _ = self.0.set(call);
+        let _ = self.call.set(call);
     }
 
     fn get(&self) -> Result<&DeviceCall, ServerError> {
-        self.0.get().ok_or(ServerError::CollectiveState {
+        self.call.get().ok_or(ServerError::CollectiveState {
             fault: CollectiveFault::Misuse("a device collective ran before it was made"),
         })
     }
@@ -415,7 +452,7 @@ impl LateCall {
 
 impl DeviceData for LateCall {
     fn pieces(&self) -> usize {
-        self.0.get().map_or(1, DeviceData::pieces)
+        self.call.get().map_or(1, DeviceData::pieces)
     }
 
     fn fill(&self, piece: usize) -> Result<(), ServerError> {
@@ -424,5 +461,9 @@ impl DeviceData for LateCall {
 
     fn combine(&self, piece: usize) -> Result<(), ServerError> {
         self.get()?.combine(piece)
+    }
+
+    fn done(&self) {
+        self.exchange.finished();
     }
 }

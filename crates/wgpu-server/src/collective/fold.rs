@@ -358,7 +358,9 @@ mod tests {
                 let r = Reduction::new(op, dtype);
                 assert_eq!(combine(r).is_some(), covers(r, true), "{r:?}");
                 for (inputs, lanes) in (1..=INPUTS).flat_map(|i| [(i, 1), (i, 4)]) {
-                    let Some(src) = wgsl(r, inputs, lanes) else { continue };
+                    let Some(src) = wgsl(r, inputs, lanes) else {
+                        continue;
+                    };
                     let module = naga::front::wgsl::parse_str(&src)
                         .unwrap_or_else(|e| panic!("{r:?} x{inputs}: {e}\n{src}"));
                     naga::valid::Validator::new(

@@ -60,6 +60,10 @@ struct State {
     path: Option<Path>,
     /// Each rank's exchange memory: its generation and export.
     slots: Vec<Option<(u64, Exported)>>,
+    /// Device calls each rank's engine has finished (whatever their
+    /// outcome): a rank's exchange buffer is free once every rank finished
+    /// every call before the one about to fill it.
+    finished: Vec<u64>,
 }
 
 /// The state every rank of one in-process communicator shares.
@@ -79,6 +83,7 @@ impl Group {
                     members: vec![None; ranks],
                     path: None,
                     slots: vec![None; ranks],
+                    finished: vec![0; ranks],
                 }),
             }) as Arc<dyn Any + Send + Sync>
         })?;
@@ -105,6 +110,19 @@ impl Group {
     /// registered yet.
     pub fn path(&self) -> Path {
         *self.lock().path.get_or_insert(Path::HOST)
+    }
+
+    /// `rank`'s engine finished a device call.
+    pub fn finished(&self, rank: usize) {
+        if let Some(count) = self.lock().finished.get_mut(rank) {
+            *count += 1;
+        }
+    }
+
+    /// Whether every rank's engine has finished its first `calls` device
+    /// calls.
+    fn all_finished(&self, calls: u64) -> bool {
+        self.lock().finished.iter().all(|&c| c >= calls)
     }
 
     fn publish(&self, rank: usize, generation: u64, exported: Exported) {
@@ -137,6 +155,8 @@ pub(crate) struct Exchange {
     device: wgpu::Device,
     own: Mutex<Option<(u64, wgpu::Buffer)>>,
     peers: Mutex<Vec<Option<(u64, wgpu::Buffer)>>>,
+    /// Device calls this rank has posted (its server thread's count).
+    posted: std::sync::atomic::AtomicU64,
 }
 
 /// Exchange buffers grow in steps of this many bytes.
@@ -150,11 +170,28 @@ impl Exchange {
             device,
             own: Mutex::new(None),
             peers: Mutex::new(vec![None; ranks]),
+            posted: std::sync::atomic::AtomicU64::new(0),
         }
     }
 
     pub fn group(&self) -> &Group {
         &self.group
+    }
+
+    /// Counts a device call this rank posts; whether its exchange buffer
+    /// is free now (every rank's engine finished every earlier call, so
+    /// nobody reads it until this call's combine): the call may then fill
+    /// it on its stream, at the call.
+    pub fn post_call(&self) -> bool {
+        let before = self
+            .posted
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.group.all_finished(before)
+    }
+
+    /// This rank's engine finished a device call.
+    pub fn finished(&self) {
+        self.group.finished(self.rank);
     }
 
     /// This rank's exchange buffer, at least `len` bytes: a larger one is

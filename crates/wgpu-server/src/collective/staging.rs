@@ -127,14 +127,17 @@ impl StageParts<'_> {
     /// so `contribution` says, once everything before the call has run,
     /// whether the input is ready and trusted (the peers read it only
     /// then). An untrusted `src` is provided as its error at once.
+    /// `prefill`, when given, records more work on the stream right before
+    /// that word (a call's first piece), and says whether it could.
+    #[allow(clippy::type_complexity)] // The staging, where it reads, its copy, whether prefilled.
     pub(crate) fn stage_for_device(
         &mut self,
         stream: StreamId,
-        src: &BufferBinding,
-        range: StorageHandle,
+        (src, range): (&BufferBinding, StorageHandle),
         contribution: Contribution,
         holds: bool,
-    ) -> Result<(Staging, Option<Source>, Option<ScratchPool>), ServerError> {
+        prefill: Option<&dyn Fn(&mut wgpu::CommandEncoder, &Source) -> bool>,
+    ) -> Result<(Staging, Option<Source>, Option<ScratchPool>, bool), ServerError> {
         self.streams.prepare(stream, &[(range, Access::Read)]);
         let refused = match self.streams.check(src.memory_id()) {
             Ok(()) => None,
@@ -143,7 +146,7 @@ impl StageParts<'_> {
         };
         if let Some(cause) = refused {
             contribution.provide(Err(cause));
-            return Ok((Staging::default(), None, None));
+            return Ok((Staging::default(), None, None, false));
         }
         let page = Source {
             buffer: self.memory.page_buffer(range.id)?,
@@ -177,9 +180,13 @@ impl StageParts<'_> {
         let risk = late
             .depend_token(stream, &[src.memory_id()])
             .map(|t| (t, Arc::clone(&late)));
+        let prefilled = prefill.is_some_and(|fill| {
+            let (_, ws) = self.streams.encoder(stream);
+            fill(ws.batch().encoder_for_copy(&device), &source)
+        });
         let mut staging = self.probe(stream, &source, contribution, risk)?;
         staging.read_later = holds.then_some(range);
-        Ok((staging, Some(source), scratch))
+        Ok((staging, Some(source), scratch, prefilled))
     }
 
     /// A word of `source` staged on `stream`: `contribution` is provided

@@ -41,6 +41,9 @@ pub(crate) struct OnDevice {
     pub on: On,
     pub rank: usize,
     pub ranks: usize,
+    /// This rank's exchange buffer was free when the call was posted: its
+    /// first piece may be filled on the stream, at the call.
+    pub free: bool,
 }
 
 /// What the stream's held batch uses until a `Wait` result is in.
@@ -203,12 +206,16 @@ impl<C: WgpuCompiler> WgpuServer<C> {
                 submitter: self.streams.backend().submitter().clone(),
                 poller: self.gpu.poller().handle(),
             };
+            // Counted for every call posted on the device, refused here or
+            // not: its engine counts it as finished too.
+            let free = on.exchange.post_call();
             Some(OnDevice {
-                late: Arc::new(LateCall::default()),
+                late: Arc::new(LateCall::new(Arc::clone(&on.exchange))),
                 layout,
                 on,
                 rank,
                 ranks,
+                free,
             })
         });
         let posted = match &device {

@@ -50,11 +50,24 @@ impl<C: WgpuCompiler> WgpuServer<C> {
         }
         let holds = mode == ComputeWait::Wait;
         let dst_page = self.memory.page_buffer(dst_range.id)?;
-        let (staging, source, scratch) = match (&operands.src, src_range) {
-            (Some(src), Some(range)) => {
-                self.stage_parts()
-                    .stage_for_device(stream, src, range, contribution, holds)?
-            }
+        // Where this rank's exchange buffer was free at the call, its first
+        // piece is filled on the stream (after the work before the call,
+        // before the word that says the input is ready): one device round
+        // trip fewer. Where that cannot be recorded, the engine fills it.
+        let prefill = |encoder: &mut wgpu::CommandEncoder, source: &Source| {
+            DeviceCall::encode_fill(&device.on, device.layout, source, encoder, 0).is_ok()
+        };
+        let prefill = device
+            .free
+            .then_some(&prefill as &dyn Fn(&mut wgpu::CommandEncoder, &Source) -> bool);
+        let (staging, source, scratch, prefilled) = match (&operands.src, src_range) {
+            (Some(src), Some(range)) => self.stage_parts().stage_for_device(
+                stream,
+                (src, range),
+                contribution,
+                holds,
+                prefill,
+            )?,
             _ => {
                 // No input: ready once the stream's earlier work (which
                 // may touch `dst`) has run.
@@ -63,7 +76,7 @@ impl<C: WgpuCompiler> WgpuServer<C> {
                     base: dst_range.offset,
                 };
                 let staging = self.stage_parts().probe(stream, &at, contribution, None)?;
-                (staging, None, None)
+                (staging, None, None, false)
             }
         };
         let gate = Arc::new(Gate::new());
@@ -83,8 +96,9 @@ impl<C: WgpuCompiler> WgpuServer<C> {
             on,
             rank,
             ranks,
+            free: _,
         } = device;
-        late.set(DeviceCall::new(
+        let mut made = DeviceCall::new(
             on,
             layout,
             (rank, ranks),
@@ -92,7 +106,11 @@ impl<C: WgpuCompiler> WgpuServer<C> {
             Some(out),
             Arc::clone(&gate),
             scratch,
-        ));
+        );
+        if prefilled {
+            made.prefilled();
+        }
+        late.set(made);
         let read_later = staging.read_later;
         self.stage_parts().hand_off_before_result(stream, staging)?;
         let uses = Uses {
