@@ -172,8 +172,8 @@ fn test() -> Result {
     run(t)?;
     // Collectives between devices that share memory take the device path
     // on GPUs; a CPU adapter (lavapipe, CI's) stays on host staging unless
-    // asked: the suite and the model again on the device path, whole and
-    // cut into 4 KiB pieces.
+    // asked: the suite and the model again on the device path (calls of
+    // every size, not only from 256 KiB), whole and cut into 4 KiB pieces.
     for piece in [None, Some("4096")] {
         let mut c = cargo();
         c.args([
@@ -186,7 +186,8 @@ fn test() -> Result {
             "collective",
             "model",
         ])
-        .env("WGPU_SERVER_COLLECTIVE_PATH", "device");
+        .env("WGPU_SERVER_COLLECTIVE_PATH", "device")
+        .env("WGPU_SERVER_DEVICE_MIN_BYTES", "0");
         if let Some(bytes) = piece {
             c.env("WGPU_SERVER_DEVICE_PIECE_BYTES", bytes);
         }

@@ -134,3 +134,73 @@ fn a_src_that_starts_mid_word_gives_the_same_bytes_on_either_path() {
         }
     }
 }
+
+#[test]
+fn float_sums_of_tiny_values_have_the_hosts_bits() {
+    // 256 KiB per rank (the device path's default smallest call), of bits
+    // drawn around the denormal range: denormals, tiny normals, zeros of
+    // both signs, and a few ordinary values.
+    let (n, len) = (3, 1 << 16);
+    let mut g = Group::new(n);
+    let mut state = 0x2545_f491_4f6c_dd1du64;
+    let mut next = || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    let vals: Vec<Vec<f32>> = (0..n)
+        .map(|_| {
+            (0..len)
+                .map(|_| {
+                    let r = next();
+                    let exponent = match r % 8 {
+                        0..=3 => 0,
+                        4 | 5 => (r >> 8) % 30,
+                        6 => 27 + (r >> 8) % 3,
+                        _ => 100 + (r >> 8) % 40,
+                    } as u32;
+                    let sign = ((r >> 40) & 1) as u32;
+                    let mantissa = (r >> 16) as u32 & 0x7f_ffff;
+                    f32::from_bits(sign << 31 | exponent << 23 | mantissa)
+                })
+                .collect()
+        })
+        .collect();
+    let want: Vec<u32> = (0..len)
+        .map(|i| {
+            let mut acc = vals[0][i];
+            for v in &vals[1..] {
+                acc += v[i];
+            }
+            acc.to_bits()
+        })
+        .collect();
+    let mut dsts = Vec::new();
+    for (r, s) in g.s.iter_mut().enumerate() {
+        let bytes: Vec<u8> = vals[r].iter().flat_map(|x| x.to_le_bytes()).collect();
+        let src = upload(s, bytes, S0);
+        let dst = alloc(s, 4 * len as u64, S0);
+        s.all_reduce(
+            src.binding(),
+            dst.binding(),
+            Reduction::sum(DType::F32),
+            S0,
+            g.ids.clone(),
+            ComputeWait::Wait,
+        )
+        .unwrap_or_else(|e| panic!("rank {r}: {e}"));
+        dsts.push(dst);
+    }
+    for (r, s) in g.s.iter_mut().enumerate() {
+        let got = bytes_u32(&read(s, &dsts[r], S0).unwrap_or_else(|e| panic!("rank {r}: {e}")));
+        let wrong = (0..len).find(|&i| got[i] != want[i]);
+        assert!(
+            wrong.is_none(),
+            "rank {r}: element {wrong:?}: {:#010x} where the host adds to {:#010x} ({:?})",
+            wrong.map_or(0, |i| got[i]),
+            wrong.map_or(0, |i| want[i]),
+            wrong.map(|i| (0..n).map(|q| vals[q][i].to_bits()).collect::<Vec<_>>())
+        );
+    }
+}

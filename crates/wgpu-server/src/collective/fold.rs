@@ -8,10 +8,12 @@
 //! storage buffers. Elements are 32-bit words: `u32`, `i32` (wrapping, as
 //! the host's) and `f32`. Float `Min`/`Max` compare ordered integer keys
 //! (exact on every device, denormals too, NaN as the host's canonical
-//! NaN, equal zeros keeping the accumulator); float `Sum`/`Prod` are the
-//! device's adds and multiplies, which equal the host's only where the
-//! device keeps denormals: [`Folds::exact_floats`] measures that once per
-//! device, and a group whose devices flush them folds floats on the host.
+//! NaN, equal zeros keeping the accumulator); a float `Sum` adds tiny
+//! operands scaled (`FADD`), so it is the host's on devices that flush
+//! denormals too; a float `Prod` is the device's multiply, which equals
+//! the host's only where the device keeps denormals
+//! (`device_call::exact_floats` measures that at `comm_init`; a group
+//! whose devices flush them multiplies floats on the host).
 //! What the device path does not fold (64- and 16-bit types, `Mean`) goes
 //! through host staging (`device_call::eligible`).
 
@@ -45,7 +47,8 @@ pub(crate) fn covers(reduction: Reduction, exact_floats: bool) -> bool {
     match (reduction.dtype, reduction.op) {
         (DType::U32 | DType::I32, op) => op != ReduceOp::Mean,
         (DType::F32, ReduceOp::Min | ReduceOp::Max) => true,
-        (DType::F32, ReduceOp::Sum | ReduceOp::Prod) => exact_floats,
+        (DType::F32, ReduceOp::Sum) => true,
+        (DType::F32, ReduceOp::Prod) => exact_floats,
         _ => false,
     }
 }
@@ -289,7 +292,7 @@ fn combine(reduction: Reduction) -> Option<&'static str> {
         (DType::I32, ReduceOp::Max) => {
             "return bitcast<u32>(max(bitcast<i32>(a), bitcast<i32>(b)));"
         }
-        (DType::F32, ReduceOp::Sum) => "return bitcast<u32>(bitcast<f32>(a) + bitcast<f32>(b));",
+        (DType::F32, ReduceOp::Sum) => "return fadd(a, b);",
         (DType::F32, ReduceOp::Prod) => "return bitcast<u32>(bitcast<f32>(a) * bitcast<f32>(b));",
         (DType::F32, ReduceOp::Min) => {
             "if nan(a) || nan(b) { return 0x7fc00000u; }\n    \
@@ -304,6 +307,34 @@ fn combine(reduction: Reduction) -> Option<&'static str> {
         _ => return None,
     })
 }
+
+/// An `f32` sum with the host's bits on a device that flushes denormals
+/// (NVIDIA's Vulkan compute does; the float probe found it): where an
+/// operand is 2^-100 or more (exponent field 27), the device's add is the
+/// host's (a denormal other operand is under an eighth of its ulp, and the
+/// sum cannot be a denormal); else both operands are scaled by 2^64 (from
+/// their bits: a denormal's mantissa times 2^-85), added (exactly where
+/// the sum is a denormal, rounded as the host rounds where it is not), and
+/// scaled back from the bits.
+const FADD: &str = "fn up(x: u32) -> f32 {
+    if (x & 0x7f800000u) == 0u {
+        let m = f32(x & 0x7fffffu) * bitcast<f32>(0x15000000u);
+        return select(m, -m, (x & 0x80000000u) != 0u);
+    }
+    return bitcast<f32>(x + 0x20000000u);
+}
+fn down(s: f32) -> u32 {
+    let bits = bitcast<u32>(s);
+    if (bits & 0x7f800000u) >= 0x20800000u { return bits - 0x20000000u; }
+    return (bits & 0x80000000u) | u32(abs(s) * bitcast<f32>(0x6a000000u));
+}
+fn fadd(a: u32, b: u32) -> u32 {
+    if max(a & 0x7f800000u, b & 0x7f800000u) >= 0x0d800000u {
+        return bitcast<u32>(bitcast<f32>(a) + bitcast<f32>(b));
+    }
+    return down(up(a) + up(b));
+}
+";
 
 /// The fold kernel of `reduction` over `inputs` ranks' pieces, `lanes`
 /// (1 or 4) words per element of its arrays.
@@ -324,6 +355,7 @@ fn wgsl(reduction: Reduction, inputs: usize, lanes: u32) -> Option<String> {
     s += "fn nan(x: u32) -> bool { return (x & 0x7fffffffu) > 0x7f800000u; }\n\
           // Orders floats' bits as their values: negatives reversed below positives.\n\
           fn key(x: u32) -> u32 { return select(~x, x | 0x80000000u, (x & 0x80000000u) == 0u); }\n";
+    s += FADD;
     s += &format!("fn comb1(a: u32, b: u32) -> u32 {{\n    {body}\n}}\n");
     s += &match lanes {
         4 => format!(
