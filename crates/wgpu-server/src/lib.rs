@@ -92,7 +92,21 @@ pub mod testing {
         server: &crate::WgpuServer<C>,
         device_ids: &[compute_runtime::DeviceId],
     ) -> Option<bool> {
-        server.collective_on_device_for(device_ids)
+        server
+            .collective_on_device_for(device_ids)
+            .map(|(on, _)| on)
+    }
+
+    /// Whether that communicator's group multiplies floats on the devices
+    /// (every rank's device keeps denormals, by the probe at `comm_init`);
+    /// `None` as for [`collective_on_device`].
+    pub fn collective_float_products_on_device<C: compute_wgsl::WgpuCompiler>(
+        server: &crate::WgpuServer<C>,
+        device_ids: &[compute_runtime::DeviceId],
+    ) -> Option<bool> {
+        server
+            .collective_on_device_for(device_ids)
+            .map(|(on, exact)| on && exact)
     }
 }
 

@@ -7,7 +7,7 @@
 //! first call came before every rank joined stays on host staging.
 
 use compute_runtime::{ComputeWait, DType, Reduction, ServerCommunication};
-use wgpu_server::testing::collective_on_device;
+use wgpu_server::testing::{collective_float_products_on_device, collective_on_device};
 
 use super::group::*;
 use crate::common::*;
@@ -79,6 +79,12 @@ fn ranks_on_one_adapter_move_group_calls_on_the_devices() {
     for (r, s) in g.s.iter().enumerate() {
         assert_eq!(collective_on_device(s, &g.ids), Some(true), "rank {r}");
     }
+    // What the float probe found (shown with --nocapture).
+    let products = collective_float_products_on_device(&g.s[0], &g.ids);
+    eprintln!(
+        "{}: float products on the devices: {products:?}",
+        adapter.name
+    );
     sum_and_gather(&mut g, 1000);
     sum_and_gather(&mut g, 1);
 }

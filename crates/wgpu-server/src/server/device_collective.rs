@@ -144,10 +144,10 @@ impl<C: WgpuCompiler> WgpuServer<C> {
     pub(crate) fn collective_on_device_for(
         &self,
         device_ids: &[compute_runtime::DeviceId],
-    ) -> Option<bool> {
+    ) -> Option<(bool, bool)> {
         self.collectives
             .device_of(device_ids)
-            .map(|(_, _, path)| path.on_device)
+            .map(|(_, _, path)| (path.on_device, path.exact_floats))
     }
 
     /// A device buffer for an `Overlap` result of `len` bytes.
