@@ -172,7 +172,7 @@ impl Rank {
                 }),
             }
         }
-        let limit = self.device.limits().max_storage_buffer_binding_size as u64 / 256 * 256;
+        let limit = self.device.limits().max_storage_buffer_binding_size / 256 * 256;
         let mut out = Vec::new();
         let mut at = 0;
         while at < size {

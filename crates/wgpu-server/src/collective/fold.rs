@@ -226,7 +226,8 @@ impl Folds {
         let base = dst.offset - dst.offset % align;
         // Four words per invocation where `dst` and the length allow (the
         // inputs start at bindable offsets, multiples of 16).
-        let lanes: u64 = match (dst.offset - base) % 16 == 0 && dst.len % 16 == 0 {
+        let lanes: u64 = match (dst.offset - base).is_multiple_of(16) && dst.len.is_multiple_of(16)
+        {
             true => 4,
             false => 1,
         };
