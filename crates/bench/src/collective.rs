@@ -43,7 +43,7 @@ use wgpu_server::{WgpuServerOptions, WgslPassthrough};
 use crate::S;
 use crate::harness::{Options, STREAM, alloc, gbps, interleaved, median};
 use crate::raw_collective::{RawGroup, RawOp};
-use crate::raw_shared::RawShared;
+use crate::raw_shared::{Baseline, RawShared};
 use crate::report::Figure;
 use wgpu_server::testing::collective_on_device;
 
@@ -317,30 +317,6 @@ fn table(ranks: &mut Ranks, o: &Options) -> Result<(), ServerError> {
 
 /// The raw loop over `ranks`' own devices, `src` filled as the server's
 /// (`value`), `max` bytes per rank.
-/// The raw loop a figure is measured against: host-staged, or over shared
-/// device memory where the server's ranks take the device path.
-enum Baseline {
-    Host(RawGroup),
-    Shared(RawShared),
-}
-
-impl Baseline {
-    fn run(&mut self, op: RawOp, size: u64) -> std::time::Duration {
-        match self {
-            Baseline::Host(raw) => raw.run(op, size),
-            Baseline::Shared(raw) => raw.run(op, size),
-        }
-    }
-
-    /// `host` or `shared`, the baseline's name for this loop.
-    fn name(&self, host: &'static str, shared: &'static str) -> &'static str {
-        match self {
-            Baseline::Host(_) => host,
-            Baseline::Shared(_) => shared,
-        }
-    }
-}
-
 fn raw_group(ranks: &Ranks, max: u64) -> Baseline {
     let devices: Vec<(wgpu::Device, wgpu::Queue)> = ranks
         .servers

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use wgpu_server::testing::export_device_memory;
 
 use crate::raw::{buffer, pipeline, wait};
-use crate::raw_collective::RawOp;
+use crate::raw_collective::{RawGroup, RawOp};
 
 struct Rank {
     rank: usize,
@@ -204,5 +204,29 @@ impl Rank {
             at += len;
         }
         out
+    }
+}
+
+/// The raw loop a figure is measured against: host-staged, or over shared
+/// device memory where the server's ranks take the device path.
+pub enum Baseline {
+    Host(RawGroup),
+    Shared(RawShared),
+}
+
+impl Baseline {
+    pub fn run(&mut self, op: RawOp, size: u64) -> std::time::Duration {
+        match self {
+            Baseline::Host(raw) => raw.run(op, size),
+            Baseline::Shared(raw) => raw.run(op, size),
+        }
+    }
+
+    /// `host` or `shared`, the baseline's name for this loop.
+    pub fn name(&self, host: &'static str, shared: &'static str) -> &'static str {
+        match self {
+            Baseline::Host(_) => host,
+            Baseline::Shared(_) => shared,
+        }
     }
 }
