@@ -117,6 +117,33 @@ impl Folds {
         })
     }
 
+    /// Records one pass of `pipeline` over `entries` (group 0), `groups`
+    /// workgroups along x.
+    fn dispatch(
+        &self,
+        encoder: &mut wgpu::CommandEncoder,
+        pipeline: &wgpu::ComputePipeline,
+        entries: &[wgpu::BindGroupEntry<'_>],
+        groups: u32,
+    ) -> Result<(), ServerError> {
+        let device = &self.device;
+        let group = scoped(device, || {
+            device.create_bind_group(&wgpu::BindGroupDescriptor {
+                label: Some("collective kernel"),
+                layout: &pipeline.get_bind_group_layout(0),
+                entries,
+            })
+        })?;
+        let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
+            label: Some("collective kernel"),
+            timestamp_writes: None,
+        });
+        pass.set_pipeline(pipeline);
+        pass.set_bind_group(0, &group, &[]);
+        pass.dispatch_workgroups(groups, 1, 1);
+        Ok(())
+    }
+
     /// A uniform buffer of four words.
     fn params(&self, words: [u32; 4]) -> Result<wgpu::Buffer, ServerError> {
         let params = self.device.create_buffer(&wgpu::BufferDescriptor {
@@ -173,21 +200,8 @@ impl Folds {
             },
             entry(2, src, base, end - base),
         ];
-        let group = scoped(device, || {
-            device.create_bind_group(&wgpu::BindGroupDescriptor {
-                label: Some("collective shifted copy"),
-                layout: &pipeline.get_bind_group_layout(0),
-                entries: &entries,
-            })
-        })?;
-        let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
-            label: Some("collective shifted copy"),
-            timestamp_writes: None,
-        });
-        pass.set_pipeline(&pipeline);
-        pass.set_bind_group(0, &group, &[]);
-        pass.dispatch_workgroups(words.div_ceil(GROUP).clamp(1, MAX_GROUPS) as u32, 1, 1);
-        Ok(())
+        let groups = words.div_ceil(GROUP).clamp(1, MAX_GROUPS) as u32;
+        self.dispatch(encoder, &pipeline, &entries, groups)
     }
 
     fn pipeline(
@@ -248,20 +262,7 @@ impl Folds {
             for (i, x) in chunk.iter().enumerate() {
                 entries.push(entry(2 + i as u32, &x.buffer, x.offset, dst.len));
             }
-            let group = scoped(device, || {
-                device.create_bind_group(&wgpu::BindGroupDescriptor {
-                    label: Some("collective fold"),
-                    layout: &pipeline.get_bind_group_layout(0),
-                    entries: &entries,
-                })
-            })?;
-            let mut cpass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
-                label: Some("collective fold"),
-                timestamp_writes: None,
-            });
-            cpass.set_pipeline(&pipeline);
-            cpass.set_bind_group(0, &group, &[]);
-            cpass.dispatch_workgroups(groups, 1, 1);
+            self.dispatch(encoder, &pipeline, &entries, groups)?;
         }
         Ok(())
     }

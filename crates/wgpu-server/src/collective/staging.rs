@@ -157,24 +157,10 @@ impl StageParts<'_> {
             (page, None)
         } else {
             let (_, pool) = self.collectives.refills()?;
-            let from = page.base - page.base % ALIGN;
-            let end = (page.base + src.size)
-                .next_multiple_of(ALIGN)
-                .min(page.buffer.size());
-            let copy = pool.take(&device, end - from)?;
-            let (_, ws) = self.streams.encoder(stream);
-            ws.batch().encoder_for_copy(&device).copy_buffer_to_buffer(
-                &page.buffer,
-                from,
-                &copy,
-                0,
-                end - from,
-            );
-            let source = Source {
-                buffer: copy,
-                base: page.base - from,
-            };
-            (source, Some(pool))
+            (
+                self.copy_on_device(stream, &page, src.size, &pool)?,
+                Some(pool),
+            )
         };
         let late = Arc::clone(self.streams.trust().late());
         let risk = late
@@ -187,6 +173,37 @@ impl StageParts<'_> {
         let mut staging = self.probe(stream, &source, contribution, risk)?;
         staging.read_later = holds.then_some(range);
         Ok((staging, Some(source), scratch, prefilled))
+    }
+
+    /// A device copy of `len` bytes of `page` from its `base`, made on
+    /// `stream` into a buffer of `pool` (from the word before to the word
+    /// after): where a call reads `src` as of the call when later work may
+    /// write it.
+    fn copy_on_device(
+        &mut self,
+        stream: StreamId,
+        page: &Source,
+        len: u64,
+        pool: &ScratchPool,
+    ) -> Result<Source, ServerError> {
+        let device = self.gpu.device().clone();
+        let from = page.base - page.base % ALIGN;
+        let end = (page.base + len)
+            .next_multiple_of(ALIGN)
+            .min(page.buffer.size());
+        let copy = pool.take(&device, end - from)?;
+        let (_, ws) = self.streams.encoder(stream);
+        ws.batch().encoder_for_copy(&device).copy_buffer_to_buffer(
+            &page.buffer,
+            from,
+            &copy,
+            0,
+            end - from,
+        );
+        Ok(Source {
+            buffer: copy,
+            base: page.base - from,
+        })
     }
 
     /// A word of `source` staged on `stream`: `contribution` is provided
@@ -272,23 +289,7 @@ impl StageParts<'_> {
             (page, Some(refill))
         } else if window < plan.steps() {
             let (stager, scratch_pool) = self.collectives.refills()?;
-            let from = page.base - page.base % ALIGN;
-            let end = (page.base + len)
-                .next_multiple_of(ALIGN)
-                .min(page.buffer.size());
-            let scratch = scratch_pool.take(&device, end - from)?;
-            let (_, ws) = self.streams.encoder(stream);
-            ws.batch().encoder_for_copy(&device).copy_buffer_to_buffer(
-                &page.buffer,
-                from,
-                &scratch,
-                0,
-                end - from,
-            );
-            let source = Source {
-                buffer: scratch,
-                base: page.base - from,
-            };
+            let source = self.copy_on_device(stream, &page, len, &scratch_pool)?;
             let refill = Refill::new(
                 source.clone(),
                 plan,
