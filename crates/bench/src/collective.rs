@@ -5,10 +5,13 @@
 //! ranks, `collective.all_gather_4kib_4ranks_us`.
 //!
 //! Ranks are servers on separate wgpu devices of one adapter (as in
-//! `tests/gpu/collective/`), one communicator over them. Every collective
-//! on wgpu is host-staged: each rank's `src` is copied into mapped staging
-//! step by step, the communicator combines the ranks' steps on the host,
-//! and each step's result is copied up into every rank's `dst`.
+//! `tests/gpu/collective/`), one communicator over them. A host-staged
+//! collective copies each rank's `src` into mapped staging step by step,
+//! the communicator combines the ranks' steps on the host, and each step's
+//! result is copied up into every rank's `dst`; where the devices share
+//! memory (a GPU's, not a CPU adapter's) calls from 256 KiB per rank move
+//! on the devices instead (`collective/device_call.rs`), and the figures'
+//! baseline is the raw loop over shared memory (`raw_shared.rs`).
 //!
 //! **One call, timed**: one thread drives every rank. It posts the
 //! collective on every rank in turn (`ComputeWait::Wait`), then calls every
@@ -274,9 +277,13 @@ fn iterations(o: &Options, size: u64) -> (usize, usize) {
 /// The table for `ranks`, one block per collective, printed as it runs.
 fn table(ranks: &mut Ranks, o: &Options) -> Result<(), ServerError> {
     let n = ranks.n();
+    let path = match collective_on_device(&ranks.servers[0], &ranks.ids) {
+        Some(true) => "on the devices from 256 KiB per rank, host-staged below",
+        _ => "host-staged",
+    };
     for op in Op::ALL {
         println!(
-            "\n# {} on {n} ranks (host-staged; one thread drives every rank)",
+            "\n# {} on {n} ranks ({path}; one thread drives every rank)",
             op.name()
         );
         println!(
