@@ -454,6 +454,56 @@ fn figures_2(ranks: &mut Ranks, o: &Options, out: &mut Vec<Figure>) -> Result<()
     Ok(())
 }
 
+/// `probe.one_context_all_reduce_{4kib_us,64mib_busbw_gbps}` (only when
+/// asked): the raw loop with every rank on one device (one GPU context)
+/// against the raw loop over shared memory between the ranks' devices, in
+/// the same run: what ranks sharing one device could reach.
+fn one_context_probe(ranks: &Ranks, o: &Options, out: &mut Vec<Figure>) {
+    let devices: Vec<(wgpu::Device, wgpu::Queue)> = ranks
+        .servers
+        .iter()
+        .map(|s| (s.device().clone(), s.queue().clone()))
+        .collect();
+    let fill = |r| {
+        (0..(FIGURE_SIZE / 4) as usize)
+            .flat_map(|i| value(r, i).to_le_bytes())
+            .collect()
+    };
+    let (Some(first), Some(mut shared)) =
+        (devices.first(), RawShared::new(&devices, FIGURE_SIZE, fill))
+    else {
+        return;
+    };
+    let mut one = RawShared::one_context(first, devices.len(), FIGURE_SIZE, fill);
+    let factor = Op::AllReduce.bus_factor(devices.len());
+    for (size, name, baseline) in [
+        (
+            SMALL,
+            "probe.one_context_all_reduce_4kib_us",
+            "raw.shared_all_reduce_4kib_us",
+        ),
+        (
+            FIGURE_SIZE,
+            "probe.one_context_all_reduce_64mib_busbw_gbps",
+            "raw.shared_all_reduce_64mib_busbw_gbps",
+        ),
+    ] {
+        let report = |d: std::time::Duration| match size {
+            SMALL => d.as_secs_f64() * 1e6,
+            _ => gbps(size, d) * factor,
+        };
+        one.run(RawOp::AllReduceSum, size);
+        shared.run(RawOp::AllReduceSum, size);
+        let (v, b) = interleaved(
+            o.rounds(5, 21),
+            || report(one.run(RawOp::AllReduceSum, size)),
+            || report(shared.run(RawOp::AllReduceSum, size)),
+        );
+        let unit = "2 ranks, f32 sum, raw: every rank on one device (us, or GB/s busbw)";
+        out.push(Figure::new(name, v, unit, baseline, b));
+    }
+}
+
 /// The 4-rank figure: a 4 KiB `all_gather`'s time.
 fn figures_4(ranks: &mut Ranks, o: &Options, out: &mut Vec<Figure>) -> Result<(), ServerError> {
     let mut raw = raw_group(ranks, SMALL);
@@ -487,7 +537,12 @@ pub fn figures(o: &Options, out: &mut Vec<Figure>) -> Result<(), ServerError> {
         let mut ranks = Ranks::open(n, first_id, max)?;
         table(&mut ranks, o)?;
         match n {
-            2 => figures_2(&mut ranks, o, out)?,
+            2 => {
+                figures_2(&mut ranks, o, out)?;
+                if o.asks_for("probe.one_context") {
+                    one_context_probe(&ranks, o, out);
+                }
+            }
             _ => figures_4(&mut ranks, o, out)?,
         }
     }

@@ -110,7 +110,7 @@ fn main() -> Result<(), ServerError> {
             transfer::figures(&mut s, &o, &mut figures)
         });
     }
-    if o.wants("collective.") {
+    if o.wants("collective.") || o.asks_for("probe.one_context") {
         group(&mut failed, "collective::figures", || {
             collective::figures(&o, &mut figures)
         });

@@ -32,6 +32,10 @@ struct Rank {
 /// The raw ranks, or none where the devices cannot share memory.
 pub struct RawShared {
     ranks: Vec<Rank>,
+    /// Every rank on one device (one GPU context): no exchange buffers,
+    /// each rank's fold reads the others' `src` itself, one submission and
+    /// one wait per call ([`RawShared::one_context`]).
+    one_context: bool,
 }
 
 /// The f32 sum of `n` ranks' buffers, in rank order, four words per
@@ -101,7 +105,49 @@ impl RawShared {
                 fold: pipeline(device, &fold_source(n)),
             });
         }
-        Some(RawShared { ranks })
+        Some(RawShared {
+            ranks,
+            one_context: false,
+        })
+    }
+
+    /// `n` ranks on the one `device`: what ranks sharing one device (one
+    /// GPU context, one queue) could do, where separate devices of one GPU
+    /// are separate contexts the GPU time-slices (`probe.one_context_*`).
+    pub fn one_context(
+        (device, queue): &(wgpu::Device, wgpu::Queue),
+        n: usize,
+        max: u64,
+        fill: impl Fn(usize) -> Vec<u8>,
+    ) -> Self {
+        let storage = wgpu::BufferUsages::STORAGE
+            | wgpu::BufferUsages::COPY_SRC
+            | wgpu::BufferUsages::COPY_DST;
+        let srcs: Vec<wgpu::Buffer> = (0..n)
+            .map(|r| {
+                let src = buffer(device, max, storage);
+                queue.write_buffer(&src, 0, &fill(r));
+                src
+            })
+            .collect();
+        queue.submit(std::iter::empty());
+        wait(device);
+        let fold = pipeline(device, &fold_source(n));
+        let ranks = (0..n)
+            .map(|r| Rank {
+                rank: r,
+                device: device.clone(),
+                queue: queue.clone(),
+                src: srcs[r].clone(),
+                dst: buffer(device, max, storage),
+                exchange: srcs.clone(),
+                fold: fold.clone(),
+            })
+            .collect();
+        RawShared {
+            ranks,
+            one_context: true,
+        }
     }
 
     /// One call of `op` on `size` bytes (see [`RawOp`]); its wall time.
@@ -122,6 +168,9 @@ impl RawShared {
             })
             .collect();
         let t = Instant::now();
+        if self.one_context {
+            return self.run_in_one_context(op, size, &groups, t);
+        }
         for r in &self.ranks {
             let mut enc = r.device.create_command_encoder(&Default::default());
             enc.copy_buffer_to_buffer(&r.src, 0, &r.exchange[r.rank], 0, src_len);
@@ -153,6 +202,43 @@ impl RawShared {
         for r in &self.ranks {
             wait(&r.device);
         }
+        t.elapsed()
+    }
+
+    /// [`run`](Self::run) with every rank on one device: every rank's fold
+    /// (or copies) in one submission, one wait.
+    fn run_in_one_context(
+        &self,
+        op: RawOp,
+        size: u64,
+        groups: &[Vec<(wgpu::BindGroup, u64)>],
+        t: Instant,
+    ) -> Duration {
+        let Some(first) = self.ranks.first() else {
+            return t.elapsed();
+        };
+        let src_len = size / self.ranks.len() as u64;
+        let mut enc = first.device.create_command_encoder(&Default::default());
+        for (r, group) in self.ranks.iter().zip(groups) {
+            match op {
+                RawOp::AllReduceSum => {
+                    let mut pass = enc.begin_compute_pass(&Default::default());
+                    pass.set_pipeline(&r.fold);
+                    for (group, invocations) in group {
+                        pass.set_bind_group(0, group, &[]);
+                        let groups = invocations.div_ceil(256).clamp(1, 8192) as u32;
+                        pass.dispatch_workgroups(groups, 1, 1);
+                    }
+                }
+                RawOp::AllGather => {
+                    for (j, x) in r.exchange.iter().enumerate() {
+                        enc.copy_buffer_to_buffer(x, 0, &r.dst, j as u64 * src_len, src_len);
+                    }
+                }
+            }
+        }
+        first.queue.submit(Some(enc.finish()));
+        wait(&first.device);
         t.elapsed()
     }
 }
