@@ -19,6 +19,7 @@ mod kernel;
 mod launch;
 mod matmul_wgsl;
 mod memory;
+mod one_context;
 mod probe_coop;
 mod probe_scan;
 mod probe_wgsl;

@@ -43,8 +43,10 @@ use compute_runtime::{
 };
 use wgpu_server::{WgpuServerOptions, WgslPassthrough};
 
+mod table;
+
 use crate::S;
-use crate::harness::{Options, STREAM, alloc, gbps, interleaved, median};
+use crate::harness::{Options, STREAM, alloc, gbps, interleaved};
 use crate::raw_collective::{RawGroup, RawOp};
 use crate::raw_shared::{Baseline, RawShared};
 use crate::report::Figure;
@@ -131,6 +133,15 @@ fn value(rank: usize, i: usize) -> f32 {
     ((i * 7 + rank * 131) % 1031) as f32
 }
 
+/// Rank `r`'s `src` of `max` bytes, as the servers' are filled.
+fn filled(max: u64) -> impl Fn(usize) -> Vec<u8> + Copy {
+    move |r| {
+        (0..(max / 4) as usize)
+            .flat_map(|i| value(r, i).to_le_bytes())
+            .collect()
+    }
+}
+
 /// `n` servers on one adapter, a communicator over them, and each rank's
 /// `src` (filled with [`value`]) and `dst` of `max` bytes.
 struct Ranks {
@@ -179,6 +190,14 @@ impl Ranks {
 
     fn n(&self) -> usize {
         self.servers.len()
+    }
+
+    /// Each rank's device and queue, for the raw loops.
+    fn devices(&self) -> Vec<(wgpu::Device, wgpu::Queue)> {
+        self.servers
+            .iter()
+            .map(|s| (s.device().clone(), s.queue().clone()))
+            .collect()
     }
 
     /// Posts `op` on every rank in turn, then syncs them all: one call.
@@ -256,85 +275,11 @@ fn prefix(h: &Handle, len: u64) -> BufferBinding {
     }
 }
 
-/// The table's sizes: 4 KiB to 1 GiB (16 MiB quick), x4 steps.
-fn sizes(o: &Options) -> Vec<u64> {
-    let max = if o.quick { 16 * MIB } else { GIB };
-    std::iter::successors(Some(4096u64), |s| Some(s * 4))
-        .take_while(|s| *s <= max)
-        .collect()
-}
-
-/// Warm-up and timed rounds for a row of `size` bytes.
-fn iterations(o: &Options, size: u64) -> (usize, usize) {
-    if o.quick {
-        (1, (64 * MIB / size).clamp(2, 5) as usize)
-    } else {
-        let warmup = if size >= 16 * MIB { 1 } else { 2 };
-        (warmup, (512 * MIB / size).clamp(2, 20) as usize)
-    }
-}
-
-/// The table for `ranks`, one block per collective, printed as it runs.
-fn table(ranks: &mut Ranks, o: &Options) -> Result<(), ServerError> {
-    let n = ranks.n();
-    let path = match collective_on_device(&ranks.servers[0], &ranks.ids) {
-        Some(true) => "on the devices from 256 KiB per rank, host-staged below",
-        _ => "host-staged",
-    };
-    for op in Op::ALL {
-        println!(
-            "\n# {} on {n} ranks ({path}; one thread drives every rank)",
-            op.name()
-        );
-        println!(
-            "# {:>10} {:>10} {:>6} {:>6} {:>12} {:>12} {:>12} {:>7}",
-            "size", "count", "type", "redop", "time(us)", "algbw(GB/s)", "busbw(GB/s)", "#wrong"
-        );
-        for size in sizes(o) {
-            let (warmup, iters) = iterations(o, size);
-            let (_, dst_len) = op.lens(size, n as u64);
-            ranks.reset_dst(dst_len)?;
-            for _ in 0..warmup {
-                ranks.round(op, size)?;
-            }
-            let mut times = Vec::with_capacity(iters);
-            for _ in 0..iters {
-                let t = Instant::now();
-                ranks.round(op, size)?;
-                times.push(t.elapsed().as_secs_f64());
-            }
-            let time = std::time::Duration::from_secs_f64(median(times));
-            let wrong = ranks.wrong(op, size)?;
-            let algbw = gbps(size, time);
-            println!(
-                "  {:>10} {:>10} {:>6} {:>6} {:>12.1} {:>12.3} {:>12.3} {:>7}",
-                size,
-                size / 4,
-                "float",
-                op.redop(),
-                time.as_secs_f64() * 1e6,
-                algbw,
-                algbw * op.bus_factor(n),
-                wrong
-            );
-        }
-    }
-    Ok(())
-}
-
 /// The raw loop over `ranks`' own devices, `src` filled as the server's
 /// (`value`), `max` bytes per rank.
 fn raw_group(ranks: &Ranks, max: u64) -> Baseline {
-    let devices: Vec<(wgpu::Device, wgpu::Queue)> = ranks
-        .servers
-        .iter()
-        .map(|s| (s.device().clone(), s.queue().clone()))
-        .collect();
-    let fill = |r| {
-        (0..(max / 4) as usize)
-            .flat_map(|i| value(r, i).to_le_bytes())
-            .collect()
-    };
+    let devices = ranks.devices();
+    let fill = filled(max);
     let on_device = collective_on_device(&ranks.servers[0], &ranks.ids) == Some(true);
     if on_device && let Some(raw) = RawShared::new(&devices, max, fill) {
         return Baseline::Shared(raw);
@@ -397,11 +342,7 @@ fn compare(
 /// runs) 1 GiB.
 fn figures_2(ranks: &mut Ranks, o: &Options, out: &mut Vec<Figure>) -> Result<(), ServerError> {
     let large = if o.quick { FIGURE_SIZE } else { GIB };
-    let devices: Vec<(wgpu::Device, wgpu::Queue)> = ranks
-        .servers
-        .iter()
-        .map(|s| (s.device().clone(), s.queue().clone()))
-        .collect();
+    let devices = ranks.devices();
     out.extend(crate::switch::figure(&devices, o));
     out.extend(crate::switch::duplex(&devices, o));
     // Only when asked until it has run on the H200: the device call that
@@ -454,56 +395,6 @@ fn figures_2(ranks: &mut Ranks, o: &Options, out: &mut Vec<Figure>) -> Result<()
     Ok(())
 }
 
-/// `probe.one_context_all_reduce_{4kib_us,64mib_busbw_gbps}` (only when
-/// asked): the raw loop with every rank on one device (one GPU context)
-/// against the raw loop over shared memory between the ranks' devices, in
-/// the same run: what ranks sharing one device could reach.
-fn one_context_probe(ranks: &Ranks, o: &Options, out: &mut Vec<Figure>) {
-    let devices: Vec<(wgpu::Device, wgpu::Queue)> = ranks
-        .servers
-        .iter()
-        .map(|s| (s.device().clone(), s.queue().clone()))
-        .collect();
-    let fill = |r| {
-        (0..(FIGURE_SIZE / 4) as usize)
-            .flat_map(|i| value(r, i).to_le_bytes())
-            .collect()
-    };
-    let (Some(first), Some(mut shared)) =
-        (devices.first(), RawShared::new(&devices, FIGURE_SIZE, fill))
-    else {
-        return;
-    };
-    let mut one = RawShared::one_context(first, devices.len(), FIGURE_SIZE, fill);
-    let factor = Op::AllReduce.bus_factor(devices.len());
-    for (size, name, baseline) in [
-        (
-            SMALL,
-            "probe.one_context_all_reduce_4kib_us",
-            "raw.shared_all_reduce_4kib_us",
-        ),
-        (
-            FIGURE_SIZE,
-            "probe.one_context_all_reduce_64mib_busbw_gbps",
-            "raw.shared_all_reduce_64mib_busbw_gbps",
-        ),
-    ] {
-        let report = |d: std::time::Duration| match size {
-            SMALL => d.as_secs_f64() * 1e6,
-            _ => gbps(size, d) * factor,
-        };
-        one.run(RawOp::AllReduceSum, size);
-        shared.run(RawOp::AllReduceSum, size);
-        let (v, b) = interleaved(
-            o.rounds(5, 21),
-            || report(one.run(RawOp::AllReduceSum, size)),
-            || report(shared.run(RawOp::AllReduceSum, size)),
-        );
-        let unit = "2 ranks, f32 sum, raw: every rank on one device (us, or GB/s busbw)";
-        out.push(Figure::new(name, v, unit, baseline, b));
-    }
-}
-
 /// The 4-rank figure: a 4 KiB `all_gather`'s time.
 fn figures_4(ranks: &mut Ranks, o: &Options, out: &mut Vec<Figure>) -> Result<(), ServerError> {
     let mut raw = raw_group(ranks, SMALL);
@@ -526,7 +417,7 @@ fn figures_4(ranks: &mut Ranks, o: &Options, out: &mut Vec<Figure>) -> Result<()
 }
 
 pub fn figures(o: &Options, out: &mut Vec<Figure>) -> Result<(), ServerError> {
-    let largest = sizes(o).last().copied().unwrap_or(4096);
+    let largest = table::sizes(o).last().copied().unwrap_or(4096);
     for (n, first_id) in [(2usize, 100u64), (4, 200)] {
         // The 2-rank figures run at 64 MiB even in a quick run.
         let max = if n == 2 {
@@ -535,12 +426,13 @@ pub fn figures(o: &Options, out: &mut Vec<Figure>) -> Result<(), ServerError> {
             largest
         };
         let mut ranks = Ranks::open(n, first_id, max)?;
-        table(&mut ranks, o)?;
+        table::table(&mut ranks, o)?;
         match n {
             2 => {
                 figures_2(&mut ranks, o, out)?;
                 if o.asks_for("probe.one_context") {
-                    one_context_probe(&ranks, o, out);
+                    let (devices, fill) = (ranks.devices(), filled(FIGURE_SIZE));
+                    crate::one_context::probe(&devices, FIGURE_SIZE, fill, o, out);
                 }
             }
             _ => figures_4(&mut ranks, o, out)?,
