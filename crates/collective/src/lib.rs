@@ -18,7 +18,8 @@
 //! in-process implementation.
 //!
 //! **Leaves to the server:** device staging (copying `src` into mapped
-//! staging, and the outcome's bytes back into `dst`), stream ordering (when a
+//! staging, and the outcome's bytes back into `dst`), the device work of a
+//! call whose data moves on the devices ([`DeviceData`]), stream ordering (when a
 //! collective's input is ready, what later work waits for, `sync_collective`),
 //! and the trust registry (whether `src` is trusted, which it tells
 //! [`Contribution::provide`] with an `Err`; marking `dst` untrusted with an
@@ -47,6 +48,18 @@
 //! waits for another rank, so one thread may drive every rank in turn, and a
 //! GPU callback may provide. Every wait of the engine is bounded by
 //! [`CommConfig::timeout`], so every posted call completes.
+//!
+//! ## Calls whose data moves on the devices
+//!
+//! A server whose ranks can read each other's device memory (devices of one
+//! GPU) posts a group call with [`Communicator::post_on_device`] and a
+//! [`DeviceData`]: the contribution then only says whether the rank's input
+//! is ready and trusted, and the engine runs the same opening as a host
+//! call (so a mismatch or a poisoned input is the same verdict), then per
+//! piece the device's fill, a [`Round::Filled`] exchange, its combine and a
+//! [`Round::Read`] barrier (`device.rs`). Ranks must agree on where a call's
+//! data moves; a [`Descriptor::on_device`] that differs fails the call as a
+//! mismatch.
 //!
 //! ## The transport seam
 //!
