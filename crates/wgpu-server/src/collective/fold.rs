@@ -311,7 +311,8 @@ fn combine(reduction: Reduction) -> Option<&'static str> {
 }
 
 /// An `f32` sum with the host's bits on a device that flushes denormals
-/// (NVIDIA's Vulkan compute does; the float probe found it): where an
+/// (on the H100 the float probe, then of sums and products, did not match
+/// the host's bits): where an
 /// operand is 2^-100 or more (exponent field 27), the device's add is the
 /// host's (a denormal other operand is under an eighth of its ulp, and the
 /// sum cannot be a denormal); else both operands are scaled by 2^64 (from
