@@ -180,6 +180,9 @@ impl<C: WgpuCompiler> WgpuServer<C> {
         let range = self.resolve(dst)?;
         let page = self.memory.page_buffer(range.id)?;
         let len = dst.size.next_multiple_of(wgpu::COPY_BUFFER_ALIGNMENT);
+        // After other streams' work on `dst` (a host write of it on another
+        // stream lands before the result, as the host path's write does).
+        self.streams.prepare(stream, &[(range, Access::Write)]);
         let device = self.gpu.device().clone();
         let (_, ws) = self.streams.encoder(stream);
         ws.batch().encoder_for_copy(&device).copy_buffer_to_buffer(

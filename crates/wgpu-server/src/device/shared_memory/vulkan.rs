@@ -277,6 +277,11 @@ pub(super) fn import(
         }
         Err(e) => {
             h.destroy(buffer);
+            // Vulkan leaves the fd the application's after a failed import,
+            // but lavapipe closes it anyway: closing it here again could
+            // close whatever took its number since. It is left open (one
+            // fd per failed import) rather than risk that.
+            let _ = fd.into_raw_fd();
             Err(fail(len, "vkAllocateMemory (import)", e))
         }
     }
