@@ -23,9 +23,10 @@ for b in test-gpu test-gpu-release; do
   echo "== $b ir_kernels::single_pass"
   timeout 60 .h200/$b ir_kernels::single_pass 2>&1 | grep -E "test result|first wrong"
 done
-timeout 30 .h200/test-gpu collective::device --nocapture 2>&1 | grep -E "float products|test result"
+WGPU_SERVER_COLLECTIVE_PATH=device timeout 30 .h200/test-gpu collective::device --nocapture 2>&1 | grep -E "float products|test result"
 mkdir -p /tmp/logs
 OUT=/tmp/logs TEST_TIMEOUT=150 bash xtask/h200/run-tests.sh .h200/test-gpu 1 1 4 | tee $OUT/tests.txt
+WGPU_SERVER_COLLECTIVE_PATH=device timeout 120 .h200/test-gpu collective model 2>&1 | grep -E "test result|FAILED" | tee -a $OUT/tests.txt
 grep -h -E "FAILED|panicked" /tmp/logs/*.log | head -20
 for m in imported mapped; do
   echo "== transfers, $m, at ${SECONDS}s"
