@@ -181,22 +181,7 @@ impl RawShared {
         }
         for (r, group) in self.ranks.iter().zip(&groups) {
             let mut enc = r.device.create_command_encoder(&Default::default());
-            match op {
-                RawOp::AllReduceSum => {
-                    let mut pass = enc.begin_compute_pass(&Default::default());
-                    pass.set_pipeline(&r.fold);
-                    for (group, invocations) in group {
-                        pass.set_bind_group(0, group, &[]);
-                        let groups = invocations.div_ceil(256).clamp(1, 8192) as u32;
-                        pass.dispatch_workgroups(groups, 1, 1);
-                    }
-                }
-                RawOp::AllGather => {
-                    for (j, x) in r.exchange.iter().enumerate() {
-                        enc.copy_buffer_to_buffer(x, 0, &r.dst, j as u64 * src_len, src_len);
-                    }
-                }
-            }
+            r.encode_combine(&mut enc, op, group, src_len);
             r.queue.submit(Some(enc.finish()));
         }
         for r in &self.ranks {
@@ -220,22 +205,7 @@ impl RawShared {
         let src_len = size / self.ranks.len() as u64;
         let mut enc = first.device.create_command_encoder(&Default::default());
         for (r, group) in self.ranks.iter().zip(groups) {
-            match op {
-                RawOp::AllReduceSum => {
-                    let mut pass = enc.begin_compute_pass(&Default::default());
-                    pass.set_pipeline(&r.fold);
-                    for (group, invocations) in group {
-                        pass.set_bind_group(0, group, &[]);
-                        let groups = invocations.div_ceil(256).clamp(1, 8192) as u32;
-                        pass.dispatch_workgroups(groups, 1, 1);
-                    }
-                }
-                RawOp::AllGather => {
-                    for (j, x) in r.exchange.iter().enumerate() {
-                        enc.copy_buffer_to_buffer(x, 0, &r.dst, j as u64 * src_len, src_len);
-                    }
-                }
-            }
+            r.encode_combine(&mut enc, op, group, src_len);
         }
         first.queue.submit(Some(enc.finish()));
         wait(&first.device);
@@ -244,6 +214,34 @@ impl RawShared {
 }
 
 impl Rank {
+    /// Records this rank's combine: the fold over every rank's buffer
+    /// (`groups`, from [`Rank::fold_groups`]) or the copies of every rank's
+    /// `src_len` bytes into `dst`.
+    fn encode_combine(
+        &self,
+        enc: &mut wgpu::CommandEncoder,
+        op: RawOp,
+        groups: &[(wgpu::BindGroup, u64)],
+        src_len: u64,
+    ) {
+        match op {
+            RawOp::AllReduceSum => {
+                let mut pass = enc.begin_compute_pass(&Default::default());
+                pass.set_pipeline(&self.fold);
+                for (group, invocations) in groups {
+                    pass.set_bind_group(0, group, &[]);
+                    let workgroups = invocations.div_ceil(256).clamp(1, 8192) as u32;
+                    pass.dispatch_workgroups(workgroups, 1, 1);
+                }
+            }
+            RawOp::AllGather => {
+                for (j, x) in self.exchange.iter().enumerate() {
+                    enc.copy_buffer_to_buffer(x, 0, &self.dst, j as u64 * src_len, src_len);
+                }
+            }
+        }
+    }
+
     /// The fold's bind groups over `size` bytes: one per window the
     /// device can bind at once, each with its count; and each window's
     /// invocations.

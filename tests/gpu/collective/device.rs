@@ -53,21 +53,22 @@ fn sum_and_gather(g: &mut Group, len: usize) {
 }
 
 #[test]
-fn ranks_on_one_adapter_move_group_calls_on_the_devices() {
+fn ranks_on_one_adapter_move_group_calls_on_the_devices_when_asked() {
     let mut g = Group::new(3);
     let on = collective_on_device(&g.s[0], &g.ids);
     let asked = std::env::var("WGPU_SERVER_COLLECTIVE_PATH").ok();
     let adapter = compute_runtime::Server::utilities(&g.s[0]).adapter.clone();
+    if asked.as_deref() != Some("device") {
+        // Opt-in for now: unasked, every group stays host-staged.
+        assert_eq!(on, Some(false), "the device path is taken only when asked");
+        sum_and_gather(&mut g, 1000);
+        return;
+    }
     if on == Some(false) {
-        let why = match asked.as_deref() {
-            Some("device") => format!(
-                "{} ({}) does not share device memory between its devices",
-                adapter.name, adapter.backend
-            ),
-            _ => "host staging unless WGPU_SERVER_COLLECTIVE_PATH=device (opt-in for now)"
-                .to_string(),
-        };
-        eprintln!("skipped: {why}");
+        eprintln!(
+            "skipped: {} ({}) does not share device memory between its devices",
+            adapter.name, adapter.backend
+        );
         return;
     }
     for (r, s) in g.s.iter().enumerate() {

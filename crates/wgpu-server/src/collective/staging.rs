@@ -65,17 +65,9 @@ impl StageParts<'_> {
             contribution.provide(Ok(compute_runtime::Bytes::new()));
             return Ok(Staging::default());
         }
-        self.streams.prepare(stream, &[(range, Access::Read)]);
-        match self.streams.check(src.memory_id()) {
-            Ok(()) => {}
-            Err(ServerError::Untrusted { cause, .. }) => {
-                contribution.provide(Err(cause));
-                return Ok(Staging::default());
-            }
-            Err(other) => {
-                contribution.provide(Err(Arc::new(other)));
-                return Ok(Staging::default());
-            }
+        if let Some(cause) = self.refused(stream, src, range) {
+            contribution.provide(Err(cause));
+            return Ok(Staging::default());
         }
         let page = Source {
             buffer: self.memory.page_buffer(range.id)?,
@@ -90,26 +82,7 @@ impl StageParts<'_> {
                 .map(|t| (t, Arc::clone(&late)))
         };
         if plan.steps() == 1 {
-            let copies = StepCopies::plan(&page, std::slice::from_ref(&(0..len)));
-            let staging = self.staging_buffer(copies.size())?;
-            let (_, ws) = self.streams.encoder(stream);
-            copies.encode(
-                ws.batch().encoder_for_copy(self.gpu.device()),
-                &page,
-                &staging,
-            );
-            self.streams.task_done(stream);
-            let staged = Staged {
-                buffer: staging,
-                copies,
-                to: Provide::Whole(contribution),
-                back: Back::Pool(self.memory.readback().clone()),
-                risk: risk(),
-            };
-            return Ok(Staging {
-                in_batch: vec![staged],
-                ..Staging::default()
-            });
+            return self.stage_whole(stream, &page, 0..len, contribution, risk);
         }
         let risk = risk();
         let feed = contribution.feed();
@@ -138,13 +111,7 @@ impl StageParts<'_> {
         holds: bool,
         prefill: Option<&dyn Fn(&mut wgpu::CommandEncoder, &Source) -> bool>,
     ) -> Result<(Staging, Option<Source>, Option<ScratchPool>, bool), ServerError> {
-        self.streams.prepare(stream, &[(range, Access::Read)]);
-        let refused = match self.streams.check(src.memory_id()) {
-            Ok(()) => None,
-            Err(ServerError::Untrusted { cause, .. }) => Some(cause),
-            Err(other) => Some(Arc::new(other)),
-        };
-        if let Some(cause) = refused {
+        if let Some(cause) = self.refused(stream, src, range) {
             contribution.provide(Err(cause));
             return Ok((Staging::default(), None, None, false));
         }
@@ -163,9 +130,10 @@ impl StageParts<'_> {
             )
         };
         let late = Arc::clone(self.streams.trust().late());
-        let risk = late
-            .depend_token(stream, &[src.memory_id()])
-            .map(|t| (t, Arc::clone(&late)));
+        let risk = || {
+            late.depend_token(stream, &[src.memory_id()])
+                .map(|t| (t, Arc::clone(&late)))
+        };
         let prefilled = prefill.is_some_and(|fill| {
             let (_, ws) = self.streams.encoder(stream);
             fill(ws.batch().encoder_for_copy(&device), &source)
@@ -206,20 +174,52 @@ impl StageParts<'_> {
         })
     }
 
-    /// A word of `source` staged on `stream`: `contribution` is provided
-    /// once everything before it on the stream has run (and judged by
-    /// `risk`). What a device call's rank waits for before its peers read
-    /// its input or it writes its output.
+    /// Whether `src` (at `range`) is refused as an input: its cause, for
+    /// the peers, when it is untrusted (after other streams' writes of it
+    /// are ordered before this stream's read).
+    fn refused(
+        &mut self,
+        stream: StreamId,
+        src: &BufferBinding,
+        range: StorageHandle,
+    ) -> Option<Arc<ServerError>> {
+        self.streams.prepare(stream, &[(range, Access::Read)]);
+        match self.streams.check(src.memory_id()) {
+            Ok(()) => None,
+            Err(ServerError::Untrusted { cause, .. }) => Some(cause),
+            Err(other) => Some(Arc::new(other)),
+        }
+    }
+
+    /// A word of `source` staged on `stream` (`stage_whole`): what
+    /// a device call's rank waits for before its peers read its input or
+    /// it writes its output.
     pub(crate) fn probe(
         &mut self,
         stream: StreamId,
         source: &Source,
         contribution: Contribution,
-        risk: Option<(u64, Arc<compute_stream::LateFaults>)>,
+        risk: impl FnOnce() -> Option<(u64, Arc<compute_stream::LateFaults>)>,
+    ) -> Result<Staging, ServerError> {
+        let word = (source.buffer.size() - source.base).min(ALIGN) as usize;
+        self.stage_whole(stream, source, 0..word, contribution, risk)
+    }
+
+    /// Bytes `bytes` of `source` staged on `stream` in one copy: the whole
+    /// input of a one-step call, or a word of a device call's input (or of
+    /// its `dst`), which says once everything before it on the stream has
+    /// run whether the input is ready. `contribution` is provided from the
+    /// map callback, judged by `risk` (asked once the copy is encoded).
+    fn stage_whole(
+        &mut self,
+        stream: StreamId,
+        source: &Source,
+        bytes: std::ops::Range<usize>,
+        contribution: Contribution,
+        risk: impl FnOnce() -> Option<(u64, Arc<compute_stream::LateFaults>)>,
     ) -> Result<Staging, ServerError> {
         let device = self.gpu.device().clone();
-        let word = (source.buffer.size() - source.base).min(ALIGN) as usize;
-        let copies = StepCopies::plan(source, std::slice::from_ref(&(0..word)));
+        let copies = StepCopies::plan(source, std::slice::from_ref(&bytes));
         let staging = self.staging_buffer(copies.size())?;
         let (_, ws) = self.streams.encoder(stream);
         copies.encode(ws.batch().encoder_for_copy(&device), source, &staging);
@@ -229,7 +229,7 @@ impl StageParts<'_> {
             copies,
             to: Provide::Whole(contribution),
             back: Back::Pool(self.memory.readback().clone()),
-            risk,
+            risk: risk(),
         };
         Ok(Staging {
             in_batch: vec![staged],

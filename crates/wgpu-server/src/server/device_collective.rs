@@ -75,7 +75,9 @@ impl<C: WgpuCompiler> WgpuServer<C> {
                     buffer: dst_page.clone(),
                     base: dst_range.offset,
                 };
-                let staging = self.stage_parts().probe(stream, &at, contribution, None)?;
+                let staging = self
+                    .stage_parts()
+                    .probe(stream, &at, contribution, || None)?;
                 (staging, None, None, false)
             }
         };
