@@ -113,7 +113,7 @@ fn device_scan(s: &mut crate::ir::IrServer, x: &[u32]) -> Vec<u32> {
     got
 }
 
-fn host_exclusive(x: &[u32]) -> Vec<u32> {
+pub(crate) fn host_exclusive(x: &[u32]) -> Vec<u32> {
     let mut run = 0u32;
     x.iter()
         .map(|&v| {
@@ -152,6 +152,17 @@ fn device_single_pass(
     tiles: u32,
 ) -> Vec<u32> {
     let k = kernels::scan_single_pass(per, limit).expect("kernel");
+    single_pass_with(s, &k, x, state, tiles)
+}
+
+/// `x` scanned by one launch of the single-pass scan kernel `k`.
+pub(crate) fn single_pass_with(
+    s: &mut crate::ir::IrServer,
+    k: &compute_ir::Kernel,
+    x: &[u32],
+    state: &Handle,
+    tiles: u32,
+) -> Vec<u32> {
     let hx = upload(s, u32_bytes(x));
     let hy = upload(s, vec![0; x.len() * 4]);
     let scalars = k
@@ -159,7 +170,7 @@ fn device_single_pass(
         .expect("scalars");
     run(
         s,
-        &k,
+        k,
         [tiles, 1, 1],
         &[hx, state.clone(), hy.clone()],
         scalars,

@@ -34,6 +34,7 @@ mod model;
 mod oob;
 mod profile;
 mod queued;
+mod scan_policies;
 mod shared_memory;
 mod streams;
 mod trust;

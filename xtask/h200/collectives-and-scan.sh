@@ -22,6 +22,7 @@ echo "commit $(cat .h200/COMMIT)"; nvidia-smi --query-gpu=name,driver_version --
 for b in test-gpu test-gpu-release; do
   echo "== $b ir_kernels::single_pass"
   timeout 60 .h200/$b ir_kernels::single_pass 2>&1 | grep -E "test result|first wrong"
+  timeout 120 .h200/$b scan_policies 2>&1 | grep -E "test result|Every|Unproven|Checked|Reported"
 done
 WGPU_SERVER_COLLECTIVE_PATH=device timeout 30 .h200/test-gpu collective::device --nocapture 2>&1 | grep -E "float products|test result"
 mkdir -p /tmp/logs
