@@ -113,3 +113,35 @@ fn an_import_longer_than_the_allocation_is_refused() {
     let err = shared.import(b.device(), too_long).expect_err("too long");
     assert!(matches!(err, ServerError::InvalidArgument { .. }), "{err}");
 }
+
+/// Imports of one exported allocation from several threads at once all
+/// succeed and see its bytes. lavapipe's import reads a header through the
+/// fd after seeking it to 0, and every duplicate of one fd shares that
+/// offset: imports running together read each other's offsets and fail
+/// (`ERROR_INVALID_EXTERNAL_HANDLE`) unless they are serialized.
+#[test]
+fn imports_of_one_allocation_from_several_threads_at_once_all_succeed() {
+    let (a, b) = two_servers();
+    let Some((buffer, shared)) = exported(&a, 4096) else {
+        return;
+    };
+    let data: Vec<u8> = (0..4096u32).map(|i| (i * 7) as u8).collect();
+    write_raw(&a, &buffer, &data);
+    let device = b.device().clone();
+    let failures = std::sync::atomic::AtomicUsize::new(0);
+    std::thread::scope(|scope| {
+        for _ in 0..8 {
+            scope.spawn(|| {
+                for _ in 0..2000 {
+                    if let Err(e) = shared.import(&device, 4096) {
+                        eprintln!("import failed: {e}");
+                        failures.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    }
+                }
+            });
+        }
+    });
+    assert_eq!(failures.into_inner(), 0, "failed imports of 200");
+    let imported = shared.import(&device, 4096).expect("import");
+    assert_eq!(read_raw(&b, &imported, 4096), data);
+}

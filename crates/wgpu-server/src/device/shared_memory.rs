@@ -13,7 +13,12 @@
 //! drop callback once wgpu destroys it). An imported allocation holds its
 //! own reference to the memory's payload, so the exporter's buffer may go
 //! first. The fd is duplicated for each import (an import takes ownership
-//! of the fd it is given) and closed with the handle.
+//! of the fd it is given) and closed with the handle. Imports of one
+//! allocation are serialized: the duplicates share one file offset, which
+//! lavapipe's import seeks and reads through (concurrent imports failed
+//! with `ERROR_INVALID_EXTERNAL_HANDLE`,
+//! `shared_memory::imports_of_one_allocation_from_several_threads_at_once_all_succeed`).
+//! An fd passed to another process shares the offset too.
 //!
 //! Ordering between devices is the caller's: a device's writes are visible
 //! to another once the writing submission has completed and the reader's
@@ -33,6 +38,12 @@ pub struct Exported {
 struct Inner {
     #[cfg(unix)]
     fd: std::os::fd::OwnedFd,
+    /// Held across each import: every duplicate of `fd` shares one file
+    /// offset, and a driver may seek and read through it while importing
+    /// (lavapipe reads a header at offset 0), so imports running together
+    /// would read at each other's offsets and fail.
+    #[cfg(unix)]
+    imports: std::sync::Mutex<()>,
     /// The allocation's size and memory type: an opaque-fd import must
     /// match both.
     size: u64,

@@ -205,6 +205,7 @@ pub(super) fn export(
     let wgpu_buffer = h.wrap(device, buffer, memory, len.max(4))?;
     let inner = Inner {
         fd,
+        imports: std::sync::Mutex::new(()),
         size: needs.size,
         type_index,
         uuids: h.uuids,
@@ -245,6 +246,11 @@ pub(super) fn import(
             "the device cannot bind the exporter's memory type",
         ));
     }
+    // Until the import is done with the fd's shared offset (`Inner::imports`).
+    let _serial = from
+        .imports
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     let fd = match from.fd.try_clone() {
         Ok(fd) => fd,
         Err(e) => {
