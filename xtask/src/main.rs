@@ -5,7 +5,9 @@
 //!   Debian/Ubuntu as root; prints the command elsewhere);
 //! - `ci`     setup, then format check, clippy with warnings denied (also
 //!   with the `mpi` features), the docs (`RUSTDOCFLAGS=-D warnings cargo
-//!   doc`), every test (doc tests included), the MPI suite (`mpi-test`),
+//!   doc`), every test (doc tests included; the collective suite and the
+//!   random-program model twice more on the device path, whole and in 4 KiB
+//!   pieces), the MPI suite (`mpi-test`),
 //!   and the `mlp`, `transformer_block` and `data_parallel` examples;
 //! - `mpi-test` the collectives across processes: `tests/mpi` under
 //!   `mpirun -np 3` (the suite, then a rank that dies and a rank that never
@@ -13,7 +15,7 @@
 //! - `mpi-bench` the MPI all-reduce figures (3 processes, one server each)
 //!   under `mpirun -np 3`, merged into `target/bench/report.json`
 //!   (`--quick`, `--filter PREFIX`);
-//! - `test`   every test;
+//! - `test`   every test (and the collective passes `ci` runs);
 //! - `tidy`   the layout rules (`tidy.rs`; also tests of this crate, so
 //!   `ci` runs them);
 //! - `demo`   setup, then the tour example on the default adapter (and a
@@ -167,7 +169,31 @@ fn ci() -> Result {
 fn test() -> Result {
     let mut t = cargo();
     t.args(["test", "--workspace"]);
-    run(t)
+    run(t)?;
+    // Collectives between devices that share memory take the device path
+    // on GPUs; a CPU adapter (lavapipe, CI's) stays on host staging unless
+    // asked: the suite and the model again on the device path (calls of
+    // every size, not only from 256 KiB), whole and cut into 4 KiB pieces.
+    for piece in [None, Some("4096")] {
+        let mut c = cargo();
+        c.args([
+            "test",
+            "-p",
+            "compute-tests",
+            "--test",
+            "gpu",
+            "--",
+            "collective",
+            "model",
+        ])
+        .env("WGPU_SERVER_COLLECTIVE_PATH", "device")
+        .env("WGPU_SERVER_DEVICE_MIN_BYTES", "0");
+        if let Some(bytes) = piece {
+            c.env("WGPU_SERVER_DEVICE_PIECE_BYTES", bytes);
+        }
+        run(c)?;
+    }
+    Ok(())
 }
 
 fn demo() -> Result {

@@ -1,12 +1,12 @@
 //! Ranks whose devices share memory (devices of one adapter, which
 //! lavapipe exports and imports by fd too) move their group calls' data on
-//! the devices (`collective/device_call.rs`) under
-//! `WGPU_SERVER_COLLECTIVE_PATH=device` (opt-in for now); with it the whole
-//! collective suite and the model run on that path
-//! (`WGPU_SERVER_DEVICE_MIN_BYTES=0` for calls of every size,
-//! `WGPU_SERVER_DEVICE_PIECE_BYTES=4096` for many pieces). Here: that the
-//! path is taken, that a group whose first call came before every rank
-//! joined stays on host staging, a mid-word `src`, and tiny float sums.
+//! the devices (`collective/device_call.rs`) on GPUs, and on a CPU adapter
+//! under `WGPU_SERVER_COLLECTIVE_PATH=device`, with which `cargo xtask ci`
+//! runs the whole collective suite and the model twice more (whole, and in
+//! 4 KiB pieces); `WGPU_SERVER_COLLECTIVE_PATH=host` forces host staging.
+//! Here: that the path is taken, that a group whose first call came before
+//! every rank joined stays on host staging, a mid-word `src`, and tiny
+//! float sums.
 
 use compute_runtime::{ComputeWait, DType, Reduction, ServerCommunication};
 use wgpu_server::testing::{collective_float_products_on_device, collective_on_device};
@@ -53,14 +53,15 @@ fn sum_and_gather(g: &mut Group, len: usize) {
 }
 
 #[test]
-fn ranks_on_one_adapter_move_group_calls_on_the_devices_when_asked() {
+fn ranks_on_one_adapter_move_group_calls_on_the_devices() {
     let mut g = Group::new(3);
     let on = collective_on_device(&g.s[0], &g.ids);
     let asked = std::env::var("WGPU_SERVER_COLLECTIVE_PATH").ok();
     let adapter = compute_runtime::Server::utilities(&g.s[0]).adapter.clone();
-    if asked.as_deref() != Some("device") {
-        // Opt-in for now: unasked, every group stays host-staged.
-        assert_eq!(on, Some(false), "the device path is taken only when asked");
+    let host_by_default = adapter.device_type == "Cpu";
+    if asked.as_deref() == Some("host") || (asked.is_none() && host_by_default) {
+        // Forced, or a CPU adapter unasked: every group stays host-staged.
+        assert_eq!(on, Some(false), "host staging: asked {asked:?}");
         sum_and_gather(&mut g, 1000);
         return;
     }

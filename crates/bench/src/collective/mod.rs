@@ -8,11 +8,10 @@
 //! `tests/gpu/collective/`), one communicator over them. A host-staged
 //! collective copies each rank's `src` into mapped staging step by step,
 //! the communicator combines the ranks' steps on the host, and each step's
-//! result is copied up into every rank's `dst`; under
-//! `WGPU_SERVER_COLLECTIVE_PATH=device`, where the devices share memory,
-//! calls from 256 KiB per rank move on the devices instead
-//! (`collective/device_call.rs`), and the figures' baseline is the raw loop
-//! over shared memory (`raw_shared.rs`).
+//! result is copied up into every rank's `dst`; where the devices share
+//! memory (a GPU's, not a CPU adapter's) calls from 256 KiB per rank move
+//! on the devices instead (`collective/device_call.rs`), and the figures'
+//! baseline is the raw loop over shared memory (`raw_shared.rs`).
 //!
 //! **One call, timed**: one thread drives every rank. It posts the
 //! collective on every rank in turn (`ComputeWait::Wait`), then calls every

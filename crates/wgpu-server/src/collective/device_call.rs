@@ -4,8 +4,7 @@
 //! into its exchange buffer; combine: every rank's piece copied or folded
 //! into `dst`), run on the rank's engine thread.
 //!
-//! A call goes here when its group's path is the device (asked for with
-//! `WGPU_SERVER_COLLECTIVE_PATH=device`, `collective/mod.rs`) and the call is
+//! A call goes here when its group's path is the device and the call is
 //! one the devices do exactly ([`eligible`]: a function of the call and
 //! the group alone, so every rank decides the same); everything else (and
 //! every `send`/`recv`) is host-staged as before.

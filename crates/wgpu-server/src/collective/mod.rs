@@ -9,9 +9,9 @@
 //! pieces and judges (`compute_collective::DeviceData`). Group calls the
 //! devices do exactly (32-bit elements; float sums and products only where
 //! the devices keep denormals; not `Mean`; whole words) take it; the rest,
-//! messages, ranks in other processes, and every call unless
-//! `WGPU_SERVER_COLLECTIVE_PATH=device` asks for the device path (opt-in
-//! for now, see `wants_device`) are **host-staged**: a rank's `src` is copied on its stream into a mapped staging buffer
+//! messages, ranks in other processes, CPU adapters (unless
+//! `WGPU_SERVER_COLLECTIVE_PATH=device`) and `WGPU_SERVER_COLLECTIVE_PATH=host`
+//! are **host-staged**: a rank's `src` is copied on its stream into a mapped staging buffer
 //! (`stage.rs`), the mapped bytes are this rank's input to its
 //! [`Communicator`], which pairs the ranks' calls, checks they agree and
 //! reduces on the host, and the outcome is written into `dst` by the
@@ -90,21 +90,16 @@ pub(crate) struct Device {
     pub cpu: bool,
 }
 
-/// Whether a rank asks for the device path: only under
-/// `WGPU_SERVER_COLLECTIVE_PATH=device` for now. On lavapipe an import of
-/// another device's memory sometimes fails
-/// (`ERROR_INVALID_EXTERNAL_HANDLE`) once many groups have come and gone,
-/// and a failed import's fd was found closed behind the server's back
-/// (`device/shared_memory/vulkan.rs`); on NVIDIA the path has run the GPU
-/// suite once. Until it has run there again, calls are host-staged unless
-/// asked (`docs/status.md`). A CPU adapter's device work runs on the host's
-/// cores anyway (measured slower than host staging on lavapipe).
+/// Whether a rank asks for the device path: `WGPU_SERVER_COLLECTIVE_PATH`
+/// `host` or `device` where set, else every adapter but a CPU one (whose
+/// "device" copies and folds run on the same cores as host staging's, and
+/// measured slower there: `docs/status.md`).
 fn wants_device(cpu: bool) -> bool {
-    let _ = cpu;
-    matches!(
-        std::env::var("WGPU_SERVER_COLLECTIVE_PATH").as_deref(),
-        Ok("device")
-    )
+    match std::env::var("WGPU_SERVER_COLLECTIVE_PATH").as_deref() {
+        Ok("host") => false,
+        Ok("device") => true,
+        _ => !cpu,
+    }
 }
 
 /// A collective posted on a stream and not yet synced.
