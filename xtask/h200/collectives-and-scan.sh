@@ -30,17 +30,20 @@ mkdir -p /tmp/logs
 OUT=/tmp/logs TEST_TIMEOUT=150 bash xtask/h200/run-tests.sh .h200/test-gpu 1 1 4 | tee $OUT/tests.txt
 WGPU_SERVER_COLLECTIVE_PATH=device timeout 120 .h200/test-gpu collective model 2>&1 | grep -E "test result|FAILED" | tee -a $OUT/tests.txt
 grep -h -E "FAILED|panicked" /tmp/logs/*.log | head -20
-# What is left runs only while the call has time (600 s a call).
-left() { [ "$SECONDS" -lt "$1" ] || { echo "skipped past ${SECONDS}s: $2"; return 1; }; }
+# What is left runs only while the call has time: LIMIT seconds (600, a
+# call's most, unless given), each step starting only when its own bound
+# still fits.
+LIMIT=${LIMIT:-600}
+left() { [ "$SECONDS" -lt $((LIMIT - $1)) ] || { echo "skipped past ${SECONDS}s: $2"; return 1; }; }
 bench() { # NAME FILTER TIMEOUT [ENV...]
   local name=$1 filter=$2 limit=$3; shift 3
   echo "== $name at ${SECONDS}s"
   env "$@" timeout "$limit" .h200/bench --filter "$filter" --out /tmp/logs/$name.json > $OUT/$name.txt 2>&1
   grep -E "^(collective|transfer|probe|raw)" $OUT/$name.txt | cut -c1-90
 }
-left 330 "collectives, device path" && bench collective-device collective. 150 WGPU_SERVER_COLLECTIVE_PATH=device
-left 430 "transfers" && bench transfer-imported transfer. 60 WGPU_SERVER_HOST_MEMORY=imported
-left 480 "transfers, mapped" && bench transfer-mapped transfer. 50 WGPU_SERVER_HOST_MEMORY=mapped
-left 500 "one-context probe" && bench one-context probe.one_context 60
-left 520 "collectives, host" && bench collective-host collective.all_reduce_64 50 WGPU_SERVER_COLLECTIVE_PATH=host
+left 270 "collectives, device path" && bench collective-device collective. 150 WGPU_SERVER_COLLECTIVE_PATH=device
+left 170 "transfers" && bench transfer-imported transfer. 60 WGPU_SERVER_HOST_MEMORY=imported
+left 120 "transfers, mapped" && bench transfer-mapped transfer. 50 WGPU_SERVER_HOST_MEMORY=mapped
+left 100 "one-context probe" && bench one-context probe.one_context 60
+left 80 "collectives, host" && bench collective-host collective.all_reduce_64 50 WGPU_SERVER_COLLECTIVE_PATH=host
 echo "end at ${SECONDS}s"

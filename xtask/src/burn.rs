@@ -21,8 +21,11 @@
 //! `--steps N` (the MLP's steps; 200 by default), `--from DIR` (compare the
 //! `ours.txt` and `upstream.txt` a run left in DIR, here or on the device
 //! machine, instead of running), `--every N` (every N-th case of each
-//! group), `--ci` (every 8th: what `.ci/run` runs), `--bundle` (release builds for the device machine:
-//! `burn/bundle.rs`).
+//! group), `--ci` (what `.ci/run` runs: every 8th case and the programs,
+//! this server's build only, against upstream's records on lavapipe kept
+//! in `bridge/burn/upstream-ci/`: `burn/recorded.rs`), `--record-upstream`
+//! (makes those records), `--bundle` (release builds for the device
+//! machine: `burn/bundle.rs`).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -34,6 +37,7 @@ use crate::{Result, run};
 mod bundle;
 mod compare;
 mod figures;
+mod recorded;
 
 use compare::{Verdict, judge, parse};
 
@@ -44,6 +48,9 @@ const AUTOTUNE_ENV: &str = "CUBECL_AUTOTUNE_LEVEL";
 /// every group runs and `.ci/run` stays under its 30 minutes on two cores
 /// (docs/burn.md, "In CI").
 const CI_EVERY: usize = 8;
+
+/// The MLP's steps in CI and in the records it is compared with.
+const CI_STEPS: usize = 200;
 
 /// The two builds' binaries.
 struct Builds {
@@ -69,38 +76,48 @@ pub(crate) fn burn(args: &[String]) -> Result {
         }
         return compare_files(dir);
     }
-    let ci = args.iter().any(|a| a == "--ci");
+    let steps: usize = value("--steps").and_then(|s| s.parse().ok()).unwrap_or(200);
+    if args.iter().any(|a| a == "--record-upstream") {
+        crate::setup()?;
+        return recorded::record();
+    }
+    if args.iter().any(|a| a == "--ci") {
+        crate::setup()?;
+        return recorded::ci();
+    }
     let selection = Selection {
         filter: value("--filter").unwrap_or_default(),
-        every: value("--every")
-            .and_then(|s| s.parse().ok())
-            .unwrap_or(if ci { CI_EVERY } else { 1 }),
+        every: value("--every").and_then(|s| s.parse().ok()).unwrap_or(1),
     };
-    let steps: usize = value("--steps").and_then(|s| s.parse().ok()).unwrap_or(200);
     crate::setup()?;
-    let builds = build()?;
+    let builds = Builds {
+        ours: build_ours()?,
+        upstream: build_upstream()?,
+    };
     let dir = target_dir().join("burn-run");
     std::fs::create_dir_all(&dir).map_err(|e| format!("create {}: {e}", dir.display()))?;
     let suite = suite(&builds, &dir, &selection);
     let programs = mlp(&builds, steps)
         .and_then(|()| transformer(&builds))
-        .and_then(|()| data_parallel(&builds));
+        .and_then(|()| data_parallel(&builds.ours));
     suite.and(programs).and_then(|()| native())
 }
 
-fn build() -> Result<Builds> {
+/// This server's build of the suite and programs (debug).
+fn build_ours() -> Result<PathBuf> {
     let mut ours = bridge_cargo();
     ours.args(["build", "-p", "burn-on-server", "--bin", "burn-suite"]);
     run(ours)?;
+    Ok(target_dir().join("debug").join("burn-suite"))
+}
+
+/// Upstream's build of the same source (debug, `bridge/upstream`).
+fn build_upstream() -> Result<PathBuf> {
     let mut upstream = bridge_cargo();
     upstream.current_dir(crate::root().join("bridge/upstream"));
     upstream.args(["build", "--bin", "burn-upstream"]);
     run(upstream)?;
-    let bin = target_dir().join("debug");
-    Ok(Builds {
-        ours: bin.join("burn-suite"),
-        upstream: bin.join("burn-upstream"),
-    })
+    Ok(target_dir().join("debug").join("burn-upstream"))
 }
 
 /// `exe ARGS` with the environment both builds run in: autotune at its
@@ -337,7 +354,12 @@ fn losses(text: &str) -> Vec<f32> {
 fn mlp(builds: &Builds, steps: usize) -> Result {
     let steps = steps.to_string();
     let (ours, upstream) = builds.both(|exe| output_retrying(builds, exe, &["mlp", &steps]))?;
-    let (ours, upstream) = (losses(&ours), losses(&upstream));
+    check_mlp(&ours, &upstream)
+}
+
+/// The MLP's losses here (`ours`, a run's output) against upstream's.
+fn check_mlp(ours: &str, upstream: &str) -> Result {
+    let (ours, upstream) = (losses(ours), losses(upstream));
     let worst = ours
         .iter()
         .zip(&upstream)
@@ -382,13 +404,18 @@ fn values(text: &str, name: &str) -> Vec<f32> {
 fn transformer(builds: &Builds) -> Result {
     let (ours, theirs) =
         builds.both(|exe| output_retrying(builds, exe, &["transformer", "small"]))?;
-    let (a, b) = (values(&ours, "value"), values(&theirs, "value"));
+    check_transformer(&ours, &theirs)
+}
+
+/// The encoder's outputs here (`ours`, a run's output) against upstream's.
+fn check_transformer(ours: &str, theirs: &str) -> Result {
+    let (a, b) = (values(ours, "value"), values(theirs, "value"));
     let off = a
         .iter()
         .zip(&b)
         .filter(|(x, y)| (*x - *y).abs() > 1e-4 + 1e-3 * y.abs())
         .count();
-    let (sa, sb) = (values(&ours, "step"), values(&theirs, "step"));
+    let (sa, sb) = (values(ours, "step"), values(theirs, "step"));
     let worst_step = sa
         .iter()
         .zip(&sb)
@@ -415,8 +442,8 @@ fn transformer(builds: &Builds) -> Result {
 /// Data-parallel training on three ranks of one adapter (here: natively on
 /// the server's collectives), which checks itself: ranks bit-identical,
 /// within 1e-3 of one device.
-fn data_parallel(builds: &Builds) -> Result {
-    let out = output(&builds.ours, &["data-parallel", "3", "20"])?;
+fn data_parallel(ours: &Path) -> Result {
+    let out = output(ours, &["data-parallel", "3", "20"])?;
     for line in out.lines() {
         println!("burn program data-parallel: {line}");
     }
