@@ -138,7 +138,9 @@ fn rerun_case(exe: &Path, scratch: &Path, key: &str) -> Option<String> {
             continue;
         }
         let text = read(&file).ok()?;
-        let line = text.lines().find(|l| !l.contains("\tERROR the process ended"));
+        let line = text
+            .lines()
+            .find(|l| !l.contains("\tERROR the process ended"));
         if let Some(line) = line {
             return Some(line.to_string());
         }
