@@ -1,8 +1,11 @@
 //! `workgroup_reduce` and `workgroup_scan` on the device and in the
 //! interpreter against a host model, for every operation, three element
-//! types and workgroup sizes that are and are not powers of two; the
-//! reductions also through subgroup operations (`with_subgroups`), on a
-//! device that has them and in the interpreter at several subgroup sizes.
+//! types and workgroup sizes that are and are not powers of two, in each
+//! form a reduction takes: the shared-memory tree (`without_subgroups`),
+//! the default (subgroups where the device has them, the tree elsewhere:
+//! the interpreter runs it both ways) and subgroups only
+//! (`with_subgroups`, on a device that has them); the interpreter at
+//! several subgroup sizes.
 
 use compute_ir::interp;
 use compute_runtime::pod::{Pod, from_bytes, to_bytes};
@@ -12,10 +15,22 @@ use wgpu_server::prelude::*;
 const SIZES: [u32; 4] = [1, 7, 64, 96];
 const GROUPS: u32 = 3;
 
+/// Which form the reductions take.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Form {
+    Tree,
+    PerDevice,
+    Subgroups,
+}
+
 /// `out[i] = reduce (or scan) of x over i's workgroup`.
-fn kernel(scan: bool, op: ReduceOp, elem: Scalar, size: u32, subgroups: bool) -> Kernel {
+fn kernel(scan: bool, op: ReduceOp, elem: Scalar, size: u32, form: Form) -> Kernel {
     let k = KernelBuilder::new("workgroup", [size, 1, 1]);
-    let k = if subgroups { k.with_subgroups() } else { k };
+    let k = match form {
+        Form::Tree => k.without_subgroups(),
+        Form::PerDevice => k,
+        Form::Subgroups => k.with_subgroups(),
+    };
     let (x, out) = (k.input(elem), k.output(elem));
     let i = k.x(k.global_id());
     let v = k.load(x, i);
@@ -46,13 +61,14 @@ fn model<T: Copy>(scan: bool, values: &[T], combine: impl Fn(T, T) -> T) -> Vec<
 const INTERPRETER_SUBGROUPS: [u32; 3] = [1, 4, 32];
 
 /// Runs `k` on the device and in the interpreter over `x`; both answers
-/// (the interpreter's at each of `INTERPRETER_SUBGROUPS` for a subgroup
-/// kernel, which must all agree).
+/// (the interpreter's at each of `INTERPRETER_SUBGROUPS` where the form
+/// may use subgroups, and as a device without them where it may not,
+/// which must all agree).
 fn run<T: Pod + PartialEq + std::fmt::Debug>(
     c: &DefaultClient,
     k: &Kernel,
     x: &[T],
-    subgroups: bool,
+    form: Form,
 ) -> (Vec<T>, Vec<T>) {
     let n = x.len() as u32;
     let hx = c.create_from_slice(x).expect("x");
@@ -63,18 +79,19 @@ fn run<T: Pod + PartialEq + std::fmt::Debug>(
         let mut bufs = vec![to_bytes(x), vec![0; std::mem::size_of_val(x)]];
         match size {
             Some(s) => interp::run_with_subgroup(k, [GROUPS, 1, 1], &mut bufs, &[], s),
-            None => interp::run(k, [GROUPS, 1, 1], &mut bufs, &[]),
+            None => interp::run_without_subgroups(k, [GROUPS, 1, 1], &mut bufs, &[]),
         }
         .expect("interpreter");
         from_bytes::<T>(&bufs[1]).expect("T")
     };
-    if !subgroups {
-        return (device, interpreted(None));
+    let mut sizes: Vec<Option<u32>> = Vec::new();
+    if form != Form::Tree {
+        sizes.extend(INTERPRETER_SUBGROUPS.iter().map(|s| Some(*s)));
     }
-    let answers: Vec<Vec<T>> = INTERPRETER_SUBGROUPS
-        .iter()
-        .map(|s| interpreted(Some(*s)))
-        .collect();
+    if form != Form::Subgroups {
+        sizes.push(None);
+    }
+    let answers: Vec<Vec<T>> = sizes.into_iter().map(interpreted).collect();
     assert!(
         answers.windows(2).all(|w| w[0] == w[1]),
         "the interpreter's answer depends on the subgroup size: {answers:?}"
@@ -102,7 +119,7 @@ fn same<T: Pod + PartialEq>(
 
 fn check<T: Pod + PartialEq + std::fmt::Debug>(
     c: &DefaultClient,
-    subgroups: bool,
+    form: Form,
     elem: Scalar,
     x: impl Fn(&mut Rng) -> T,
     combine: impl Fn(ReduceOp, T, T) -> T,
@@ -120,11 +137,11 @@ fn check<T: Pod + PartialEq + std::fmt::Debug>(
             ReduceOp::Mean,
         ] {
             for scan in [false, true] {
-                // Scans keep the tree under `with_subgroups`: run once.
-                if scan && (op == ReduceOp::Mean || subgroups) {
+                // Scans keep the tree in every form: run once.
+                if scan && (op == ReduceOp::Mean || form != Form::Tree) {
                     continue;
                 }
-                let k = kernel(scan, op, elem, size, subgroups);
+                let k = kernel(scan, op, elem, size, form);
                 let want: Vec<T> = xs
                     .chunks(size as usize)
                     .flat_map(|g| {
@@ -136,8 +153,8 @@ fn check<T: Pod + PartialEq + std::fmt::Debug>(
                         }
                     })
                     .collect();
-                let (device, interp) = run(c, &k, &xs, subgroups);
-                let what = format!("{elem} {op:?} scan={scan} size={size} subgroups={subgroups}");
+                let (device, interp) = run(c, &k, &xs, form);
+                let what = format!("{elem} {op:?} scan={scan} size={size} {form:?}");
                 assert!(
                     same(op, &device, &want, float),
                     "device, {what}: {device:?} against {want:?}"
@@ -154,7 +171,8 @@ fn check<T: Pod + PartialEq + std::fmt::Debug>(
 #[test]
 fn reductions_and_scans_match_the_host() {
     let c = WgpuServerOptions::new().client().expect("adapter");
-    all_types(&c, false);
+    all_types(&c, Form::Tree);
+    all_types(&c, Form::PerDevice);
 }
 
 #[test]
@@ -169,10 +187,10 @@ fn reductions_through_subgroups_match_the_host() {
         eprintln!("skipped: the device has no SUBGROUP");
         return;
     }
-    all_types(&c, true);
+    all_types(&c, Form::Subgroups);
 }
 
-fn all_types(c: &DefaultClient, subgroups: bool) {
+fn all_types(c: &DefaultClient, form: Form) {
     // Powers of two and their negatives as f32: every sum (a multiple of
     // 0.5 below 2^8) and product (a power of two within 2^-96..2^96) is
     // exact in any order, so the device's tree and the host's loop agree
@@ -185,7 +203,7 @@ fn all_types(c: &DefaultClient, subgroups: bool) {
     };
     check(
         c,
-        subgroups,
+        form,
         Scalar::F32,
         |r| r.pick(&[-2.0f32, -1.0, -0.5, 0.5, 1.0, 2.0]),
         |op, a: f32, b| match op {
@@ -199,7 +217,7 @@ fn all_types(c: &DefaultClient, subgroups: bool) {
     );
     check(
         c,
-        subgroups,
+        form,
         Scalar::I32,
         |r| r.below(2001) as i32 - 1000,
         |op, a: i32, b| int_op(op, a.into(), b.into()) as i32,
@@ -208,7 +226,7 @@ fn all_types(c: &DefaultClient, subgroups: bool) {
     );
     check(
         c,
-        subgroups,
+        form,
         Scalar::U32,
         |r| r.below(1 << 20),
         |op, a: u32, b| int_op(op, a.into(), b.into()) as u32,

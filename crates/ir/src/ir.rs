@@ -413,6 +413,28 @@ pub enum Stmt {
     UniformLoad(VarId, u32, ValueId),
     /// A cooperative-matrix statement (a subgroup collective).
     Matrix(MatrixStmt),
+    /// `then` on a device that has `feature`, `otherwise` on one that
+    /// lacks it: chosen when the kernel is compiled for a device (the
+    /// interpreter: by how it is run), never at run time, so both are in
+    /// the control flow around them (uniform where that is). How one
+    /// kernel uses subgroups where the device has them and the same work
+    /// without them elsewhere (`KernelBuilder::workgroup_reduce`).
+    IfFeature {
+        /// What the device must have for `then`.
+        feature: Feature,
+        /// With the feature.
+        then: Vec<Stmt>,
+        /// Without it.
+        otherwise: Vec<Stmt>,
+    },
+}
+
+/// A device capability a kernel can take one of two forms on
+/// ([`Stmt::IfFeature`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Feature {
+    /// Subgroup builtins and operations (wgpu's `SUBGROUP`).
+    Subgroups,
 }
 
 /// A whole kernel, as the builder produced it and the validator accepted it.
@@ -446,29 +468,18 @@ impl KernelDef {
         self.uses(Scalar::F16)
     }
 
-    /// Whether the kernel uses a subgroup builtin or operation.
+    /// Whether the kernel needs the device's subgroups: it uses a
+    /// subgroup builtin or operation outside the `then` of a
+    /// [`Stmt::IfFeature`] on [`Feature::Subgroups`].
     pub fn uses_subgroups(&self) -> bool {
-        fn any(stmts: &[Stmt]) -> bool {
-            stmts.iter().any(|s| match s {
-                Stmt::Let(_, op) => matches!(
-                    op,
-                    Op::Subgroup(..)
-                        | Op::SubgroupShuffle(..)
-                        | Op::Builtin(
-                            Builtin::SubgroupInvocationId
-                                | Builtin::SubgroupSize
-                                | Builtin::SubgroupId
-                                | Builtin::NumSubgroups
-                        )
-                ),
-                Stmt::If {
-                    then, otherwise, ..
-                } => any(then) || any(otherwise),
-                Stmt::For { body, .. } | Stmt::Loop(body) => any(body),
-                _ => false,
-            })
-        }
-        any(&self.body)
+        self.uses_subgroups_on(false)
+    }
+
+    /// Whether the kernel as compiled for a device with (`subgroups`) or
+    /// without subgroups uses a subgroup builtin or operation: a
+    /// [`Stmt::IfFeature`] counts with the branch that device takes.
+    pub fn uses_subgroups_on(&self, subgroups: bool) -> bool {
+        uses_subgroups_in(&self.body, subgroups)
     }
 
     /// Whether the kernel declares a cooperative matrix (WGSL's
@@ -489,4 +500,42 @@ impl KernelDef {
             || self.matrices.iter().any(|m| m.elem == s)
             || self.scalars.contains(&s)
     }
+}
+
+/// Whether `stmts` use a subgroup builtin or operation on a device with
+/// (`subgroups`) or without subgroups.
+fn uses_subgroups_in(stmts: &[Stmt], subgroups: bool) -> bool {
+    let any = |stmts: &[Stmt]| uses_subgroups_in(stmts, subgroups);
+    stmts.iter().any(|s| match s {
+        Stmt::Let(_, op) => matches!(
+            op,
+            Op::Subgroup(..)
+                | Op::SubgroupShuffle(..)
+                | Op::Builtin(
+                    Builtin::SubgroupInvocationId
+                        | Builtin::SubgroupSize
+                        | Builtin::SubgroupId
+                        | Builtin::NumSubgroups
+                )
+        ),
+        Stmt::If {
+            then, otherwise, ..
+        } => any(then) || any(otherwise),
+        Stmt::IfFeature {
+            feature: Feature::Subgroups,
+            then,
+            otherwise,
+        } => any(if subgroups { then } else { otherwise }),
+        Stmt::For { body, .. } | Stmt::Loop(body) => any(body),
+        Stmt::Var(..)
+        | Stmt::Set(..)
+        | Stmt::Store(..)
+        | Stmt::AtomicStore(..)
+        | Stmt::Break
+        | Stmt::Continue
+        | Stmt::Return
+        | Stmt::Barrier(_)
+        | Stmt::UniformLoad(..)
+        | Stmt::Matrix(_) => false,
+    })
 }

@@ -24,7 +24,8 @@
 //! its structured control flow (if/else, range loops over i32/u32,
 //! loop/break/continue, return, barriers, and uniform loads: a barrier,
 //! then one workgroup element every invocation reads, so a loop with a
-//! barrier inside may end on it). The semantics are WGSL's where
+//! barrier inside may end on it; and branches on a device feature, chosen
+//! when the kernel is compiled: [`Stmt::IfFeature`]). The semantics are WGSL's where
 //! WGSL defines them (integer wrap, `x / 0 == x`, `x % 0 == 0`, saturating
 //! float-to-int casts), written down in [`interp`], which executes them on
 //! the host: every invocation of a workgroup in lockstep between barriers,
@@ -85,7 +86,7 @@ pub use builder::{
 };
 pub use error::{IrError, RunError};
 pub use ir::{
-    Access, AtomicOp, BinOp, Builtin, KernelDef, Layout, MatrixDecl, MatrixId, MatrixRole,
+    Access, AtomicOp, BinOp, Builtin, Feature, KernelDef, Layout, MatrixDecl, MatrixId, MatrixRole,
     MatrixStmt, Op, ShuffleOp, Stmt, SubgroupOp, UnOp, ValueId, VarId,
 };
 pub use kernel::{Kernel, KernelInfo, is_scalar_arg, pack_scalars, scalar_block_size};

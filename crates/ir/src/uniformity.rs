@@ -149,6 +149,13 @@ impl Analysis<'_> {
                 self.block(then, inner);
                 self.block(otherwise, inner);
             }
+            // Chosen when compiled: the control flow around it.
+            Stmt::IfFeature {
+                then, otherwise, ..
+            } => {
+                self.block(then, control);
+                self.block(otherwise, control);
+            }
             Stmt::For {
                 index,
                 start,

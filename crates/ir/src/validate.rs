@@ -333,6 +333,12 @@ impl Checker<'_> {
                 self.block(then)?;
                 self.block(otherwise)
             }
+            Stmt::IfFeature {
+                then, otherwise, ..
+            } => {
+                self.block(then)?;
+                self.block(otherwise)
+            }
             Stmt::For {
                 index,
                 start,

@@ -132,7 +132,11 @@ fn subgroups_need_the_device_feature() {
 fn a_workgroup_reduction_through_subgroups_needs_the_feature_and_the_tree_does_not() {
     let reduce = |subgroups: bool, elem: Scalar| {
         let b = KernelBuilder::new("wg_sum", [96, 1, 1]);
-        let b = if subgroups { b.with_subgroups() } else { b };
+        let b = if subgroups {
+            b.with_subgroups()
+        } else {
+            b.without_subgroups()
+        };
         let (x, out) = (b.input(elem), b.output(elem));
         let i = b.x(b.global_id());
         let s = b.workgroup_reduce(compute_runtime::ReduceOp::Sum, b.load(x, i));
@@ -155,4 +159,21 @@ fn a_workgroup_reduction_through_subgroups_needs_the_feature_and_the_tree_does_n
     compile(&reduce(false, Scalar::F32), wgpu::Features::empty()).expect("the tree needs nothing");
     // A type subgroup operations lack keeps the tree.
     compile(&reduce(true, Scalar::F64), wgpu::Features::SHADER_F64).expect("f64 keeps the tree");
+}
+
+/// By default a reduction holds both forms and the compiler keeps the one
+/// the device runs: subgroup operations with `SUBGROUP`, the tree (and no
+/// subgroup builtin) without.
+#[test]
+fn a_default_workgroup_reduction_takes_the_form_the_device_runs() {
+    let b = KernelBuilder::new("wg_max", [96, 1, 1]);
+    let (x, out) = (b.input(Scalar::U32), b.output(Scalar::U32));
+    let i = b.x(b.global_id());
+    let m = b.workgroup_reduce(compute_runtime::ReduceOp::Max, b.load(x, i));
+    b.store(out, i, m);
+    let k = b.build().expect("builds");
+    let with = compile(&k, wgpu::Features::SUBGROUP).expect("with SUBGROUP");
+    assert!(with.source.contains("subgroupMax("), "{}", with.source);
+    let without = compile(&k, wgpu::Features::empty()).expect("without SUBGROUP");
+    assert!(!without.source.contains("subgroup"), "{}", without.source);
 }

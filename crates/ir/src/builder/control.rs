@@ -63,6 +63,27 @@ impl KernelBuilder {
         });
     }
 
+    /// `then` where the device the kernel is compiled for has `feature`,
+    /// `otherwise` where it lacks it ([`Stmt::IfFeature`]: chosen at
+    /// compile time, so a barrier in either is where the call is). Values
+    /// made in a branch stay in it; pass results out through a
+    /// [`var`](Self::var) both branches [`set`](Self::set).
+    #[track_caller]
+    pub fn if_feature(
+        &self,
+        feature: crate::Feature,
+        then: impl FnOnce(&Self),
+        otherwise: impl FnOnce(&Self),
+    ) {
+        let then = self.block(then);
+        let otherwise = self.block(otherwise);
+        self.push(Stmt::IfFeature {
+            feature,
+            then,
+            otherwise,
+        });
+    }
+
     /// `for (i = start; i < end; i += 1) { body(i) }`, typed as
     /// [`for_range_step`](Self::for_range_step) types it: literals alone
     /// give a `u32` index.

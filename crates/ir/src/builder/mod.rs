@@ -184,8 +184,8 @@ struct State {
     /// Declared buffer lengths (`lengths.rs`).
     lengths: Vec<crate::DeclaredLen>,
     /// Whether workgroup reductions use subgroup operations
-    /// ([`KernelBuilder::with_subgroups`]).
-    subgroups: bool,
+    /// ([`KernelBuilder::with_subgroups`], `without_subgroups`).
+    subgroups: workgroup::SubgroupUse,
 }
 
 macro_rules! unary {
@@ -249,7 +249,7 @@ impl KernelBuilder {
                 blocks: vec![Vec::new()],
                 error: None,
                 lengths: Vec::new(),
-                subgroups: false,
+                subgroups: workgroup::SubgroupUse::PerDevice,
             }),
         }
     }

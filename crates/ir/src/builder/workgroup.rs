@@ -9,17 +9,34 @@
 //! invocation of the workgroup does (the builder refuses the rest,
 //! `uniformity.rs`).
 //!
-//! A builder made [`with_subgroups`](KernelBuilder::with_subgroups) reduces
-//! with subgroup operations instead (one per subgroup, the partials through
+//! Where the device has subgroups, reductions of i32, u32 and f32 use
+//! them instead (one subgroup operation per subgroup, the partials through
 //! workgroup memory, one more across them: three barriers whatever the
-//! workgroup size, where the tree takes one per halving). The kernel then
-//! needs the device's `SUBGROUP` feature; which devices have it is the
-//! caller's to ask (`wgpu::Features::SUBGROUP` of the server's device), as
-//! the builder does not know the device. Scans keep the tree.
+//! workgroup size, where the tree takes one per halving). The builder does
+//! not know the device, so by default a reduction holds both forms in a
+//! [`Stmt::IfFeature`](crate::Stmt::IfFeature) and the compiler keeps the
+//! one the device can run (the interpreter: `interp::run` stands for a
+//! device with subgroups, `interp::run_without_subgroups` for one
+//! without). [`with_subgroups`](KernelBuilder::with_subgroups) keeps only
+//! the subgroup form (the kernel then needs `SUBGROUP`),
+//! [`without_subgroups`](KernelBuilder::without_subgroups) only the tree.
+//! A float sum's rounding follows the form the device runs. Scans keep the
+//! tree.
 
 use compute_runtime::ReduceOp;
 
-use crate::SubgroupOp;
+use crate::{Feature, SubgroupOp};
+
+/// Which form a builder's workgroup reductions take.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum SubgroupUse {
+    /// Both, the compiler keeping the one the device runs.
+    PerDevice,
+    /// Subgroup operations only (`with_subgroups`).
+    Always,
+    /// The shared-memory tree only (`without_subgroups`).
+    Never,
+}
 
 use super::{KernelBuilder, Val};
 use crate::{IrError, Type};
@@ -53,10 +70,32 @@ impl KernelBuilder {
             return value;
         };
         let subgroup_types = [crate::Scalar::I32, crate::Scalar::U32, crate::Scalar::F32];
-        if self.with(|s| s.subgroups) && subgroup_types.contains(&value.ty.scalar) {
-            let all = self.subgroup_reduce(op, value, n);
-            return self.mean_or(op, all, n, value);
-        }
+        let form = if subgroup_types.contains(&value.ty.scalar) {
+            self.with(|s| s.subgroups)
+        } else {
+            SubgroupUse::Never
+        };
+        let all = match form {
+            SubgroupUse::Always => self.subgroup_reduce(op, value, n),
+            SubgroupUse::Never => self.tree_reduce(op, value, n),
+            SubgroupUse::PerDevice => {
+                // Started from a literal: a uniform start keeps the result
+                // uniform (`uniformity.rs` never un-varies a variable).
+                let all = self.var(self.cast(self.u32(0), value.ty.scalar));
+                self.if_feature(
+                    Feature::Subgroups,
+                    |k| k.set(all, k.subgroup_reduce(op, value, n)),
+                    |k| k.set(all, k.tree_reduce(op, value, n)),
+                );
+                self.get(all)
+            }
+        };
+        self.mean_or(op, all, n, value)
+    }
+
+    /// `workgroup_reduce` over the shared-memory tree (`op` not divided
+    /// for `Mean`).
+    fn tree_reduce(&self, op: ReduceOp, value: Val, n: u32) -> Val {
         let shared = self.shared(value.ty.scalar, n);
         let lid = self.local_index();
         self.store(shared, lid, value);
@@ -77,7 +116,7 @@ impl KernelBuilder {
         let all = self.uniform_load(shared, 0u32);
         // Before a later call (a loop) writes the array again.
         self.barrier();
-        self.mean_or(op, all, n, value)
+        all
     }
 
     /// `all` divided by the `n` invocations for `Mean`, else `all`.
@@ -155,14 +194,20 @@ impl KernelBuilder {
         Some(self.with(|s| s.def.workgroup_size.iter().product()))
     }
 
-    /// Workgroup reductions of this kernel use subgroup operations where
-    /// the element type has them (i32, u32, f32; others keep the
-    /// shared-memory tree). The kernel then needs `SUBGROUP`: a device
-    /// without it refuses it as `Unsupported { what: "subgroups" }`. A
-    /// float sum's rounding is then the device's subgroup order, not the
-    /// tree's.
+    /// Workgroup reductions of this kernel always use subgroup operations
+    /// where the element type has them (i32, u32, f32; others keep the
+    /// shared-memory tree), instead of only on devices that have them. The
+    /// kernel then needs `SUBGROUP`: a device without it refuses it as
+    /// `Unsupported { what: "subgroups" }`.
     pub fn with_subgroups(self) -> Self {
-        self.with(|s| s.subgroups = true);
+        self.with(|s| s.subgroups = SubgroupUse::Always);
+        self
+    }
+
+    /// Workgroup reductions of this kernel always take the shared-memory
+    /// tree, on every device (the same rounding of a float sum everywhere).
+    pub fn without_subgroups(self) -> Self {
+        self.with(|s| s.subgroups = SubgroupUse::Never);
         self
     }
 

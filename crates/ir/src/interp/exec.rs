@@ -59,6 +59,9 @@ pub(crate) struct Ctx<'k> {
     pub workgroup_id: [u32; 3],
     pub num_workgroups: [u32; 3],
     pub subgroup_size: u32,
+    /// Whether the run stands for a device with subgroups: which branch
+    /// of a `Stmt::IfFeature` on them runs.
+    pub subgroups: bool,
 }
 
 /// One invocation's state.
@@ -436,6 +439,14 @@ impl<'k> Invocation<'k> {
                     } else {
                         otherwise
                     };
+                    self.stack.push(Frame::Block(body, 0));
+                }
+                Stmt::IfFeature {
+                    feature: crate::Feature::Subgroups,
+                    then,
+                    otherwise,
+                } => {
+                    let body = if ctx.subgroups { then } else { otherwise };
                     self.stack.push(Frame::Block(body, 0));
                 }
                 Stmt::For {

@@ -121,7 +121,7 @@ pub fn run_with_budget(
         workgroups,
         buffers,
         scalars,
-        DEFAULT_SUBGROUP_SIZE,
+        Some(DEFAULT_SUBGROUP_SIZE),
         budget,
     )
 }
@@ -143,7 +143,33 @@ pub fn run_with_subgroup(
         workgroups,
         buffers,
         scalars,
-        subgroup_size,
+        Some(subgroup_size),
+        DEFAULT_STEP_BUDGET,
+    )
+}
+
+/// [`run`] as on a device without subgroups: a
+/// [`Stmt::IfFeature`](crate::Stmt::IfFeature) on them takes its
+/// `otherwise`, and a kernel that needs them
+/// ([`KernelDef::uses_subgroups`](crate::KernelDef::uses_subgroups)) is
+/// refused.
+pub fn run_without_subgroups(
+    kernel: &Kernel,
+    workgroups: [u32; 3],
+    buffers: &mut [Vec<u8>],
+    scalars: &[u8],
+) -> Result<(), RunError> {
+    if kernel.def().uses_subgroups() {
+        return Err(RunError::Interface(
+            "the kernel needs subgroups, and this run stands for a device without them".into(),
+        ));
+    }
+    run_full(
+        kernel,
+        workgroups,
+        buffers,
+        scalars,
+        None,
         DEFAULT_STEP_BUDGET,
     )
 }
@@ -153,10 +179,13 @@ fn run_full(
     workgroups: [u32; 3],
     buffers: &mut [Vec<u8>],
     scalars: &[u8],
-    subgroup_size: u32,
+    subgroup: Option<u32>,
     mut budget: u64,
 ) -> Result<(), RunError> {
     let def = kernel.def();
+    // Without subgroups nothing reads the size (the kernel was refused if
+    // it needs them); 1 keeps the partition well formed.
+    let subgroup_size = subgroup.unwrap_or(1);
     if !subgroup_size.is_power_of_two() || subgroup_size > 128 {
         return Err(RunError::Interface(format!(
             "subgroup size {subgroup_size} is not a power of two in 1..=128"
@@ -196,6 +225,7 @@ fn run_full(
         workgroup_id: [0; 3],
         num_workgroups: workgroups,
         subgroup_size,
+        subgroups: subgroup.is_some(),
     };
     let [sx, sy, sz] = def.workgroup_size;
     for wz in 0..workgroups[2] {

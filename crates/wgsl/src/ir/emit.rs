@@ -27,19 +27,21 @@ use super::{head, literal, matrix};
 /// The entry point every IR kernel is emitted with.
 pub const ENTRY_POINT: &str = "main";
 
-/// The WGSL source of `kernel`: storage buffers `read` or `read_write` as
-/// the IR declares them, scalars in one uniform struct after the buffers.
+/// The WGSL source of `kernel` for a device with subgroups: storage
+/// buffers `read` or `read_write` as the IR declares them, scalars in one
+/// uniform struct after the buffers.
 pub fn emit_wgsl(kernel: &Kernel) -> String {
-    emit_wgsl_reporting(kernel, false)
+    emit_wgsl_for(kernel, false, true)
 }
 
-/// [`emit_wgsl`], and with `reports`, every array access preceded by a
-/// check that records the first one outside its array in the report slot
-/// (`BoundsChecks::Reported`); the access itself stays as wgpu's checks
-/// contain it. An access of a workgroup or per-invocation array (or a
-/// vector's lane) whose index provably stays inside has no check
-/// (`ranges.rs`).
-pub fn emit_wgsl_reporting(kernel: &Kernel, reports: bool) -> String {
+/// [`emit_wgsl`] for a device with or without `subgroups` (which branch
+/// of each `Stmt::IfFeature` is emitted), and with `reports`, every array
+/// access preceded by a check that records the first one outside its array
+/// in the report slot (`BoundsChecks::Reported`); the access itself stays
+/// as wgpu's checks contain it. An access of a workgroup or per-invocation
+/// array (or a vector's lane) whose index provably stays inside has no
+/// check (`ranges.rs`).
+pub fn emit_wgsl_for(kernel: &Kernel, reports: bool, subgroups: bool) -> String {
     let def = kernel.def();
     let mut e = Emitter {
         def,
@@ -47,9 +49,10 @@ pub fn emit_wgsl_reporting(kernel: &Kernel, reports: bool) -> String {
         literals: String::new(),
         indent: 1,
         reports,
+        subgroups,
         ranges: reports.then(|| super::ranges::Ranges::of(def)),
     };
-    e.out = head::head(def, reports);
+    e.out = head::head(def, reports, subgroups);
     for (i, l) in def.locals.iter().enumerate() {
         // Function variables start at zero, as the IR's local arrays do.
         e.line(&format!(
@@ -78,6 +81,9 @@ pub(super) struct Emitter<'k> {
     pub(super) indent: usize,
     /// Whether accesses are reported (`BoundsChecks::Reported`).
     pub(super) reports: bool,
+    /// Whether the device has subgroups: the branch of a
+    /// `Stmt::IfFeature` on them that is emitted.
+    subgroups: bool,
     /// With reports, the integer ranges that let an access of an array of
     /// known length skip its check (`ranges.rs`).
     pub(super) ranges: Option<super::ranges::Ranges>,
@@ -415,6 +421,17 @@ impl Emitter<'_> {
                     self.nested(otherwise);
                     self.line("}");
                 }
+            }
+            // The branch this device runs, in a block of its own (each
+            // branch's values are its own).
+            Stmt::IfFeature {
+                feature: compute_ir::Feature::Subgroups,
+                then,
+                otherwise,
+            } => {
+                self.line("{");
+                self.nested(if self.subgroups { then } else { otherwise });
+                self.line("}");
             }
             Stmt::For {
                 index,

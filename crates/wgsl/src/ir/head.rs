@@ -10,7 +10,7 @@ use super::emit::ENTRY_POINT;
 use crate::{REPORT_GROUP, REPORT_PRESENT_BIT};
 
 /// Everything before the entry point's body.
-pub(super) fn head(def: &KernelDef, reports: bool) -> String {
+pub(super) fn head(def: &KernelDef, reports: bool, subgroups: bool) -> String {
     let mut head = String::new();
     // Nor for subgroups: naga 30 implements the builtins and functions
     // behind its SUBGROUP capability but refuses `enable subgroups;` as a
@@ -81,7 +81,7 @@ pub(super) fn head(def: &KernelDef, reports: bool) -> String {
          @builtin(workgroup_id) wid: vec3<u32>,\n    \
          @builtin(num_workgroups) nwg: vec3<u32>,\n    \
          @builtin(local_invocation_index) lidx: u32,\n{}) {{\n",
-        if def.uses_subgroups() {
+        if def.uses_subgroups_on(subgroups) {
             "    @builtin(subgroup_invocation_id) sgid: u32,\n    \
              @builtin(subgroup_size) sgsize: u32,\n    \
              @builtin(subgroup_id) sgindex: u32,\n    \

@@ -42,7 +42,7 @@ use crate::{
     WgpuCompiler, validate_wgsl,
 };
 
-pub use emit::{ENTRY_POINT, emit_wgsl};
+pub use emit::{ENTRY_POINT, emit_wgsl, emit_wgsl_for};
 
 /// The IR backend: compiles [`compute_ir::Kernel`]s.
 #[derive(Clone, Copy, Debug, Default)]
@@ -181,7 +181,8 @@ impl WgpuCompiler for IrCompiler {
         check_device(k, caps)?;
         let own = k.bounds_checks();
         let reports = own.unwrap_or(options.bounds_checks) == BoundsChecks::Reported;
-        let source = emit::emit_wgsl_reporting(k, reports);
+        let subgroups = caps.features.contains(wgpu_types::Features::SUBGROUP);
+        let source = emit::emit_wgsl_for(k, reports, subgroups);
         if options.validate {
             validate_wgsl(k.name(), &source)?;
         }

@@ -71,6 +71,9 @@ impl Ranges {
                 }
                 Stmt::If {
                     then, otherwise, ..
+                }
+                | Stmt::IfFeature {
+                    then, otherwise, ..
                 } => {
                     self.block(def, then, ops);
                     self.block(def, otherwise, ops);
