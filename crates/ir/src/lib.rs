@@ -78,6 +78,7 @@ mod typeck;
 mod types;
 mod uniformity;
 mod unop;
+mod uses;
 mod validate;
 
 pub use builder::{

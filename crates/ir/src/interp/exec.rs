@@ -1,11 +1,12 @@
 //! One invocation as a resumable machine: an explicit stack of frames, so
 //! it can stop at a barrier and be resumed when the whole workgroup is there.
 
+use super::launch::Ctx;
 use super::memory::{Memory, index, read_global, write_global};
 use super::value::{self, Value};
 use crate::ir::{
-    ArrayRef, AtomicOp, BinOp, Builtin, KernelDef, MatrixId, MatrixStmt, Op, ShuffleOp, Stmt,
-    SubgroupOp, ValueId, VarId,
+    ArrayRef, AtomicOp, BinOp, KernelDef, MatrixId, MatrixStmt, Op, ShuffleOp, Stmt, SubgroupOp,
+    ValueId, VarId,
 };
 use crate::{RunError, Scalar, Type};
 
@@ -51,19 +52,6 @@ pub(crate) enum Collective {
     Shuffle(ShuffleOp),
 }
 
-/// The launch-wide inputs.
-#[derive(Debug)]
-pub(crate) struct Ctx<'k> {
-    pub def: &'k KernelDef,
-    pub scalars: Vec<u32>,
-    pub workgroup_id: [u32; 3],
-    pub num_workgroups: [u32; 3],
-    pub subgroup_size: u32,
-    /// Whether the run stands for a device with subgroups: which branch
-    /// of a `Stmt::IfFeature` on them runs.
-    pub subgroups: bool,
-}
-
 /// One invocation's state.
 #[derive(Debug)]
 pub(crate) struct Invocation<'k> {
@@ -81,13 +69,6 @@ pub(crate) struct Invocation<'k> {
     pending_matrix: Option<&'k MatrixStmt>,
     /// The uniform load it waits at, done when its barrier lets it go on.
     pending_load: Option<(VarId, u32, ValueId)>,
-}
-
-fn vec3(v: [u32; 3]) -> Value {
-    Value {
-        ty: Type::UVEC3,
-        lanes: [u64::from(v[0]), u64::from(v[1]), u64::from(v[2]), 0],
-    }
 }
 
 impl<'k> Invocation<'k> {
@@ -138,13 +119,6 @@ impl<'k> Invocation<'k> {
         self.pending_matrix = None;
     }
 
-    /// `local_invocation_index`.
-    pub fn local_index(&self, def: &KernelDef) -> u32 {
-        let wg = def.workgroup_size;
-        let l = self.local_id;
-        l[0] + l[1] * wg[0] + l[2] * wg[0] * wg[1]
-    }
-
     /// The subgroup operation it waits at, if any.
     pub fn pending(&self) -> Option<(Collective, Value, Value)> {
         self.pending.map(|(_, op, v, lane)| (op, v, lane))
@@ -159,41 +133,6 @@ impl<'k> Invocation<'k> {
 
     fn v(&self, id: ValueId) -> Value {
         self.values[id.0 as usize]
-    }
-
-    fn builtin(&self, ctx: &Ctx<'_>, b: Builtin) -> Value {
-        let wg = ctx.def.workgroup_size;
-        let l = self.local_id;
-        match b {
-            Builtin::LocalId => vec3(l),
-            Builtin::WorkgroupId => vec3(ctx.workgroup_id),
-            Builtin::NumWorkgroups => vec3(ctx.num_workgroups),
-            Builtin::GlobalId => {
-                let w = ctx.workgroup_id;
-                vec3([
-                    w[0].wrapping_mul(wg[0]).wrapping_add(l[0]),
-                    w[1].wrapping_mul(wg[1]).wrapping_add(l[1]),
-                    w[2].wrapping_mul(wg[2]).wrapping_add(l[2]),
-                ])
-            }
-            Builtin::LocalIndex => Value::scalar(Scalar::U32, u64::from(self.local_index(ctx.def))),
-            Builtin::SubgroupInvocationId => Value::scalar(
-                Scalar::U32,
-                u64::from(self.local_index(ctx.def) % ctx.subgroup_size),
-            ),
-            Builtin::SubgroupSize => Value::scalar(Scalar::U32, u64::from(ctx.subgroup_size)),
-            Builtin::SubgroupId => Value::scalar(
-                Scalar::U32,
-                u64::from(self.local_index(ctx.def) / ctx.subgroup_size),
-            ),
-            Builtin::NumSubgroups => {
-                let invocations = wg[0] * wg[1] * wg[2];
-                Value::scalar(
-                    Scalar::U32,
-                    u64::from(invocations.div_ceil(ctx.subgroup_size)),
-                )
-            }
-        }
     }
 
     fn eval(
@@ -212,7 +151,7 @@ impl<'k> Invocation<'k> {
                 def.scalars[*i as usize],
                 u64::from(ctx.scalars[*i as usize]),
             ),
-            Op::Builtin(b) => self.builtin(ctx, *b),
+            Op::Builtin(b) => ctx.builtin(self.local_id, *b),
             Op::Get(var) => self.vars[var.0 as usize],
             Op::Load(ArrayRef::Global(b), i) => {
                 let decl = def.buffers[*b as usize];

@@ -56,13 +56,15 @@
 mod bits;
 mod exec;
 pub mod f16;
+mod launch;
 mod matrix;
 mod memory;
 mod subgroup;
 mod unary;
 pub mod value;
 
-use exec::{Ctx, Invocation, Stop};
+use exec::{Invocation, Stop};
+use launch::Ctx;
 use memory::Memory;
 
 use crate::{Kernel, RunError};
