@@ -12,7 +12,7 @@ use compute_runtime::pod::{Pod, from_bytes, to_bytes};
 use compute_testkit::Rng;
 use wgpu_server::prelude::*;
 
-const SIZES: [u32; 4] = [1, 7, 64, 96];
+const SIZES: [u32; 6] = [1, 7, 10, 12, 64, 96];
 const GROUPS: u32 = 3;
 
 /// Which form the reductions take.
@@ -233,4 +233,38 @@ fn all_types(c: &DefaultClient, form: Form) {
         |s, n| s / n,
         |_| None,
     );
+}
+
+/// The subgroup builtins in workgroups that end in a partial subgroup:
+/// `num_subgroups` counts it (lavapipe's own builtin rounds down, so the
+/// compiler works the count out), and every `subgroup_id` is below it.
+#[test]
+fn num_subgroups_counts_a_partial_last_subgroup() {
+    let c = WgpuServerOptions::new().client().expect("adapter");
+    if !c
+        .server()
+        .device()
+        .features()
+        .contains(wgpu::Features::SUBGROUP)
+    {
+        eprintln!("skipped: the device has no SUBGROUP");
+        return;
+    }
+    for size in [7u32, 10, 12, 20, 33] {
+        let k = KernelBuilder::new("subgroup_builtins", [size, 1, 1]);
+        let out = k.output(Scalar::U32);
+        let at = k.mul(k.x(k.global_id()), 3u32);
+        k.store(out, at, k.num_subgroups());
+        k.store(out, k.add(at, 1u32), k.subgroup_size());
+        k.store(out, k.add(at, 2u32), k.subgroup_id());
+        let k = k.build().expect("kernel");
+        let out = c.empty_of::<u32>(u64::from(size * 3)).expect("out");
+        k.launch(&c, size, [&out], &[]).expect("launch");
+        let got = c.read_vec::<u32>(&out).expect("read");
+        for row in got.chunks(3) {
+            let (count, width, id) = (row[0], row[1], row[2]);
+            assert_eq!(count, size.div_ceil(width), "size {size}: {got:?}");
+            assert!(id < count, "size {size}: {got:?}");
+        }
+    }
 }

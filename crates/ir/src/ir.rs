@@ -124,7 +124,9 @@ pub enum Builtin {
     /// workgroup's (needs `SUBGROUP`). Which invocations share a subgroup is
     /// the device's choice; the interpreter groups consecutive local indices.
     SubgroupId,
-    /// `num_subgroups`, `u32`: the workgroup's subgroups (needs `SUBGROUP`).
+    /// `num_subgroups`, `u32`: the workgroup's subgroups (needs `SUBGROUP`),
+    /// emitted as the invocations divided by `subgroup_size`, rounded up
+    /// (lavapipe's builtin rounds down), as the interpreter counts them.
     NumSubgroups,
 }
 

@@ -84,12 +84,23 @@ pub(super) fn head(def: &KernelDef, reports: bool, subgroups: bool) -> String {
         if def.uses_subgroups_on(subgroups) {
             "    @builtin(subgroup_invocation_id) sgid: u32,\n    \
              @builtin(subgroup_size) sgsize: u32,\n    \
-             @builtin(subgroup_id) sgindex: u32,\n    \
-             @builtin(num_subgroups) nsg: u32,\n"
+             @builtin(subgroup_id) sgindex: u32,\n"
         } else {
             ""
         }
     );
+    if def.uses_subgroups_on(subgroups) {
+        // The subgroups that cover the workgroup's invocations, worked out
+        // rather than read from `num_subgroups`: lavapipe (Mesa 22.3)
+        // answers the builtin rounded down (1 for a workgroup of 10 in
+        // subgroups of 8, whose `subgroup_id` reaches 1), and the IR
+        // defines it as the interpreter counts it.
+        let _ = writeln!(
+            head,
+            "    let nsg: u32 = ({}u + sgsize - 1u) / sgsize;",
+            x * y * z
+        );
+    }
     head
 }
 
