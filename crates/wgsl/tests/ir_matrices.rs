@@ -160,5 +160,5 @@ fn every_tile_access_is_guarded_by_its_footprint() {
     let guards = src.matches("< 16777216u").count();
     let accesses = src.matches("coopLoad").count() + src.matches("coopStore").count();
     assert_eq!(guards, accesses, "{src}");
-    assert!(src.contains("report_out_of_bounds("), "{src}");
+    assert!(src.contains("note_out_of_bounds("), "{src}");
 }

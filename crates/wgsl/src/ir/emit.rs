@@ -64,6 +64,7 @@ pub fn emit_wgsl_for(kernel: &Kernel, reports: bool, subgroups: bool) -> String 
     matrix::declarations(&mut e);
     let body = e.out.len();
     e.block(&def.body);
+    e.report_end();
     let literals = std::mem::take(&mut e.literals);
     e.out.insert_str(body, &literals);
     e.out.push_str("}\n");
@@ -461,7 +462,10 @@ impl Emitter<'_> {
             }
             Stmt::Break => self.line("break;"),
             Stmt::Continue => self.line("continue;"),
-            Stmt::Return => self.line("return;"),
+            Stmt::Return => {
+                self.report_end();
+                self.line("return;");
+            }
             Stmt::Barrier(Barrier::Workgroup) => self.line("workgroupBarrier();"),
             Stmt::Barrier(Barrier::Storage) => self.line("storageBarrier();"),
             Stmt::UniformLoad(var, array, i) => {

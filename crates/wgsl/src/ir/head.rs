@@ -104,17 +104,29 @@ pub(super) fn head(def: &KernelDef, reports: bool, subgroups: bool) -> String {
     head
 }
 
-/// The report slot and the function that fills it: the first access out
-/// of bounds records its array (with [`REPORT_PRESENT_BIT`], so a record is seen even
-/// if the count wraps), index and length; every one counts.
+/// The report slot, the invocation's own record of its accesses out of
+/// bounds (its count and its first: array, index, length) and the two
+/// functions over them: `note_out_of_bounds` counts one (where a guard
+/// branches anyway: matrix tiles), `report_out_of_bounds` adds the
+/// invocation's count to the slot's and, where it is the first to, records
+/// its first access (the array with [`REPORT_PRESENT_BIT`], so a record is
+/// seen even if the count wraps). Checks note accesses without branching
+/// and the record reaches the slot only where the invocation ends
+/// (`report.rs`): a check adds no branch with side effects to the
+/// kernel's control flow, whose convergence subgroup operations depend on.
 fn report_decl() -> String {
     format!(
         "\n@group({REPORT_GROUP}) @binding(0) var<storage, read_write> bounds_report: \
-         array<atomic<u32>, 4>;\n\n\
-         fn report_out_of_bounds(array: u32, index: u32, len: u32) {{\n    \
-         if atomicAdd(&bounds_report[0], 1u) == 0u {{\n        \
-         atomicStore(&bounds_report[1], array | {REPORT_PRESENT_BIT}u);\n        \
-         atomicStore(&bounds_report[2], index);\n        \
-         atomicStore(&bounds_report[3], len);\n    }}\n}}\n"
+         array<atomic<u32>, 4>;\n\
+         var<private> oob_count: u32;\n\
+         var<private> oob_first: vec3<u32>;\n\n\
+         fn note_out_of_bounds(array: u32, index: u32, len: u32) {{\n    \
+         if oob_count == 0u {{ oob_first = vec3<u32>(array, index, len); }}\n    \
+         oob_count = oob_count + 1u;\n}}\n\n\
+         fn report_out_of_bounds() {{\n    \
+         if oob_count != 0u && atomicAdd(&bounds_report[0], oob_count) == 0u {{\n        \
+         atomicStore(&bounds_report[1], oob_first.x | {REPORT_PRESENT_BIT}u);\n        \
+         atomicStore(&bounds_report[2], oob_first.y);\n        \
+         atomicStore(&bounds_report[3], oob_first.z);\n    }}\n}}\n"
     )
 }

@@ -151,7 +151,7 @@ impl Emitter<'_> {
             self.line(o);
         }
         if self.reports {
-            self.line(&format!("report_out_of_bounds({code}u, {index}, {len});"));
+            self.line(&format!("note_out_of_bounds({code}u, {index}, {len});"));
         }
         self.indent -= 1;
         self.line("}");

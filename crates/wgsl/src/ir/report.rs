@@ -1,7 +1,13 @@
 //! The report checks a `BoundsChecks::Reported` module runs before its
-//! accesses: each records the first access outside its array (or a lane
-//! past its vector's) in the report slot, and is left out where the index
-//! provably stays inside (`ranges.rs`).
+//! accesses: each counts an access outside its array (or a lane past its
+//! vector's) in the invocation's private record, keeping the first, and
+//! is left out where the index provably stays inside (`ranges.rs`). A
+//! check is two selects, never a branch: a branch with side effects in a
+//! loop whose subgroup operations need the subgroup converged made
+//! NVIDIA's H100 give a single-pass scan wrong sums (`scan_policies`, at
+//! 8bd284b, when each check was an `if` calling a function with atomics).
+//! The record reaches the report slot where the invocation ends: before
+//! each `return` and at the end of the entry point (`Emitter::report_end`).
 
 use compute_ir::Type;
 use compute_ir::ir::{ArrayRef, ValueId};
@@ -41,9 +47,27 @@ impl Emitter<'_> {
                 format!("{}u", self.def.locals[l as usize].len),
             ),
         };
+        self.note(array, &index, &len);
+    }
+
+    /// The branch-free check that `index < len`, noting a miss in the
+    /// invocation's record.
+    fn note(&mut self, array: u32, index: &str, len: &str) {
         self.line(&format!(
-            "if {index} >= {len} {{ report_out_of_bounds({array}u, {index}, {len}); }}"
+            "oob_first = select(oob_first, vec3<u32>({array}u, {index}, {len}), \
+             {index} >= {len} && oob_count == 0u);"
         ));
+        self.line(&format!(
+            "oob_count = oob_count + select(0u, 1u, {index} >= {len});"
+        ));
+    }
+
+    /// With reports on, where the invocation ends: its record into the
+    /// report slot.
+    pub(super) fn report_end(&mut self) {
+        if self.reports {
+            self.line("report_out_of_bounds();");
+        }
     }
 
     /// Under reports, a run-time lane index past its vector's lanes is
@@ -63,8 +87,6 @@ impl Emitter<'_> {
         {
             return;
         }
-        self.line(&format!(
-            "if {index} >= {lanes}u {{ report_out_of_bounds({REPORT_VECTOR_BIT}u, {index}, {lanes}u); }}"
-        ));
+        self.note(REPORT_VECTOR_BIT, &index, &format!("{lanes}u"));
     }
 }
