@@ -1,6 +1,6 @@
-//! Reads through host memory imported into the device
-//! (`VK_EXT_external_memory_host`, which lavapipe has too): the path a
-//! server takes is the one it reports, both paths give the same bytes,
+//! Reads (and, when asked, writes) through host memory imported into the
+//! device (`VK_EXT_external_memory_host`, which lavapipe has too): the path
+//! a server takes is the one it reports, both paths give the same bytes,
 //! blocks are pooled, and a read's bytes outlive their server.
 //!
 //! Every other test of this binary reads through the imported path where
@@ -19,10 +19,21 @@ fn mapped_server() -> TestServer {
     }
 }
 
-/// The default server, if it imports host memory; `None` (with a message)
-/// on adapters that cannot.
+/// The default server, if it imports host memory for reads; `None` (with
+/// a message) on adapters that cannot.
 fn importing_server() -> Option<TestServer> {
-    let s = server();
+    imports(server())
+}
+
+/// A server asked to import host memory for writes too, if it can.
+fn importing_writes_server() -> Option<TestServer> {
+    match TestServer::options().imported_host_memory(true).open() {
+        Ok(s) => imports(s),
+        Err(e) => panic!("no adapter for tests: {e}"),
+    }
+}
+
+fn imports(s: TestServer) -> Option<TestServer> {
     match s.utilities().host_transfers {
         HostTransfers::Imported { .. } => Some(s),
         HostTransfers::Mapped => {
@@ -172,11 +183,12 @@ fn bytes_held_across_a_destroyed_device_stay_valid() {
 }
 
 /// Writes of a megabyte or more are copied from imported host memory
-/// where the server has it: the same bytes as the mapped path, padding
-/// included, for aligned and unaligned lengths.
+/// where the server was asked to (`imported_host_memory(true)`): the same
+/// bytes as the mapped path, padding included, for aligned and unaligned
+/// lengths.
 #[test]
 fn large_writes_land_the_same_through_both_paths() {
-    let Some(mut imported) = importing_server() else {
+    let Some(mut imported) = importing_writes_server() else {
         return;
     };
     let mut mapped = mapped_server();
@@ -191,9 +203,25 @@ fn large_writes_land_the_same_through_both_paths() {
     }
 }
 
+/// By default writes go through mapped staging (faster on an H100), reads
+/// through imported memory: a large write takes no imported block.
+#[test]
+fn by_default_large_writes_take_no_imported_block() {
+    let Some(mut s) = importing_server() else {
+        return;
+    };
+    let h = alloc(&mut s, 2 << 20, S0);
+    s.write(vec![(h.copy_descriptor(), vec![7; 2 << 20].into())], S0);
+    sync(&mut s, S0).expect("sync");
+    assert_eq!(s.imported_host_blocks(), 0);
+    let got = read(&mut s, &h, S0).expect("read");
+    assert!(got.iter().all(|&x| x == 7));
+    assert_eq!(s.imported_host_blocks(), 1, "the read's block");
+}
+
 #[test]
 fn a_loop_of_large_writes_reuses_its_blocks() {
-    let Some(mut s) = importing_server() else {
+    let Some(mut s) = importing_writes_server() else {
         return;
     };
     let h = alloc(&mut s, 2 << 20, S0);

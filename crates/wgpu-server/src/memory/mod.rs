@@ -35,6 +35,8 @@ pub(crate) struct Memory {
     readback: readback::ReadbackPool,
     /// Where reads land when the device imports host memory.
     pinned: Option<pinned::PinnedPool>,
+    /// Whether large writes are filled into `pinned` too.
+    pinned_writes: bool,
     upload: upload::UploadPool,
 }
 
@@ -43,8 +45,10 @@ impl Memory {
         manager: MemoryManagement<storage::WgpuStorage>,
         upload: upload::UploadPool,
         pinned: Option<pinned::PinnedPool>,
+        pinned_writes: bool,
     ) -> Self {
         Memory {
+            pinned_writes,
             manager,
             releases: ReleaseQueue::new(),
             released: Vec::new(),
@@ -161,6 +165,13 @@ impl Memory {
     /// The imported host blocks reads land in, where the device has them.
     pub fn pinned(&self) -> Option<&pinned::PinnedPool> {
         self.pinned.as_ref()
+    }
+
+    /// The imported host blocks large writes are filled into, where the
+    /// device has them and writes were asked to use them
+    /// (`WGPU_SERVER_HOST_MEMORY=imported`; mapped staging otherwise).
+    pub fn pinned_for_writes(&self) -> Option<&pinned::PinnedPool> {
+        self.pinned.as_ref().filter(|_| self.pinned_writes)
     }
 
     pub fn upload(&self) -> &upload::UploadPool {

@@ -161,7 +161,7 @@ impl<C: WgpuCompiler + Default> WgpuServer<C> {
             transport: None,
             collective_timeout: None,
             collective_chunk_bytes: None,
-            import_host: true,
+            import_host: (true, false),
             // The seed's constructor has no adapter to ask.
             cooperative_matrices: Vec::new(),
         };
@@ -185,8 +185,9 @@ struct Wiring {
     transport: Option<crate::CollectiveTransport>,
     collective_timeout: Option<std::time::Duration>,
     collective_chunk_bytes: Option<usize>,
-    /// Whether reads may land in imported host memory.
-    import_host: bool,
+    /// Whether reads may land in, and writes go through, imported host
+    /// memory.
+    import_host: (bool, bool),
     cooperative_matrices: Vec<wgpu::wgt::CooperativeMatrixProperties>,
 }
 
@@ -213,6 +214,7 @@ fn assemble<C: WgpuCompiler + Default>(
     utilities.memory = w.memory_properties;
     let pinned = w
         .import_host
+        .0
         .then(|| HostImport::of(&device))
         .flatten()
         .map(|import| PinnedPool::new(import, device.clone()));
@@ -267,7 +269,7 @@ fn assemble<C: WgpuCompiler + Default>(
             w.cooperative_matrices,
         ),
         streams,
-        memory: Memory::new(manager, upload, pinned),
+        memory: Memory::new(manager, upload, pinned, w.import_host.1),
         kernels: Kernels::new(C::default(), w.compilation),
         timing: Timing::new(Profiler::new(timing)),
         graphs: Graphs::new(w.captures),

@@ -145,7 +145,7 @@ fn upload(
     let max = server.gpu.caps().limits.max_buffer_size;
     let staging = match server
         .memory
-        .pinned()
+        .pinned_for_writes()
         .and_then(|p| p.take_or_none(len, max))
     {
         Some((mut block, pool)) => {
