@@ -8,10 +8,10 @@
 # 1. the single-pass scan test in the debug binary (BoundsChecks::Reported
 #    by default) and the release one (Checked): which build fails on NVIDIA;
 # 2. the GPU suite, debug, 1 and 4 threads;
-# 3. while the call has time: collectives on the device path, transfers
-#    with imported host memory and with mapped staging (A/B), the
-#    one-context probe (both ranks on one device), the host-staged 64 MiB
-#    all-reduce.
+# 3. while the call has time: the register matmul checked and Reported
+#    (the branch-free checks' cost), the transfers (reads imported, writes
+#    mapped: the defaults since fbabe7f), the collective tables (the
+#    device path, the default on GPUs).
 set -u
 mkdir -p .h200
 for f in test-gpu test-gpu-release bench; do
@@ -39,11 +39,9 @@ bench() { # NAME FILTER TIMEOUT [ENV...]
   local name=$1 filter=$2 limit=$3; shift 3
   echo "== $name at ${SECONDS}s"
   env "$@" timeout "$limit" .h200/bench --filter "$filter" --out /tmp/logs/$name.json > $OUT/$name.txt 2>&1
-  grep -E "^(collective|transfer|probe|raw)" $OUT/$name.txt | cut -c1-90
+  grep -E "^(collective|transfer|probe|raw|kernel)" $OUT/$name.txt | cut -c1-90
 }
-left 270 "collectives, device path" && bench collective-device collective. 150 WGPU_SERVER_COLLECTIVE_PATH=device
-left 170 "transfers" && bench transfer-imported transfer. 60 WGPU_SERVER_HOST_MEMORY=imported
-left 120 "transfers, mapped" && bench transfer-mapped transfer. 50 WGPU_SERVER_HOST_MEMORY=mapped
-left 100 "one-context probe" && bench one-context probe.one_context 60
-left 80 "collectives, host" && bench collective-host collective.all_reduce_64 50 WGPU_SERVER_COLLECTIVE_PATH=host
+left 300 "matmul (the cost of Reported)" && bench matmul kernel.matmul_f32 60
+left 240 "transfers (reads imported, writes mapped)" && bench transfer transfer. 50
+left 130 "collectives (the device path, the default)" && bench collective collective. 120
 echo "end at ${SECONDS}s"
