@@ -2,12 +2,15 @@
 //! accesses: each counts an access outside its array (or a lane past its
 //! vector's) in the invocation's private record, keeping the first, and
 //! is left out where the index provably stays inside (`ranges.rs`). A
-//! check is two selects, never a branch: a branch with side effects in a
-//! loop whose subgroup operations need the subgroup converged made
-//! NVIDIA's H100 give a single-pass scan wrong sums (`scan_policies`, at
-//! 8bd284b, when each check was an `if` calling a function with atomics).
-//! The record reaches the report slot where the invocation ends: before
-//! each `return` and at the end of the entry point (`Emitter::report_end`).
+//! check is two selects, never a branch, so reporting leaves the kernel's
+//! control flow as it is: when each check was an `if` calling a function
+//! with atomics (8bd284b), NVIDIA's H100 gave the single-pass scan, whose
+//! look-back loop runs subgroup operations that need the subgroup
+//! converged, wrong sums under `Reported` only (`scan_policies`); that the
+//! branches were the cause is the suspicion this form acts on, not yet
+//! confirmed on a GPU. The record reaches the report slot where the
+//! invocation ends: before each `return` and at the end of the entry point
+//! (`Emitter::report_end`).
 
 use compute_ir::Type;
 use compute_ir::ir::{ArrayRef, ValueId};
