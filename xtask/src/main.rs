@@ -30,7 +30,10 @@
 //!   `--no-run`, `--bundle`, `--from DIR`);
 //! - `burn`   burn on this server against upstream burn-wgpu (`burn.rs`,
 //!   docs/burn.md): the differential suite and the programs, both builds
-//!   on the same adapter (`--filter PREFIX`, `--steps N`);
+//!   on the same adapter (`--filter PREFIX`, `--every N`, `--steps N`,
+//!   `--from DIR`, `--bundle`); `--ci` (what `.ci/run` runs: this
+//!   server's build against upstream's records, `burn/recorded.rs`),
+//!   `--record-upstream` (makes those records);
 //! - `device-bundle` builds the bench, the `tour` and `mlp` examples (release)
 //!   and the GPU test binary, and gathers what the
 //!   H200 device machine needs to run it (see `xtask/h200/`).
@@ -70,7 +73,7 @@ fn main() -> ExitCode {
         "tidy" => tidy::tidy(),
         _ => {
             eprintln!(
-                "usage: cargo xtask <setup | ci | test | tidy | mpi-test | demo | bench [--quick] [--filter PREFIX] | mpi-bench [--quick] [--filter PREFIX] | device-bundle | cubecl [--lint] [--subset] [--no-run] [--bundle] [--from DIR] | burn [--filter PREFIX] [--steps N]>"
+                "usage: cargo xtask <setup | ci | test | tidy | mpi-test | demo | bench [--quick] [--filter PREFIX] | mpi-bench [--quick] [--filter PREFIX] | device-bundle | cubecl [--lint] [--subset] [--no-run] [--bundle] [--from DIR] | burn [--filter PREFIX] [--every N] [--steps N] [--ci] [--record-upstream] [--from DIR] [--bundle]>"
             );
             return if task == "help" {
                 ExitCode::SUCCESS
