@@ -122,10 +122,17 @@ impl Handles {
     }
 }
 
+/// A Vulkan call's failure as the error a caller can act on: memory
+/// exhausted, the device lost, or else a fault the driver reported (an
+/// import refused as `ERROR_INVALID_EXTERNAL_HANDLE`, say: not memory).
 fn fail(len: u64, what: &str, e: vk::Result) -> ServerError {
-    ServerError::OutOfMemory {
-        size: len,
-        reason: format!("shared device memory: {what}: {e}"),
+    let reason = format!("shared device memory: {what}: {e}");
+    match e {
+        vk::Result::ERROR_OUT_OF_HOST_MEMORY
+        | vk::Result::ERROR_OUT_OF_DEVICE_MEMORY
+        | vk::Result::ERROR_TOO_MANY_OBJECTS => ServerError::OutOfMemory { size: len, reason },
+        vk::Result::ERROR_DEVICE_LOST => ServerError::DeviceLost { reason },
+        _ => ServerError::DeviceFault { message: reason },
     }
 }
 
