@@ -60,7 +60,9 @@ for what in "$@"; do
       # cubecl's logs of the bench (autotune choices, every kernel's time):
       # ours, ours with plane operations claimed, upstream. Compare them
       # here with `bash xtask/h200/kernel-times.sh OUT/cubecl-*.log.gz`.
-      for b in burn-suite:ours burn-suite:ours-planes burn-upstream:upstream; do
+      # LOGS names the runs (default all three: ours ours-planes upstream).
+      for b in ${LOGS:-ours ours-planes upstream}; do
+        case $b in upstream) b=burn-upstream:$b ;; *) b=burn-suite:$b ;; esac
         planes=off; [ "${b#*:}" = ours-planes ] && planes=on
         CUBECL_BRIDGE_PLANES=$planes CUBECL_DEBUG_LOG="$out/cubecl-${b#*:}.log" timeout 150 \
           .burn/bin/${b%%:*} bench 3 10 > "$out/logs-${b#*:}.txt" 2>&1

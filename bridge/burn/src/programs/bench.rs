@@ -3,7 +3,9 @@
 //! issue's full size), and a 64 MiB `Tensor::all_reduce` over two devices
 //! of one adapter. Each figure is the median of timed repetitions after
 //! warm-up repetitions (autotune and pipeline compilation happen there),
-//! each repetition ending in `Device::sync`, so the device's work is in it.
+//! each repetition ending in `Device::sync`, so the device's work is in it;
+//! the `*_enqueue_ms` beside each program's figure is the same repetitions'
+//! median up to that sync (the calling thread's share).
 //! Both builds run this same code; only the cubecl-wgpu under it differs.
 
 use std::time::Instant;
@@ -20,7 +22,7 @@ use super::transformer::{Sizes, encoder, input};
 /// One named figure.
 pub struct Figure {
     /// `burn.*` name, as in docs/bench.
-    pub name: &'static str,
+    pub name: String,
     /// The value, in the unit the name ends with.
     pub value: f64,
 }
@@ -35,27 +37,65 @@ pub fn run(
     warm: usize,
     timed: usize,
 ) -> Vec<Figure> {
-    let mut out = vec![
-        Figure {
-            name: "burn.mlp_step_ms",
-            value: mlp_step_ms(device, warm, timed),
-        },
-        Figure {
-            name: "burn.transformer_forward_ms",
-            value: transformer_forward_ms(device, sizes, warm, timed),
-        },
-        Figure {
-            name: "burn.transformer_step_ms",
-            value: transformer_step_ms(device, sizes, warm, timed),
-        },
-    ];
+    let mlp = mlp_step_ms(device, warm, timed);
+    let forward = transformer_forward_ms(device, sizes, warm, timed);
+    let step = transformer_step_ms(device, sizes, warm, timed);
+    let mut out = Vec::new();
+    for (name, t) in [
+        ("burn.mlp_step", mlp),
+        ("burn.transformer_forward", forward),
+        ("burn.transformer_step", step),
+    ] {
+        out.push(Figure {
+            name: format!("{name}_ms"),
+            value: t.total,
+        });
+        out.push(Figure {
+            name: format!("{name}_enqueue_ms"),
+            value: t.enqueue,
+        });
+    }
     if ranks.len() >= 2 {
         out.push(Figure {
-            name: "burn.all_reduce_64mib_busbw_gbps",
+            name: "burn.all_reduce_64mib_busbw_gbps".into(),
             value: all_reduce_busbw_gbps(ranks, 64 << 20, warm, timed),
         });
     }
     out
+}
+
+/// A repetition's median wall time, and the median of its part before the
+/// closing sync: the caller's thread queueing the work (burn, cubecl and
+/// the runtime under them). Where the two are close the step is bound by
+/// the CPU, not the device.
+struct Split {
+    total: f64,
+    enqueue: f64,
+}
+
+/// [`Split`] over `timed` runs of `f` then a sync of `device`, after
+/// `warm` untimed ones, in ms.
+fn split_ms(device: &Device, warm: usize, timed: usize, mut f: impl FnMut()) -> Split {
+    let mut enqueue = Vec::new();
+    let total = median_ms(warm, timed, || {
+        let start = Instant::now();
+        f();
+        enqueue.push(start.elapsed().as_secs_f64() * 1e3);
+        sync(device);
+    });
+    let enqueue = enqueue.split_off(warm.min(enqueue.len()));
+    Split {
+        total,
+        enqueue: median(enqueue),
+    }
+}
+
+fn median(mut times: Vec<f64>) -> f64 {
+    if times.is_empty() {
+        return f64::NAN;
+    }
+    times.sort_by(f64::total_cmp);
+    times[times.len() / 2]
 }
 
 /// The median of `timed` runs of `f` after `warm` untimed ones, in ms.
@@ -63,15 +103,15 @@ fn median_ms(warm: usize, timed: usize, mut f: impl FnMut()) -> f64 {
     for _ in 0..warm {
         f();
     }
-    let mut times: Vec<f64> = (0..timed.max(1))
-        .map(|_| {
-            let start = Instant::now();
-            f();
-            start.elapsed().as_secs_f64() * 1e3
-        })
-        .collect();
-    times.sort_by(f64::total_cmp);
-    times[times.len() / 2]
+    median(
+        (0..timed.max(1))
+            .map(|_| {
+                let start = Instant::now();
+                f();
+                start.elapsed().as_secs_f64() * 1e3
+            })
+            .collect(),
+    )
 }
 
 fn sync(device: &Device) {
@@ -82,47 +122,46 @@ fn sync(device: &Device) {
 
 /// One Adam step of the MLP (hidden 128) on a batch of 64: forward, loss,
 /// backward, update.
-fn mlp_step_ms(device: &Device, warm: usize, timed: usize) -> f64 {
+fn mlp_step_ms(device: &Device, warm: usize, timed: usize) -> Split {
     let device = device.clone().autodiff();
     device.seed(7);
     let (x, labels) = task(&device, 64, 0, 64);
     let mut model = Some(Mlp::new(&device, 128));
     let mut optim = AdamConfig::new().init();
     let loss_fn = CrossEntropyLossConfig::new().init(&device);
-    median_ms(warm, timed, || {
+    split_ms(&device, warm, timed, || {
         let Some(m) = model.take() else { return };
         let loss = loss_fn.forward(m.forward(x.clone()), labels.clone());
         let grads = GradientsParams::from_grads(loss.backward(), &m);
         model = Some(optim.step(1e-2, m, grads));
-        sync(&device);
     })
 }
 
-fn transformer_forward_ms(device: &Device, s: Sizes, warm: usize, timed: usize) -> f64 {
+fn transformer_forward_ms(device: &Device, s: Sizes, warm: usize, timed: usize) -> Split {
     let model = encoder(device, s);
     let x = input(device, s, 21);
-    median_ms(warm, timed, || {
-        // Kept alive past the sync, so no build may skip its work.
-        let out = model.forward(TransformerEncoderInput::new(x.clone()));
-        sync(device);
-        drop(out);
-    })
+    // Each output kept alive past its sync, so no build may skip its work.
+    let mut last = None;
+    let split = split_ms(device, warm, timed, || {
+        last = Some(model.forward(TransformerEncoderInput::new(x.clone())));
+    });
+    drop(last);
+    split
 }
 
 /// Forward, mean squared error, backward and one Adam update.
-fn transformer_step_ms(device: &Device, s: Sizes, warm: usize, timed: usize) -> f64 {
+fn transformer_step_ms(device: &Device, s: Sizes, warm: usize, timed: usize) -> Split {
     let device = device.clone().autodiff();
     let mut model: Option<TransformerEncoder> = Some(encoder(&device, s));
     let x = input(&device, s, 21);
     let target = input(&device, s, 22);
     let mut optim = AdamConfig::new().init();
-    median_ms(warm, timed, || {
+    split_ms(&device, warm, timed, || {
         let Some(m) = model.take() else { return };
         let out = m.forward(TransformerEncoderInput::new(x.clone()));
         let loss = (out - target.clone()).powi_scalar(2).mean();
         let grads = GradientsParams::from_grads(loss.backward(), &m);
         model = Some(optim.step(1e-3, m, grads));
-        sync(&device);
     })
 }
 
