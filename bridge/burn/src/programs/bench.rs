@@ -195,10 +195,7 @@ pub fn transformer_phases(device: &Device, s: Sizes, warm: usize, timed: usize) 
             }
         }
     }
-    times.map(|mut v| {
-        v.sort_by(f64::total_cmp);
-        v[v.len() / 2]
-    })
+    times.map(median)
 }
 
 /// Bus bandwidth of a sum over `ranks` of `bytes` of f32 each (the NCCL
