@@ -143,6 +143,7 @@ fn suite_command(exe: &Path, args: &[&str]) -> Command {
 }
 
 fn with_env(mut c: Command) -> Command {
+    c.env(crate::LIB_BACKTRACE, "0");
     if std::env::var_os(AUTOTUNE_ENV).is_none() {
         c.env(AUTOTUNE_ENV, "minimal");
     }
