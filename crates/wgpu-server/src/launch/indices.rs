@@ -19,6 +19,8 @@
 //! buffer access where the driver does not bound it) keeps every clamp
 //! of the module.
 
+use std::cell::Cell;
+
 use hashbrown::HashMap;
 use naga::valid::{FunctionInfo, ModuleInfo};
 use naga::{
@@ -34,16 +36,53 @@ use super::thread_ids::{builtin, builtins_in_privates};
 /// matrix is in range, so wgpu's index clamps change nothing.
 /// `robust_buffers`: the device bounds buffer accesses itself (wgpu then
 /// leaves them unclamped either way).
+#[cfg(test)]
 pub(crate) fn every_index_in_range(
     module: &Module,
     info: &ModuleInfo,
     robust_buffers: bool,
 ) -> bool {
+    first_unbounded(module, info, robust_buffers).is_none()
+}
+
+/// Where the proof first failed in a module: the function, and the access
+/// expression it could not bound (`None`: a statement it does not look
+/// into, an image store say). For the log line that says why a module
+/// keeps wgpu's checks.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Unbounded {
+    pub function: Option<String>,
+    pub access: Option<Handle<Expression>>,
+}
+
+impl std::fmt::Display for Unbounded {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let function = self.function.as_deref().unwrap_or("?");
+        match self.access {
+            Some(e) => write!(
+                f,
+                "an index the proof cannot bound, expression {e:?} of `{function}`"
+            ),
+            None => write!(
+                f,
+                "a statement the index proof does not look into, in `{function}`"
+            ),
+        }
+    }
+}
+
+/// The first place where a run-time index of `module` may be out of range
+/// ([`Unbounded`]); `None` where every one is proven in range.
+pub(crate) fn first_unbounded(
+    module: &Module,
+    info: &ModuleInfo,
+    robust_buffers: bool,
+) -> Option<Unbounded> {
     let privates = builtins_in_privates(module);
     let functions = (module.functions.iter()).map(|(h, f)| (f, &info[h], None));
     let entries = (module.entry_points.iter().enumerate())
         .map(|(i, e)| (&e.function, info.get_entry_point(i), Some(e)));
-    functions.chain(entries).all(|(f, fi, entry)| {
+    functions.chain(entries).find_map(|(f, fi, entry)| {
         let proof = Proof {
             module,
             f,
@@ -51,8 +90,12 @@ pub(crate) fn every_index_in_range(
             entry,
             privates: &privates,
             robust_buffers,
+            failed: Cell::new(None),
         };
-        proof.block(&f.body, &mut Vec::new())
+        (!proof.block(&f.body, &mut Vec::new())).then(|| Unbounded {
+            function: f.name.clone(),
+            access: proof.failed.get(),
+        })
     })
 }
 
@@ -79,6 +122,8 @@ struct Proof<'a> {
     entry: Option<&'a EntryPoint>,
     privates: &'a [(Handle<GlobalVariable>, [Range; 3])],
     robust_buffers: bool,
+    /// The access that failed the proof, once one did.
+    failed: Cell<Option<Handle<Expression>>>,
 }
 
 /// How deep an index expression is followed before the proof gives up (a
@@ -96,7 +141,13 @@ impl Proof<'_> {
     /// so that a statement naga adds is refused until it is looked at.
     fn statement(&self, s: &Statement, facts: &mut Vec<Fact>) -> bool {
         match s {
-            Statement::Emit(range) => range.clone().all(|e| self.access(e, facts)),
+            Statement::Emit(range) => range.clone().all(|e| {
+                let bounded = self.access(e, facts);
+                if !bounded {
+                    self.failed.set(Some(e));
+                }
+                bounded
+            }),
             Statement::Block(b) => self.scoped(facts, |p, facts| p.block(b, facts)),
             Statement::If {
                 condition,

@@ -414,3 +414,25 @@ fn a_product_of_64_bit_bounds_does_not_overflow_the_proof() {
         "@group(0) @binding(2) var<storage, read_write> b: array<u64>;"
     ));
 }
+
+#[test]
+fn the_first_unbounded_access_is_named_for_the_log() {
+    // A rank-sized array indexed by a value read from a buffer: what
+    // burn's fused reductions do with the reduce axis (docs/burn.md).
+    let source = "@group(0) @binding(0) var<storage, read_write> a: array<u32>;
+         @compute @workgroup_size(1) fn main() { var shape: array<u32, 3>; shape[1] = 4u; a[0] = shape[a[1]]; }";
+    let (module, info) = validated(source).expect("test WGSL validates");
+    let found = super::first_unbounded(&module, &info, true).expect("unbounded");
+    assert_eq!(found.function.as_deref(), Some("main"));
+    let access = found.access.expect("an access");
+    let naga::Expression::Access { index, .. } =
+        module.entry_points[0].function.expressions[access]
+    else {
+        panic!("not an access: {found:?}");
+    };
+    assert!(matches!(
+        module.entry_points[0].function.expressions[index],
+        naga::Expression::Load { .. }
+    ));
+    assert!(found.to_string().contains("of `main`"), "{found}");
+}

@@ -108,14 +108,12 @@ impl PipelineCache {
         // Both proofs or neither: without the counter, NVIDIA's compiler
         // unrolls, and index clamps in unrolled code took it 22 s where it
         // took 0.8 s without them (cubek's matmuls, docs/burn.md).
-        let loops_bounded = bounds_checks != BoundsChecks::Unchecked
-            && (options.loop_bounding == LoopBounding::Every
-                || !super::termination::every_loop_counted(&module)
-                || !super::indices::every_index_in_range(
-                    &module,
-                    &info,
-                    caps.driver_bounds_buffers,
-                ));
+        let why = match bounds_checks {
+            BoundsChecks::Unchecked => None,
+            _ if options.loop_bounding == LoopBounding::Every => Some("asked for".to_string()),
+            _ => unproven(&module, &info, caps.driver_bounds_buffers),
+        };
+        let loops_bounded = why.is_some();
         let checks = Checks {
             bounds: bounds_checks,
             loops_bounded,
@@ -141,9 +139,12 @@ impl PipelineCache {
                 started.elapsed(),
                 cached.bounds_checks,
                 match (cached.bounds_checks, cached.loops_bounded) {
-                    (BoundsChecks::Unchecked, _) => "",
-                    (_, true) => ", loops bounded, indices clamped",
-                    (_, false) => ", loops and indices proven",
+                    (BoundsChecks::Unchecked, _) => String::new(),
+                    (_, true) => format!(
+                        ", loops bounded, indices clamped ({})",
+                        why.as_deref().unwrap_or("")
+                    ),
+                    (_, false) => ", loops and indices proven".to_string(),
                 },
                 if options.bounds_checks == BoundsChecks::Reported
                     && cached.bounds_checks == BoundsChecks::Checked
@@ -261,6 +262,17 @@ fn create_pipeline(
             build_pipeline(device, compiled, module, sizes, checks)
         })
     })?
+}
+
+/// Why `module` keeps wgpu's loop counter and index clamps: the proof that
+/// failed (every loop ends, `termination.rs`; every index outside a buffer
+/// is in range, `indices.rs`), or `None` where both hold. The compile log
+/// line says it (`COMPUTE_LOG=compile=basic`).
+fn unproven(module: &naga::Module, info: &naga::valid::ModuleInfo, robust: bool) -> Option<String> {
+    if !super::termination::every_loop_counted(module) {
+        return Some("a loop the termination proof cannot count".into());
+    }
+    super::indices::first_unbounded(module, info, robust).map(|u| format!("{u}"))
 }
 
 /// The run-time checks a module is built with.
