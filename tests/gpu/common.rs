@@ -131,3 +131,14 @@ pub fn launch(
     // SAFETY: the test kernels bound-check their accesses with arrayLength.
     unsafe { s.launch(Box::new(kernel), count, args, stream, LaunchMode::Execute) };
 }
+
+/// Whether `device` has `feature`. Where it does not, the test says what it
+/// leaves unrun (lavapipe has no cooperative matrices, say; those parts run
+/// on the device machine) rather than passing silently.
+pub fn has_feature(device: &wgpu::Device, feature: wgpu::Features, not_run: &str) -> bool {
+    let has = device.features().contains(feature);
+    if !has {
+        eprintln!("skipped: no {feature:?} on this adapter: {not_run} not run");
+    }
+    has
+}

@@ -403,8 +403,7 @@ fn wide_integers_and_doubles_match_the_interpreter() {
 #[test]
 fn subgroup_operations_match_the_interpreter_at_the_device_subgroup_size() {
     let mut s = server();
-    if !s.device().features().contains(wgpu::Features::SUBGROUP) {
-        eprintln!("no SUBGROUP: subgroup operations not run on the device");
+    if !common::has_feature(s.device(), wgpu::Features::SUBGROUP, "subgroup operations") {
         return;
     }
     let k = compute_ir::KernelBuilder::new("subgroups", [64, 1, 1]);

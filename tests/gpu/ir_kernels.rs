@@ -127,8 +127,7 @@ pub(crate) fn host_exclusive(x: &[u32]) -> Vec<u32> {
 #[test]
 fn scans_match_the_host_across_blocks_and_a_partial_one() {
     let mut s = server();
-    if !s.device().features().contains(wgpu::Features::SUBGROUP) {
-        eprintln!("no SUBGROUP: the scan kernels not run on the device");
+    if !crate::common::has_feature(s.device(), wgpu::Features::SUBGROUP, "the scan kernels") {
         return;
     }
     let mut r = Rng::spread(13);
@@ -186,8 +185,7 @@ pub(crate) fn single_pass_with(
 #[test]
 fn single_pass_scans_match_the_host_launch_after_launch() {
     let mut s = server();
-    if !s.device().features().contains(wgpu::Features::SUBGROUP) {
-        eprintln!("no SUBGROUP: the single-pass scan not run on the device");
+    if !crate::common::has_feature(s.device(), wgpu::Features::SUBGROUP, "the single-pass scan") {
         return;
     }
     let mut r = Rng::spread(16);
@@ -218,8 +216,7 @@ fn single_pass_scans_match_the_host_launch_after_launch() {
 #[test]
 fn a_single_pass_tile_that_never_publishes_is_reduced_by_its_successor() {
     let mut s = server();
-    if !s.device().features().contains(wgpu::Features::SUBGROUP) {
-        eprintln!("no SUBGROUP: the single-pass scan not run on the device");
+    if !crate::common::has_feature(s.device(), wgpu::Features::SUBGROUP, "the single-pass scan") {
         return;
     }
     let per = 4;
@@ -389,8 +386,7 @@ fn device_sort(s: &mut crate::ir::IrServer, keys: &[u32]) -> Vec<u32> {
 #[test]
 fn radix_sort_matches_the_host() {
     let mut s = server();
-    if !s.device().features().contains(wgpu::Features::SUBGROUP) {
-        eprintln!("no SUBGROUP: the radix sort not run on the device");
+    if !crate::common::has_feature(s.device(), wgpu::Features::SUBGROUP, "the radix sort") {
         return;
     }
     let mut r = Rng::spread(16);

@@ -17,16 +17,11 @@ use crate::ir::{IrServer, read, run, server, upload};
 
 /// Whether the server's device has cooperative matrices; says so if not.
 fn has_matrices(s: &IrServer) -> bool {
-    let on = s
-        .device()
-        .features()
-        .contains(wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX);
-    if !on {
-        eprintln!(
-            "no EXPERIMENTAL_COOPERATIVE_MATRIX on this adapter: cooperative matrices not run"
-        );
-    }
-    on
+    crate::common::has_feature(
+        s.device(),
+        wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX,
+        "cooperative matrices",
+    )
 }
 
 fn halves(seed: u64, n: usize) -> (Vec<f32>, Vec<u8>) {
@@ -208,15 +203,11 @@ fn a_tile_past_its_buffer_is_reported() {
 #[test]
 fn a_translation_panic_is_a_compilation_error() {
     let c = WgpuServerOptions::new().client().expect("adapter");
-    if !c
-        .server()
-        .device()
-        .features()
-        .contains(wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX)
-    {
-        eprintln!(
-            "no EXPERIMENTAL_COOPERATIVE_MATRIX on this adapter: the translation panic not run"
-        );
+    if !crate::common::has_feature(
+        c.server().device(),
+        wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX,
+        "the translation panic",
+    ) {
         return;
     }
     let source = "enable wgpu_cooperative_matrix;

@@ -57,8 +57,7 @@ const PER: usize = 17;
 /// The device's subgroup size, as a kernel reports it; `None` (with a
 /// message) without `SUBGROUP`.
 fn device_subgroup_size(s: &mut crate::ir::IrServer) -> Option<u32> {
-    if !s.device().features().contains(wgpu::Features::SUBGROUP) {
-        eprintln!("no SUBGROUP: subgroup operations not run on the device");
+    if !crate::common::has_feature(s.device(), wgpu::Features::SUBGROUP, "subgroup operations") {
         return None;
     }
     let probe = KernelBuilder::new("size", [64, 1, 1]);

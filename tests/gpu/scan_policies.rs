@@ -46,8 +46,8 @@ fn the_single_pass_scan_is_the_same_under_every_check_policy() {
             .loop_bounding(bounding)
             .open()
             .expect("adapter");
-        if !s.device().features().contains(wgpu::Features::SUBGROUP) {
-            eprintln!("no SUBGROUP: the single-pass scan not run on the device");
+        if !crate::common::has_feature(s.device(), wgpu::Features::SUBGROUP, "the single-pass scan")
+        {
             return;
         }
         for checks in [BoundsChecks::Checked, BoundsChecks::Reported] {

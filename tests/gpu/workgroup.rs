@@ -178,13 +178,11 @@ fn reductions_and_scans_match_the_host() {
 #[test]
 fn reductions_through_subgroups_match_the_host() {
     let c = WgpuServerOptions::new().client().expect("adapter");
-    let has = c
-        .server()
-        .device()
-        .features()
-        .contains(wgpu::Features::SUBGROUP);
-    if !has {
-        eprintln!("skipped: the device has no SUBGROUP");
+    if !crate::common::has_feature(
+        c.server().device(),
+        wgpu::Features::SUBGROUP,
+        "the subgroup reductions",
+    ) {
         return;
     }
     all_types(&c, Form::Subgroups);
@@ -241,13 +239,11 @@ fn all_types(c: &DefaultClient, form: Form) {
 #[test]
 fn num_subgroups_counts_a_partial_last_subgroup() {
     let c = WgpuServerOptions::new().client().expect("adapter");
-    if !c
-        .server()
-        .device()
-        .features()
-        .contains(wgpu::Features::SUBGROUP)
-    {
-        eprintln!("skipped: the device has no SUBGROUP");
+    if !crate::common::has_feature(
+        c.server().device(),
+        wgpu::Features::SUBGROUP,
+        "the subgroup builtins",
+    ) {
         return;
     }
     for size in [7u32, 10, 12, 20, 33] {
