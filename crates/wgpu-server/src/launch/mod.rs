@@ -14,8 +14,9 @@
 //! - `bind`: bind groups by resolved ranges and scalars;
 //! - `queued`: `LaunchMode::Queue` launches held until `compile_queued`;
 //! - `termination`: the proof that every loop of a module ends, and
-//! - `indices` (with `intervals` and `thread_ids`): the proof that every
-//!   index outside a buffer is in range; together they spare a module
+//! - `indices` (with `index_values`, `intervals` and `thread_ids`): the
+//!   proof that every index outside a buffer is in range; together they
+//!   spare a module
 //!   wgpu's loop counter and index clamps.
 //!
 //! What crosses the write scope and the streams runs on the server:
