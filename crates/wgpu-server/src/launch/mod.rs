@@ -16,8 +16,7 @@
 //! - `termination`: the proof that every loop of a module ends, and
 //! - `indices` (with `index_values`, `intervals` and `thread_ids`): the
 //!   proof that every index outside a buffer is in range; together they
-//!   spare a module
-//!   wgpu's loop counter and index clamps.
+//!   spare a module wgpu's loop counter and index clamps.
 //!
 //! What crosses the write scope and the streams runs on the server:
 //! `server/launch.rs` (layout -> write set -> in the write scope, resolve
