@@ -50,6 +50,11 @@
 //!   lowering packs and unpacks bytes through `vec4<u8>` (bitcasts to and
 //!   from `u32`, `OpUConvert` to and from `vec4<u32>`, `OpIEqual`), which
 //!   become shifts and masks on `vec4<u32>` lanes.
+//! - [`clamp_loaded_indices`]: an index read from a buffer into a
+//!   function's own array (cubecl's fused reductions index the shape by
+//!   the reduce axis from the metadata) is clamped where it is used, as
+//!   wgpu's `Checked` clamp would, so the server can prove every other
+//!   index of the module and drop wgpu's checks.
 //! - [`copy_cross_block_operands`]: a value from another block that a
 //!   subgroup instruction reads is copied into the reader's block first
 //!   (naga's front end panics spilling it there).
@@ -64,6 +69,7 @@ use rspirv::spirv::{Op, Word};
 
 pub mod allow;
 mod atomics;
+mod clamps;
 mod descriptors;
 mod layout;
 mod nonfinite;
@@ -76,6 +82,7 @@ mod special;
 mod tests;
 
 pub use atomics::signed_atomics;
+pub use clamps::clamp_loaded_indices;
 pub use descriptors::descriptors;
 pub use layout::pad_structs;
 pub use nonfinite::nonfinite_constants;
@@ -99,6 +106,7 @@ pub fn for_naga(module: &Module) -> Result<Module, String> {
     polyfills(&mut m);
     byte_vectors(&mut m);
     nonfinite_constants(&mut m);
+    clamp_loaded_indices(&mut m);
     copy_cross_block_operands(&mut m);
     allow::check(&m)?;
     Ok(m)

@@ -437,3 +437,40 @@ fn a_subgroup_instruction_reading_a_value_from_another_block_reads_a_copy() {
     assert_eq!(count(&fixed, Op::CopyObject), 1);
     assert!(shape(&wgsl).contains("subgroupAdd("), "{wgsl}");
 }
+
+/// A rank-sized array of the function indexed by `index(v, ctx)`: cubecl's
+/// fused reductions index the shape by an axis read from the metadata.
+fn private_array_indexed_by(index: fn(&[Word], &Ctx) -> Word) -> (rspirv::dr::Module, String) {
+    let m = kernel(&[u32s], u32s, |b, ctx, v| {
+        let three = b.constant_bit32(ctx.u32, 3);
+        let array = b.type_array(ctx.u32, three);
+        let ptr = b.type_pointer(None, rspirv::spirv::StorageClass::Function, array);
+        let elem_ptr = b.type_pointer(None, rspirv::spirv::StorageClass::Function, ctx.u32);
+        let shape = b.variable(ptr, None, rspirv::spirv::StorageClass::Function, None);
+        let one = b.constant_bit32(ctx.u32, 1);
+        let first = b
+            .in_bounds_access_chain(elem_ptr, None, shape, [one])
+            .expect("chain");
+        b.store(first, v[0], None, []).expect("store");
+        let at = b
+            .in_bounds_access_chain(elem_ptr, None, shape, [index(v, ctx)])
+            .expect("chain");
+        b.load(ctx.u32, None, at, None, []).expect("load")
+    });
+    let (fixed, wgsl) = bridged(&m);
+    (fixed, shape(&wgsl))
+}
+
+#[test]
+fn an_index_read_from_a_buffer_into_a_private_array_is_clamped_where_it_is_used() {
+    let (fixed, wgsl) = private_array_indexed_by(|v, _| v[0]);
+    assert_eq!(count(&fixed, Op::ExtInst), 1, "{wgsl}");
+    assert!(wgsl.contains("[min(_, 2u)]"), "{wgsl}");
+}
+
+#[test]
+fn an_index_from_a_thread_id_is_left_for_the_proof() {
+    let (fixed, wgsl) = private_array_indexed_by(|_, ctx| ctx.idx);
+    assert_eq!(count(&fixed, Op::ExtInst), 0, "{wgsl}");
+    assert!(!wgsl.contains("min("), "{wgsl}");
+}
