@@ -46,8 +46,9 @@ pub(crate) fn every_index_in_range(
 
 /// Where the proof first failed in a module: the function, and the access
 /// expression it could not bound (`None`: a statement it does not look
-/// into, an image store say). For the log line that says why a module
-/// keeps wgpu's checks.
+/// into, an image store say, or a counted loop whose start or bound it
+/// cannot range). For the log line that says why a module keeps wgpu's
+/// checks.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct Unbounded {
     pub function: Option<String>,
@@ -64,7 +65,7 @@ impl std::fmt::Display for Unbounded {
             ),
             None => write!(
                 f,
-                "a statement the index proof does not look into, in `{function}`"
+                "a statement or loop the index proof cannot follow, in `{function}`"
             ),
         }
     }
