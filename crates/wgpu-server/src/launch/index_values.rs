@@ -12,6 +12,9 @@ use crate::launch::intervals::{Range, binary, intersect, literal, math, union};
 use crate::launch::termination::local_of;
 use crate::launch::thread_ids::builtin;
 
+/// Ranges already worked out in one [`Proof::range`] call.
+type Memo = HashMap<Handle<Expression>, Option<Range>>;
+
 impl Proof<'_> {
     /// Every value `e` may take, where `facts` hold; `None` where the
     /// proof cannot tell (or the value may have wrapped).
@@ -28,7 +31,7 @@ impl Proof<'_> {
         e: Handle<Expression>,
         facts: &[Fact],
         depth: u32,
-        memo: &mut HashMap<Handle<Expression>, Option<Range>>,
+        memo: &mut Memo,
     ) -> Option<Range> {
         if let Some(known) = memo.get(&e) {
             return *known;
@@ -43,7 +46,7 @@ impl Proof<'_> {
         e: Handle<Expression>,
         facts: &[Fact],
         depth: u32,
-        memo: &mut HashMap<Handle<Expression>, Option<Range>>,
+        memo: &mut Memo,
     ) -> Option<Range> {
         // Integer scalars only: float arithmetic rounds (a sum of two
         // floats may land above the sum of their bounds).
