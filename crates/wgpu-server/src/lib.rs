@@ -87,7 +87,8 @@ pub mod testing {
     /// Whether the communicator of `device_ids` that `server` joined
     /// moves its group calls' data on the devices (`Some(true)`), through
     /// host staging (`Some(false)`), or is not an in-process one it joined
-    /// (`None`). Asking fixes the group's path, as a call does.
+    /// (`None`): the group's settled path, `Some(false)` while a rank has
+    /// not joined (its calls until then go through host staging).
     pub fn collective_on_device<C: compute_wgsl::WgpuCompiler>(
         server: &crate::WgpuServer<C>,
         device_ids: &[compute_runtime::DeviceId],
@@ -95,6 +96,16 @@ pub mod testing {
         server
             .collective_on_device_for(device_ids)
             .map(|(on, _)| on)
+    }
+
+    /// How many group calls `server` has posted on the devices in the
+    /// communicator of `device_ids` (the others went through host
+    /// staging); `None` as for [`collective_on_device`].
+    pub fn collective_device_calls<C: compute_wgsl::WgpuCompiler>(
+        server: &crate::WgpuServer<C>,
+        device_ids: &[compute_runtime::DeviceId],
+    ) -> Option<u64> {
+        server.collective_device_calls_for(device_ids)
     }
 
     /// Whether that communicator's group multiplies floats on the devices

@@ -4,12 +4,14 @@
 //! under `WGPU_SERVER_COLLECTIVE_PATH=device`, with which `cargo xtask ci`
 //! runs the whole collective suite and the model twice more (whole, and in
 //! 4 KiB pieces); `WGPU_SERVER_COLLECTIVE_PATH=host` forces host staging.
-//! Here: that the path is taken, that a group whose first call came before
-//! every rank joined stays on host staging, a mid-word `src`, and tiny
-//! float sums.
+//! Here: that the path is taken, that a call posted before every rank
+//! joined goes through the host and the later ones take the device, a
+//! mid-word `src`, and tiny float sums.
 
 use compute_runtime::{ComputeWait, DType, Reduction, ServerCommunication};
-use wgpu_server::testing::{collective_float_products_on_device, collective_on_device};
+use wgpu_server::testing::{
+    collective_device_calls, collective_float_products_on_device, collective_on_device,
+};
 
 use super::group::*;
 use crate::common::*;
@@ -86,15 +88,50 @@ fn ranks_on_one_adapter_move_group_calls_on_the_devices() {
 }
 
 #[test]
-fn a_group_whose_first_call_came_before_every_rank_joined_stays_on_host_staging() {
+fn a_call_before_every_rank_joined_goes_through_the_host_and_later_ones_take_the_device() {
+    // cubecl's `ClientGroup` queues `comm_init` and then the first call on
+    // every rank, each served by its own thread: one rank's first call can
+    // come before another's `comm_init`. That call alone is host-staged.
     let mut g = Group::open(2);
     let ids = g.ids.clone();
+    let len = 100_000; // 400 KB per rank: past the device path's minimum.
     g.s[0].comm_init(ids.clone()).expect("comm_init");
-    // Rank 1 has not joined: asking fixes the path, as a call would.
     assert_eq!(collective_on_device(&g.s[0], &ids), Some(false));
-    g.s[1].comm_init(ids.clone()).expect("comm_init");
-    assert_eq!(collective_on_device(&g.s[1], &ids), Some(false));
-    sum_and_gather(&mut g, 100);
+    let mut sums = Vec::new();
+    for r in 0..2 {
+        if r == 1 {
+            g.s[1].comm_init(ids.clone()).expect("comm_init");
+        }
+        let s = &mut g.s[r];
+        let vals: Vec<u32> = (0..len).map(|i| (r * 1000 + i) as u32).collect();
+        let src = upload(s, u32_bytes(&vals), S0);
+        let sum = alloc(s, 4 * len as u64, S0);
+        s.all_reduce(
+            src.binding(),
+            sum.binding(),
+            Reduction::sum(DType::U32),
+            S0,
+            ids.clone(),
+            ComputeWait::Wait,
+        )
+        .unwrap_or_else(|e| panic!("rank {r}: all_reduce: {e}"));
+        sums.push(sum);
+    }
+    let want: Vec<u32> = (0..len).map(|i| (1000 + 2 * i) as u32).collect();
+    for (r, s) in g.s.iter_mut().enumerate() {
+        let got = read(s, &sums[r], S0).unwrap_or_else(|e| panic!("rank {r}: {e}"));
+        assert!(bytes_u32(&got) == want, "rank {r}: the early all_reduce");
+        assert_eq!(collective_device_calls(s, &ids), Some(0), "rank {r}");
+    }
+    let on = collective_on_device(&g.s[0], &ids);
+    assert_eq!(collective_on_device(&g.s[1], &ids), on);
+    sum_and_gather(&mut g, len);
+    // The later calls (an all-reduce and an all-gather) took the settled
+    // path on every rank.
+    let later = if on == Some(true) { 2 } else { 0 };
+    for (r, s) in g.s.iter().enumerate() {
+        assert_eq!(collective_device_calls(s, &ids), Some(later), "rank {r}");
+    }
 }
 
 /// Bytes of rank `r`'s input: distinct per rank and position.

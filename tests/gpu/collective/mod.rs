@@ -7,8 +7,8 @@
 //! - `movement`: `all_gather`, `broadcast` (every root), `all_to_all`.
 //! - `large`: MiB-sized cases (f32 and u32).
 //! - `device`: ranks whose devices share memory move group calls on the
-//!   devices; a group that called before every rank joined stays on host
-//!   staging.
+//!   devices; a call posted before every rank joined is host-staged, the
+//!   later ones are not.
 //! - `steps`: calls cut into many steps (a small chunk size): past the
 //!   staging window (the rest refilled from a device copy of `src`), a
 //!   `src` that starts mid-word, `src` as of the call.

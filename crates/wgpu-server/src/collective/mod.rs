@@ -168,13 +168,29 @@ impl Collectives {
         }
     }
 
-    /// What a device call on the communicator of `ids` runs on, with the
-    /// group's path; `None` where its ranks are not all in this process.
+    /// What the next group call on the communicator of `ids` runs on, with
+    /// its path (decided for every rank of the call by the first to post
+    /// it); `None` where its ranks are not all in this process. Once per
+    /// call, in call order.
     pub fn device_of(&self, ids: &[DeviceId]) -> Option<(Arc<Exchange>, Arc<Folds>, Path)> {
         let exchange = self.exchanges.get(ids)?;
         let folds = self.folds.clone()?;
-        let path = exchange.group().path();
+        let path = exchange.next_call();
         Some((Arc::clone(exchange), folds, path))
+    }
+
+    /// The settled path of the communicator of `ids` (`Some(None)` while a
+    /// rank has not registered); `None` as for [`Self::device_of`].
+    #[cfg(feature = "testing")]
+    pub fn settled_path(&self, ids: &[DeviceId]) -> Option<Option<Path>> {
+        let exchange = self.exchanges.get(ids)?;
+        Some(exchange.group().settled())
+    }
+
+    /// Device calls this rank posted on the communicator of `ids`.
+    #[cfg(feature = "testing")]
+    pub fn device_calls(&self, ids: &[DeviceId]) -> Option<u64> {
+        self.exchanges.get(ids).map(|e| e.posted())
     }
 
     /// Registers this rank's device with `comm`'s group, where its ranks

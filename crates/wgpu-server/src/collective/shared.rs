@@ -5,13 +5,17 @@
 //! A [`Group`] is attached to the communicator's in-process hub
 //! (`Communicator::local_shared`), so every rank of one communicator finds
 //! the same one, and a communicator formed again gets a new one. Each rank
-//! registers its device at `comm_init` ([`Member`]). The group's [`Path`]
-//! is fixed once, by whichever comes first: the last rank's registration
-//! (device memory when every rank can export and import it, their devices
-//! have equal device and driver UUIDs, and none asked for the host path),
-//! or a call made before every rank registered (host staging, for good).
-//! Every rank reads the same fixed answer, so every rank of a call takes
-//! the same path.
+//! registers its device at `comm_init` ([`Member`]); the last registration
+//! settles the group's [`Path`] (device memory when every rank can export
+//! and import it, their devices have equal device and driver UUIDs, and
+//! none asked for the host path). Every rank of a call must take the same
+//! path, so each call's path is decided once, by the first rank to post it
+//! ([`Decisions`]): the settled path, or host staging for a call posted
+//! before every rank registered. That happens whenever a caller queues a
+//! call right behind `comm_init` on ranks served by separate threads (as
+//! cubecl's `ClientGroup` does: one rank's first call can come before
+//! another rank's `comm_init`, whose float probe waits on its device);
+//! only such calls go through the host, the later ones take the device.
 //!
 //! Each rank's exchange buffer ([`Exchange`]) is exported from its own
 //! device and published in the group with a generation; the others import
@@ -57,7 +61,9 @@ pub(crate) struct Member {
 #[derive(Debug, Default)]
 struct State {
     members: Vec<Option<Member>>,
-    path: Option<Path>,
+    /// Fixed by the last registration.
+    settled: Option<Path>,
+    decisions: Decisions,
     /// Each rank's exchange memory: its generation and export.
     slots: Vec<Option<(u64, Exported)>>,
     /// Device calls each rank's engine has finished (whatever their
@@ -81,7 +87,8 @@ impl Group {
             Arc::new(Group {
                 state: Mutex::new(State {
                     members: vec![None; ranks],
-                    path: None,
+                    settled: None,
+                    decisions: Decisions::new(ranks),
                     slots: vec![None; ranks],
                     finished: vec![0; ranks],
                 }),
@@ -94,22 +101,28 @@ impl Group {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Registers `rank`'s device; the last registration fixes the path.
+    /// Registers `rank`'s device; the last registration settles the path.
     pub fn register(&self, rank: usize, member: Member) {
         let mut state = self.lock();
         if let Some(slot) = state.members.get_mut(rank) {
             *slot = Some(member);
         }
-        if state.path.is_none() && state.members.iter().all(Option::is_some) {
+        if state.settled.is_none() && state.members.iter().all(Option::is_some) {
             let members: Vec<Member> = state.members.iter().flatten().copied().collect();
-            state.path = Some(decide(&members));
+            state.settled = Some(decide(&members));
         }
     }
 
-    /// The group's path: fixed now (host staging) if not every rank has
-    /// registered yet.
-    pub fn path(&self) -> Path {
-        *self.lock().path.get_or_insert(Path::HOST)
+    /// The path of `rank`'s next call (every rank asks once per group call,
+    /// in call order; see [`Decisions`]).
+    pub fn next_call(&self, rank: usize) -> Path {
+        let state = &mut *self.lock();
+        state.decisions.next(rank, state.settled)
+    }
+
+    /// The settled path; `None` until every rank registered.
+    pub fn settled(&self) -> Option<Path> {
+        self.lock().settled
     }
 
     /// `rank`'s engine finished a device call.
@@ -133,6 +146,56 @@ impl Group {
 
     fn slot(&self, rank: usize) -> Option<(u64, Exported)> {
         self.lock().slots.get(rank).cloned().flatten()
+    }
+}
+
+/// Each group call's path, decided by the first rank to post it: the
+/// settled path once there is one, else host staging. A call's decision
+/// is kept until every rank has asked for it; decisions are only made
+/// before the path settles (from then on every rank's answer is the
+/// settled path), so what is kept is the calls posted before that which
+/// some rank has not reached yet.
+#[derive(Debug, Default)]
+struct Decisions {
+    /// Calls each rank has asked about.
+    asked: Vec<u64>,
+    /// The call `kept[0]` decides.
+    first: u64,
+    kept: std::collections::VecDeque<Path>,
+}
+
+impl Decisions {
+    fn new(ranks: usize) -> Self {
+        Decisions {
+            asked: vec![0; ranks],
+            first: 0,
+            kept: std::collections::VecDeque::new(),
+        }
+    }
+
+    /// The path of `rank`'s next call, given the group's `settled` path.
+    fn next(&mut self, rank: usize, settled: Option<Path>) -> Path {
+        let Some(asked) = self.asked.get_mut(rank) else {
+            return Path::HOST;
+        };
+        let call = *asked;
+        *asked += 1;
+        let end = self.first + self.kept.len() as u64;
+        let path = if call < end {
+            self.kept[(call - self.first) as usize]
+        } else if let Some(settled) = settled {
+            settled
+        } else {
+            // Before the path settles every call's first asker keeps its
+            // decision, so `call == end` here.
+            self.kept.push_back(Path::HOST);
+            Path::HOST
+        };
+        let everyone = self.asked.iter().copied().min().unwrap_or(0);
+        while self.first < everyone && self.kept.pop_front().is_some() {
+            self.first += 1;
+        }
+        path
     }
 }
 
@@ -176,6 +239,17 @@ impl Exchange {
 
     pub fn group(&self) -> &Group {
         &self.group
+    }
+
+    /// Device calls this rank has posted.
+    #[cfg(feature = "testing")]
+    pub fn posted(&self) -> u64 {
+        self.posted.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// The path of this rank's next group call.
+    pub fn next_call(&self) -> Path {
+        self.group.next_call(self.rank)
     }
 
     /// Counts a device call this rank posts; whether its exchange buffer
@@ -261,5 +335,49 @@ mod tests {
         assert!(!on(&[none, none]));
         let floats = decide(&[member(1, true, true), member(1, true, false)]);
         assert!(floats.on_device && !floats.exact_floats);
+    }
+
+    const DEVICE: Path = Path {
+        on_device: true,
+        exact_floats: true,
+    };
+
+    #[test]
+    fn a_call_posted_before_the_path_settles_is_host_staged_on_every_rank() {
+        let mut d = Decisions::new(2);
+        // Rank 0 posts two calls before rank 1 registered.
+        assert_eq!(d.next(0, None), Path::HOST);
+        assert_eq!(d.next(0, None), Path::HOST);
+        // Rank 1 registers (the path settles) and posts the same calls.
+        assert_eq!(d.next(1, Some(DEVICE)), Path::HOST);
+        assert_eq!(d.next(1, Some(DEVICE)), Path::HOST);
+        assert!(d.kept.is_empty(), "every rank asked: nothing kept");
+        for _ in 0..3 {
+            assert_eq!(d.next(1, Some(DEVICE)), DEVICE);
+            assert_eq!(d.next(0, Some(DEVICE)), DEVICE);
+        }
+        assert!(d.kept.is_empty());
+    }
+
+    #[test]
+    fn a_rank_far_behind_reads_the_decisions_made_before_it_joined() {
+        let mut d = Decisions::new(3);
+        for _ in 0..5 {
+            assert_eq!(d.next(2, None), Path::HOST);
+        }
+        assert_eq!(d.next(0, None), Path::HOST);
+        // Settled now; rank 0 and 1 still owe calls 1..5 (host) first.
+        for call in 1..8 {
+            let want = if call < 5 { Path::HOST } else { DEVICE };
+            assert_eq!(d.next(0, Some(DEVICE)), want, "rank 0 call {call}");
+        }
+        for call in 0..8 {
+            let want = if call < 5 { Path::HOST } else { DEVICE };
+            assert_eq!(d.next(1, Some(DEVICE)), want, "rank 1 call {call}");
+        }
+        assert_eq!(d.next(2, Some(DEVICE)), DEVICE);
+        assert!(d.kept.is_empty());
+        // A rank outside the group is told the host, and changes nothing.
+        assert_eq!(d.next(7, Some(DEVICE)), Path::HOST);
     }
 }

@@ -148,8 +148,17 @@ impl<C: WgpuCompiler> WgpuServer<C> {
         device_ids: &[compute_runtime::DeviceId],
     ) -> Option<(bool, bool)> {
         self.collectives
-            .device_of(device_ids)
-            .map(|(_, _, path)| (path.on_device, path.exact_floats))
+            .settled_path(device_ids)
+            .map(|path| path.map_or((false, false), |p| (p.on_device, p.exact_floats)))
+    }
+
+    /// See `testing::collective_device_calls`.
+    #[cfg(feature = "testing")]
+    pub(crate) fn collective_device_calls_for(
+        &self,
+        device_ids: &[compute_runtime::DeviceId],
+    ) -> Option<u64> {
+        self.collectives.device_calls(device_ids)
     }
 
     /// A device buffer for an `Overlap` result of `len` bytes.
