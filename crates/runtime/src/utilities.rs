@@ -56,20 +56,23 @@ pub enum LogCategory {
     Sync = 3,
     /// Profile windows.
     Profile = 4,
+    /// Collective calls: where each one's data moves, and why.
+    Collective = 5,
 }
 
-const CATEGORIES: [(&str, LogCategory); 5] = [
+const CATEGORIES: [(&str, LogCategory); 6] = [
     ("compile", LogCategory::Compile),
     ("launch", LogCategory::Launch),
     ("memory", LogCategory::Memory),
     ("sync", LogCategory::Sync),
     ("profile", LogCategory::Profile),
+    ("collective", LogCategory::Collective),
 ];
 
 /// The server's logger: per-category levels over `tracing`.
 #[derive(Debug, Default)]
 pub struct ServerLogger {
-    levels: [AtomicU8; 5],
+    levels: [AtomicU8; 6],
 }
 
 impl ServerLogger {
@@ -140,6 +143,7 @@ impl ServerLogger {
             LogCategory::Memory => tracing::info!(target: "compute::memory", "{msg}"),
             LogCategory::Sync => tracing::info!(target: "compute::sync", "{msg}"),
             LogCategory::Profile => tracing::info!(target: "compute::profile", "{msg}"),
+            LogCategory::Collective => tracing::info!(target: "compute::collective", "{msg}"),
         }
     }
 }

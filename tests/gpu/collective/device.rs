@@ -8,7 +8,9 @@
 //! joined goes through the host and the later ones take the device, a
 //! mid-word `src`, and tiny float sums.
 
-use compute_runtime::{ComputeWait, DType, Reduction, ServerCommunication};
+use compute_runtime::{
+    ComputeWait, DType, LogCategory, LogLevel, Reduction, Server, ServerCommunication,
+};
 use wgpu_server::testing::{
     collective_device_calls, collective_float_products_on_device, collective_on_device,
 };
@@ -98,25 +100,36 @@ fn a_call_before_every_rank_joined_goes_through_the_host_and_later_ones_take_the
     g.s[0].comm_init(ids.clone()).expect("comm_init");
     assert_eq!(collective_on_device(&g.s[0], &ids), Some(false));
     let mut sums = Vec::new();
-    for r in 0..2 {
-        if r == 1 {
-            g.s[1].comm_init(ids.clone()).expect("comm_init");
+    g.s[0]
+        .utilities()
+        .logger
+        .set_level(LogCategory::Collective, LogLevel::Basic);
+    let early = Captured::during(|| {
+        for r in 0..2 {
+            if r == 1 {
+                g.s[1].comm_init(ids.clone()).expect("comm_init");
+            }
+            let s = &mut g.s[r];
+            let vals: Vec<u32> = (0..len).map(|i| (r * 1000 + i) as u32).collect();
+            let src = upload(s, u32_bytes(&vals), S0);
+            let sum = alloc(s, 4 * len as u64, S0);
+            s.all_reduce(
+                src.binding(),
+                sum.binding(),
+                Reduction::sum(DType::U32),
+                S0,
+                ids.clone(),
+                ComputeWait::Wait,
+            )
+            .unwrap_or_else(|e| panic!("rank {r}: all_reduce: {e}"));
+            sums.push(sum);
         }
-        let s = &mut g.s[r];
-        let vals: Vec<u32> = (0..len).map(|i| (r * 1000 + i) as u32).collect();
-        let src = upload(s, u32_bytes(&vals), S0);
-        let sum = alloc(s, 4 * len as u64, S0);
-        s.all_reduce(
-            src.binding(),
-            sum.binding(),
-            Reduction::sum(DType::U32),
-            S0,
-            ids.clone(),
-            ComputeWait::Wait,
-        )
-        .unwrap_or_else(|e| panic!("rank {r}: all_reduce: {e}"));
-        sums.push(sum);
-    }
+    });
+    let why = "host staging (posted before every rank joined)";
+    assert!(
+        early.contains(&format!("all_reduce at rank 0 of 2: {why}")),
+        "{early:?}"
+    );
     let want: Vec<u32> = (0..len).map(|i| (1000 + 2 * i) as u32).collect();
     for (r, s) in g.s.iter_mut().enumerate() {
         let got = read(s, &sums[r], S0).unwrap_or_else(|e| panic!("rank {r}: {e}"));
@@ -125,7 +138,16 @@ fn a_call_before_every_rank_joined_goes_through_the_host_and_later_ones_take_the
     }
     let on = collective_on_device(&g.s[0], &ids);
     assert_eq!(collective_on_device(&g.s[1], &ids), on);
-    sum_and_gather(&mut g, len);
+    let lines = Captured::during(|| sum_and_gather(&mut g, len));
+    let place = if on == Some(true) {
+        "on the devices"
+    } else {
+        "host staging (the group is on host staging)"
+    };
+    assert!(
+        lines.contains(&format!("all_reduce at rank 0 of 2: {place}")),
+        "{lines:?}"
+    );
     // The later calls (an all-reduce and an all-gather) took the settled
     // path on every rank.
     let later = if on == Some(true) { 2 } else { 0 };
@@ -242,4 +264,47 @@ fn float_sums_of_tiny_values_have_the_hosts_bits() {
             wrong.map(|i| (0..n).map(|q| vals[q][i].to_bits()).collect::<Vec<_>>())
         );
     }
+}
+
+/// The collective log's lines (`compute::collective` events) of what a
+/// closure does on this thread.
+struct Captured(std::sync::Mutex<Vec<String>>);
+
+impl Captured {
+    fn during(f: impl FnOnce()) -> Vec<String> {
+        let captured = std::sync::Arc::new(Captured(std::sync::Mutex::new(Vec::new())));
+        tracing::subscriber::with_default(std::sync::Arc::clone(&captured), f);
+        captured.0.lock().map(|l| l.clone()).unwrap_or_default()
+    }
+}
+
+/// Collects an event's `message` field.
+struct Message<'a>(&'a mut String);
+
+impl tracing::field::Visit for Message<'_> {
+    fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
+        if field.name() == "message" {
+            *self.0 = format!("{value:?}");
+        }
+    }
+}
+
+impl tracing::Subscriber for Captured {
+    fn enabled(&self, meta: &tracing::Metadata<'_>) -> bool {
+        meta.target() == "compute::collective"
+    }
+    fn new_span(&self, _: &tracing::span::Attributes<'_>) -> tracing::span::Id {
+        tracing::span::Id::from_u64(1)
+    }
+    fn record(&self, _: &tracing::span::Id, _: &tracing::span::Record<'_>) {}
+    fn record_follows_from(&self, _: &tracing::span::Id, _: &tracing::span::Id) {}
+    fn event(&self, event: &tracing::Event<'_>) {
+        let mut line = String::new();
+        event.record(&mut Message(&mut line));
+        if let Ok(mut lines) = self.0.lock() {
+            lines.push(line);
+        }
+    }
+    fn enter(&self, _: &tracing::span::Id) {}
+    fn exit(&self, _: &tracing::span::Id) {}
 }

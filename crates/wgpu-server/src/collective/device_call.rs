@@ -1,146 +1,26 @@
 //! One collective call whose data moves on the devices of a group that
-//! shares device memory (`shared.rs`): which calls go there, how a call is
-//! cut into pieces, and its [`DeviceData`] (fill: this rank's input copied
-//! into its exchange buffer; combine: every rank's piece copied or folded
-//! into `dst`), run on the rank's engine thread.
+//! shares device memory (`shared.rs`): its [`DeviceData`] (fill: this
+//! rank's input copied into its exchange buffer; combine: every rank's
+//! piece copied or folded into `dst`), run on the rank's engine thread.
 //!
 //! A call goes here when its group's path is the device and the call is
-//! one the devices do exactly ([`eligible`]: a function of the call and
-//! the group alone, so every rank decides the same); everything else (and
-//! every `send`/`recv`) is host-staged as before.
+//! one the devices do exactly (`layout.rs`, `eligible`: a function of the
+//! call and the group alone, so every rank decides the same); everything
+//! else (and every `send`/`recv`) is host-staged as before.
 
 use std::sync::Arc;
 
-use compute_collective::{CollectiveCall, DeviceData};
+use compute_collective::DeviceData;
 use compute_runtime::{CollectiveFault, ServerError};
 
-use crate::collective::fold::{self, Folds, Span};
+use crate::collective::fold::{Folds, Span};
+use crate::collective::layout::{Combine, Layout};
 use crate::collective::pipeline::ScratchPool;
-use crate::collective::shared::{Exchange, Path};
+use crate::collective::shared::Exchange;
 use crate::collective::stage::Source;
 use crate::device::poller::PollerHandle;
 use crate::stream::gate::Gate;
 use crate::stream::submit::Submitter;
-
-/// Exchange-buffer offsets of blocks are multiples of this (any device's
-/// storage-binding offset alignment).
-const BLOCK_ALIGN: u64 = 256;
-
-/// Bytes of exchange memory one piece of a call uses at most
-/// (`WGPU_SERVER_DEVICE_PIECE_BYTES` sets it for the whole process, at
-/// least 256: tests cut small calls into pieces with it).
-fn piece_budget() -> u64 {
-    static BUDGET: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
-    *BUDGET.get_or_init(|| {
-        std::env::var("WGPU_SERVER_DEVICE_PIECE_BYTES")
-            .ok()
-            .and_then(|v| v.parse::<u64>().ok())
-            .map_or(64 << 20, |b| b.max(BLOCK_ALIGN))
-    })
-}
-
-/// Bytes per rank below which a call stays host-staged
-/// (`WGPU_SERVER_DEVICE_MIN_BYTES` sets it for the whole process). On the
-/// H100 each hop between the ranks' devices (separate Vulkan devices are
-/// separate GPU contexts, time-sliced) cost ~160 us
-/// (`collective.device_switch_roundtrip_4kib_us` 216 against 57 on one
-/// device), so a 4 KiB all-reduce over shared memory took 783 us in a raw
-/// loop against 512 host-staged, while 64 MiB ran 53.6 GB/s against 7.1.
-fn device_min_bytes() -> u64 {
-    static MIN: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
-    *MIN.get_or_init(|| {
-        std::env::var("WGPU_SERVER_DEVICE_MIN_BYTES")
-            .ok()
-            .and_then(|v| v.parse::<u64>().ok())
-            .unwrap_or(256 << 10)
-    })
-}
-
-/// What the combine does.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Combine {
-    /// Folds every rank's block (`AllReduce`; `ReduceScatter`: block `rank`).
-    Fold(compute_runtime::Reduction),
-    /// Copies every rank's block to its place (`AllGather`).
-    Gather,
-    /// Copies the root's block (`Broadcast`).
-    Root(usize),
-    /// Copies block `rank` of every rank to its place (`AllToAll`).
-    Transpose,
-}
-
-/// How a call's bytes lie: its input is `blocks` blocks of `block` bytes,
-/// cut into pieces of at most `piece` bytes of each block.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct Layout {
-    combine: Combine,
-    blocks: u64,
-    block: u64,
-    piece: u64,
-}
-
-impl Layout {
-    fn pieces(&self) -> usize {
-        self.block.div_ceil(self.piece) as usize
-    }
-
-    /// Where a block's piece lies in an exchange buffer.
-    fn stride(&self) -> u64 {
-        self.piece.min(self.block).next_multiple_of(BLOCK_ALIGN)
-    }
-
-    /// Piece `k`'s start in each block and its length.
-    fn piece_range(&self, k: usize) -> (u64, u64) {
-        let lo = k as u64 * self.piece;
-        (lo, self.piece.min(self.block - lo))
-    }
-}
-
-/// The layout `call` moves in on the devices of a group on `path`, or
-/// `None` when the call goes through host staging: the group is not on
-/// the device, a fold the kernels do not cover exactly, a size that is not
-/// whole words, a call smaller than [`device_min_bytes`] per rank, an
-/// empty call, or a message.
-pub(crate) fn eligible(call: &CollectiveCall, ranks: usize, path: Path) -> Option<Layout> {
-    if !path.on_device || ranks == 0 {
-        return None;
-    }
-    let n = ranks as u64;
-    let (combine, blocks, block) = match *call {
-        CollectiveCall::AllReduce { reduction, len } => (
-            fold::covers(reduction, path.exact_floats).then_some(Combine::Fold(reduction))?,
-            1,
-            len as u64,
-        ),
-        CollectiveCall::ReduceScatter { reduction, dst_len } => (
-            fold::covers(reduction, path.exact_floats).then_some(Combine::Fold(reduction))?,
-            n,
-            dst_len as u64,
-        ),
-        CollectiveCall::AllGather { src_len } => (Combine::Gather, 1, src_len as u64),
-        CollectiveCall::Broadcast { root, len, .. } => (Combine::Root(root), 1, len as u64),
-        CollectiveCall::AllToAll { len } => {
-            let len = len as u64;
-            if !len.is_multiple_of(n) {
-                return None;
-            }
-            (Combine::Transpose, n, len / n)
-        }
-        CollectiveCall::Send { .. } | CollectiveCall::Recv { .. } | CollectiveCall::Refused => {
-            return None;
-        }
-    };
-    if block == 0 || !block.is_multiple_of(4) || block * blocks < device_min_bytes() {
-        return None;
-    }
-    let piece = (piece_budget() / blocks / BLOCK_ALIGN * BLOCK_ALIGN).max(BLOCK_ALIGN);
-    Some(Layout {
-        combine,
-        blocks,
-        block,
-        piece,
-    })
-}
 
 /// What a device call runs on: the rank's device, its exchange, its fold
 /// kernels; made once per call from the server's parts.

@@ -1,7 +1,9 @@
 //! Collectives: `ServerCommunication` on wgpu, over `compute-collective`.
 //!
-//! Two paths, the same for every rank of a call. **On the devices**
-//! (`shared.rs`, `device_call.rs`, `fold.rs`): ranks of one process whose
+//! Two paths, the same for every rank of a call (the collective log,
+//! `COMPUTE_LOG=collective=basic`, says which each call took and why).
+//! **On the devices** (`shared.rs`, `layout.rs`, `device_call.rs`,
+//! `fold.rs`): ranks of one process whose
 //! devices share memory (devices of one GPU: Vulkan opaque fds, equal
 //! device and driver UUIDs) put their input into an exchange buffer every
 //! rank imports, and each combines every rank's piece into its `dst` with
@@ -56,6 +58,7 @@
 pub(crate) mod applier;
 pub(crate) mod device_call;
 pub(crate) mod fold;
+pub(crate) mod layout;
 pub(crate) mod pipeline;
 pub(crate) mod shared;
 pub(crate) mod stage;

@@ -38,12 +38,20 @@ pub(crate) struct Path {
     /// Float sums and products on the devices give the host's bits
     /// (denormals kept; measured on every rank's device at registration).
     pub exact_floats: bool,
+    /// Host staging because the call was posted before every rank joined
+    /// (what the collective log says).
+    pub early: bool,
 }
 
 impl Path {
     const HOST: Path = Path {
         on_device: false,
         exact_floats: false,
+        early: false,
+    };
+    const EARLY: Path = Path {
+        early: true,
+        ..Path::HOST
     };
 }
 
@@ -188,8 +196,8 @@ impl Decisions {
         } else {
             // Before the path settles every call's first asker keeps its
             // decision, so `call == end` here.
-            self.kept.push_back(Path::HOST);
-            Path::HOST
+            self.kept.push_back(Path::EARLY);
+            Path::EARLY
         };
         let everyone = self.asked.iter().copied().min().unwrap_or(0);
         while self.first < everyone && self.kept.pop_front().is_some() {
@@ -206,6 +214,7 @@ fn decide(members: &[Member]) -> Path {
     Path {
         on_device,
         exact_floats: on_device && members.iter().all(|m| m.exact_floats),
+        early: false,
     }
 }
 
@@ -340,17 +349,18 @@ mod tests {
     const DEVICE: Path = Path {
         on_device: true,
         exact_floats: true,
+        early: false,
     };
 
     #[test]
     fn a_call_posted_before_the_path_settles_is_host_staged_on_every_rank() {
         let mut d = Decisions::new(2);
         // Rank 0 posts two calls before rank 1 registered.
-        assert_eq!(d.next(0, None), Path::HOST);
-        assert_eq!(d.next(0, None), Path::HOST);
+        assert_eq!(d.next(0, None), Path::EARLY);
+        assert_eq!(d.next(0, None), Path::EARLY);
         // Rank 1 registers (the path settles) and posts the same calls.
-        assert_eq!(d.next(1, Some(DEVICE)), Path::HOST);
-        assert_eq!(d.next(1, Some(DEVICE)), Path::HOST);
+        assert_eq!(d.next(1, Some(DEVICE)), Path::EARLY);
+        assert_eq!(d.next(1, Some(DEVICE)), Path::EARLY);
         assert!(d.kept.is_empty(), "every rank asked: nothing kept");
         for _ in 0..3 {
             assert_eq!(d.next(1, Some(DEVICE)), DEVICE);
@@ -363,16 +373,16 @@ mod tests {
     fn a_rank_far_behind_reads_the_decisions_made_before_it_joined() {
         let mut d = Decisions::new(3);
         for _ in 0..5 {
-            assert_eq!(d.next(2, None), Path::HOST);
+            assert_eq!(d.next(2, None), Path::EARLY);
         }
-        assert_eq!(d.next(0, None), Path::HOST);
+        assert_eq!(d.next(0, None), Path::EARLY);
         // Settled now; rank 0 and 1 still owe calls 1..5 (host) first.
         for call in 1..8 {
-            let want = if call < 5 { Path::HOST } else { DEVICE };
+            let want = if call < 5 { Path::EARLY } else { DEVICE };
             assert_eq!(d.next(0, Some(DEVICE)), want, "rank 0 call {call}");
         }
         for call in 0..8 {
-            let want = if call < 5 { Path::HOST } else { DEVICE };
+            let want = if call < 5 { Path::EARLY } else { DEVICE };
             assert_eq!(d.next(1, Some(DEVICE)), want, "rank 1 call {call}");
         }
         assert_eq!(d.next(2, Some(DEVICE)), DEVICE);

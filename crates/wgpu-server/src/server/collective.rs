@@ -6,15 +6,16 @@ use std::sync::Arc;
 
 use compute_collective::{CollectiveCall, Contribution, PendingResult};
 use compute_runtime::{
-    BufferBinding, CollectiveFault, ComputeWait, CopyDescriptor, DeviceId, ServerError,
-    StorageHandle, StreamId,
+    BufferBinding, CollectiveFault, ComputeWait, CopyDescriptor, DeviceId, LogCategory, LogLevel,
+    ServerError, StorageHandle, StreamId,
 };
 use compute_stream::Access;
 use compute_wgsl::WgpuCompiler;
 
 use crate::collective::Posted;
 use crate::collective::applier::{Job, ResultAt, Target};
-use crate::collective::device_call::{LateCall, Layout, On, eligible};
+use crate::collective::device_call::{LateCall, On};
+use crate::collective::layout::{Layout, Staged, eligible};
 use crate::collective::staging::Staging;
 use crate::server::WgpuServer;
 use crate::stream::gate::Gate;
@@ -197,8 +198,14 @@ impl<C: WgpuCompiler> WgpuServer<C> {
         let (rank, ranks) = (comm.rank(), comm.size());
         // The device path is a function of the call and the group alone:
         // every rank of the call takes the same one.
+        let staged = match (&device, peers) {
+            (_, Peers::Peer(_)) => Some(Some(Staged::Message)),
+            (None, Peers::Ranks(_)) => None,
+            (Some((_, _, path)), Peers::Ranks(_)) => Some(eligible(&call, ranks, *path).err()),
+        };
+        log_path(&self.logger, &call, (rank, ranks), staged);
         let device = device.and_then(|(exchange, folds, path)| {
-            let layout = eligible(&call, ranks, path)?;
+            let layout = eligible(&call, ranks, path).ok()?;
             let on = On {
                 exchange,
                 folds,
@@ -406,4 +413,23 @@ impl<C: WgpuCompiler> WgpuServer<C> {
         compute_stream::settle_batch_failures(self);
         self.streams.take_deferred(stream)
     }
+}
+
+/// The collective log's line for a call: where its data moves. `staged`
+/// is `None` where the ranks are not all in this process, else why the
+/// call is host-staged (`None` inside: it is not).
+fn log_path(
+    logger: &compute_runtime::ServerLogger,
+    call: &CollectiveCall,
+    (rank, ranks): (usize, usize),
+    staged: Option<Option<Staged>>,
+) {
+    logger.log(LogCategory::Collective, LogLevel::Basic, || {
+        let place = match staged {
+            None => "host staging (ranks in other processes)".to_string(),
+            Some(None) => "on the devices".to_string(),
+            Some(Some(why)) => format!("host staging ({why})"),
+        };
+        format!("{} at rank {rank} of {ranks}: {place}", call.name())
+    });
 }
