@@ -1,7 +1,9 @@
 //! IR operations one at a time on the real adapter, at their edges:
 //! `atan2` around the circle against the host, `extractBits` /
 //! `insertBits` at every clamping edge and integer `dot` against the
-//! interpreter, workgroup arrays of vectors against the interpreter. (Random programs cover them in combination, `ir.rs`.)
+//! interpreter, workgroup arrays of vectors against the interpreter, a
+//! loop of a constant step (its trips counted) against the interpreter.
+//! (Random programs cover them in combination, `ir.rs`.)
 
 use compute_ir::Scalar;
 use compute_testkit::bytes::{bytes_f32, bytes_u32, f32_bytes, u32_bytes};
@@ -142,4 +144,61 @@ fn vector_workgroup_arrays_match_the_interpreter() {
     assert_eq!(bytes_u32(&got[2]), bytes_u32(&expected[2]), "vec2<u32>");
     assert_eq!(bytes_f32(&got[3]), bytes_f32(&expected[3]), "vec4<f32>");
     assert_eq!(bytes_u32(&expected[2])[..2], [xs[127], xs[126]]);
+}
+
+/// A `u32` loop of a constant step (emitted as a count of its trips) on
+/// the device against the interpreter: empty ranges, a last pass short of
+/// the end, and an index that would wrap past `u32::MAX`, where the loop
+/// ends (the IR's rule).
+#[test]
+fn a_loop_of_a_constant_step_runs_the_interpreters_passes() {
+    let k = compute_ir::KernelBuilder::new("stepped", [64, 1, 1]);
+    let starts = k.input(Scalar::U32);
+    let ends = k.input(Scalar::U32);
+    let passes = k.output(Scalar::U32);
+    let last = k.output(Scalar::U32);
+    let i = k.x(k.global_id());
+    let (start, end) = (k.load(starts, i), k.load(ends, i));
+    let count = k.var(k.u32(0));
+    let at = k.var(k.u32(0));
+    k.for_range_step(start, end, 8u32, |k, j| {
+        k.set(count, k.add(k.get(count), 1u32));
+        k.set(at, j);
+    });
+    k.store(passes, i, k.get(count));
+    k.store(last, i, k.get(at));
+    let kernel = k.build().expect("kernel");
+
+    let max = u32::MAX;
+    let mut cases = vec![
+        (0, 0),
+        (5, 3),
+        (0, 64),
+        (3, 61),
+        (0, 1),
+        (7, 8),
+        (max - 10, max),
+        (max - 8, max),
+        (max - 7, max),
+        (max - 1, max),
+        (max - 20, max - 4),
+    ];
+    cases.resize(64, (1, 17));
+    let (s, e): (Vec<u32>, Vec<u32>) = cases.iter().copied().unzip();
+    let mut dev = server();
+    let zeros = vec![0u8; 64 * 4];
+    let (got, expected) = both(
+        &mut dev,
+        &kernel,
+        [1, 1, 1],
+        vec![u32_bytes(&s), u32_bytes(&e), zeros.clone(), zeros],
+        32,
+    );
+    assert_eq!(bytes_u32(&got[2]), bytes_u32(&expected[2]), "passes");
+    assert_eq!(bytes_u32(&got[3]), bytes_u32(&expected[3]), "last index");
+    // The interpreter's own count, by hand: (max - 10, max) passes at
+    // max - 10 and max - 2, and stops where the next index would wrap.
+    assert_eq!(bytes_u32(&expected[2])[6], 2);
+    assert_eq!(bytes_u32(&expected[3])[6], max - 2);
+    assert_eq!(bytes_u32(&expected[2])[3], 8);
 }

@@ -383,7 +383,11 @@ pub enum Stmt {
         otherwise: Vec<Stmt>,
     },
     /// `for (i = start; i < end; i += step) { body }` over `i32` or `u32`;
-    /// `index` is bound to `i` in the body.
+    /// `index` is bound to `i` in the body. A `u32` loop ends where `i +
+    /// step` would pass `u32::MAX` (it never wraps; the WGSL backend emits a
+    /// constant step's loop as a count of its trips, which ends there, and
+    /// a run-time step's as written, which would wrap: such a loop runs
+    /// 2^32 / step passes or more before it could, so no test meets it).
     For {
         /// The loop index, visible in the body.
         index: ValueId,

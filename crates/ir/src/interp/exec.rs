@@ -22,6 +22,8 @@ enum Frame<'k> {
         end: u32,
         step: u32,
         signed: bool,
+        /// Not entered yet: `counter` is `start - step`, wrapped.
+        fresh: bool,
         body: &'k [Stmt],
     },
     /// A `loop` whose body has just ended (or continued).
@@ -258,13 +260,18 @@ impl<'k> Invocation<'k> {
                 end,
                 step,
                 signed,
+                fresh,
                 body,
             }) => {
                 let c = counter.wrapping_add(step);
+                // An unsigned index never wraps: the loop ends where it
+                // would pass `u32::MAX` (the WGSL backend counts such a
+                // loop's trips).
+                let wraps = !signed && !fresh && counter.checked_add(step).is_none();
                 let go = if signed {
                     (c as i32) < (end as i32)
                 } else {
-                    c < end
+                    c < end && !wraps
                 };
                 if go {
                     let ty = self.values[index.0 as usize].ty;
@@ -275,6 +282,7 @@ impl<'k> Invocation<'k> {
                         end,
                         step,
                         signed,
+                        fresh: false,
                         body,
                     });
                     self.stack.push(Frame::Block(body, 0));
@@ -405,6 +413,7 @@ impl<'k> Invocation<'k> {
                         end: self.v(*end).bits() as u32,
                         step,
                         signed,
+                        fresh: true,
                         body,
                     });
                     self.next_iteration();

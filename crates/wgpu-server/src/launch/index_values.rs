@@ -5,7 +5,7 @@
 //! no wrapping anywhere.
 
 use hashbrown::HashMap;
-use naga::{Expression, Handle, ScalarKind, TypeInner};
+use naga::{BinaryOperator, Expression, Handle, ScalarKind, TypeInner};
 
 use super::{DEPTH, Fact, Proof, Subject};
 use crate::launch::intervals::{Range, binary, intersect, literal, math, union};
@@ -100,9 +100,20 @@ impl Proof<'_> {
                 }
                 None => None,
             },
-            Expression::Select { accept, reject, .. } => match (sub(accept), sub(reject)) {
-                (Some(a), Some(r)) => Some(union(a, r)),
-                _ => None,
+            // A condition the ranges decide picks its branch (the IR's
+            // guarded divisions, `select(x / d, x, d == 0)` with `d` a
+            // literal, would otherwise lose the division).
+            Expression::Select {
+                condition,
+                accept,
+                reject,
+            } => match self.decided(condition, &mut sub) {
+                Some(true) => sub(accept),
+                Some(false) => sub(reject),
+                None => match (sub(accept), sub(reject)) {
+                    (Some(a), Some(r)) => Some(union(a, r)),
+                    _ => None,
+                },
             },
             // A conversion or bitcast keeps the value where the source's
             // range fits the target's (checked against `own` below).
@@ -114,6 +125,34 @@ impl Proof<'_> {
             (Some(d), Some(t)) if d.0 < t.0 || d.1 > t.1 => known,
             (Some(d), _) => intersect(known, Some(d)),
             (None, _) => known,
+        }
+    }
+
+    /// The value of a comparison of two integers that holds or fails for
+    /// every value their ranges allow (`sub` ranges an operand); `None`
+    /// where it may go either way, or is not such a comparison.
+    fn decided(
+        &self,
+        condition: Handle<Expression>,
+        sub: &mut impl FnMut(Handle<Expression>) -> Option<Range>,
+    ) -> Option<bool> {
+        let Expression::Binary { op, left, right } = self.f.expressions[condition] else {
+            return None;
+        };
+        let ((l0, l1), (r0, r1)) = (sub(left)?, sub(right)?);
+        let (always, never) = match op {
+            BinaryOperator::Equal => (l0 == l1 && r0 == r1 && l0 == r0, l1 < r0 || r1 < l0),
+            BinaryOperator::NotEqual => (l1 < r0 || r1 < l0, l0 == l1 && r0 == r1 && l0 == r0),
+            BinaryOperator::Less => (l1 < r0, l0 >= r1),
+            BinaryOperator::LessEqual => (l1 <= r0, l0 > r1),
+            BinaryOperator::Greater => (l0 > r1, l1 <= r0),
+            BinaryOperator::GreaterEqual => (l0 >= r1, l1 < r0),
+            _ => return None,
+        };
+        match (always, never) {
+            (true, _) => Some(true),
+            (_, true) => Some(false),
+            _ => None,
         }
     }
 

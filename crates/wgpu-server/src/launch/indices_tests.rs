@@ -224,11 +224,12 @@ fn module_in_range(source: &str) -> bool {
 }
 
 /// Which of the IR backend's reference kernels the proof covers. The rest
-/// keep wgpu's clamps (and with them its loop counter): the register
-/// matmul's tile index is bounded by its guards only through a product the
-/// intervals lose, the scans and the radix scatter index by a variable
-/// they write on data, and the single-pass scan's look-back indexes 65
-/// flags by a lane plus a step.
+/// keep wgpu's clamps (and with them its loop counter): the scans and the
+/// radix scatter index by a variable they write on data, and the
+/// single-pass scan's look-back indexes 65 flags by a lane plus a step.
+/// (The register matmul's tile indices divide by literals through the IR's
+/// guarded division, `select(x / d, x, d == 0)`, proven since the proof
+/// decides such a condition.)
 #[test]
 fn the_ir_backends_reference_kernels_proven_in_range() {
     let clamped: Vec<String> = reference_kernels(&Default::default())
@@ -237,7 +238,6 @@ fn the_ir_backends_reference_kernels_proven_in_range() {
         .map(|compiled| compiled.name)
         .collect();
     let expected = [
-        "matmul_registers_128",
         "scan_reduce",
         "scan_spine",
         "scan_down",
@@ -435,4 +435,36 @@ fn the_first_unbounded_access_is_named_for_the_log() {
         naga::Expression::Load { .. }
     ));
     assert!(found.to_string().contains("of `main`"), "{found}");
+}
+
+/// A `select` whose condition the ranges decide takes its branch's range
+/// alone (the IR's guarded division by a literal); one they do not decide
+/// takes both.
+#[test]
+fn a_decided_select_takes_one_branch() {
+    let d = "var d_lit: u32 = 2u;";
+    assert!(in_range(
+        &format!(
+            "{d} let d = d_lit; var t: array<f32, 32>; t[select(lid / d, lid, d == 0u)] = 1.0;"
+        ),
+        ""
+    ));
+    assert!(in_range(
+        &format!(
+            "{d} let d = d_lit; var t: array<f32, 32>; t[select(lid, lid / d, d != 0u)] = 1.0;"
+        ),
+        ""
+    ));
+    // Undecided (`lid` may be 0 or not): both branches, `lid` up to 63.
+    assert!(!in_range(
+        "var t: array<f32, 32>; t[select(lid / 2u, lid, lid == 0u)] = 1.0;",
+        ""
+    ));
+    // Decided the other way: the branch past the end is the one taken.
+    assert!(!in_range(
+        &format!(
+            "{d} let d = d_lit; var t: array<f32, 32>; t[select(lid / d, lid, d == 2u)] = 1.0;"
+        ),
+        ""
+    ));
 }

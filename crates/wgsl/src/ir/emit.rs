@@ -50,7 +50,7 @@ pub fn emit_wgsl_for(kernel: &Kernel, reports: bool, subgroups: bool) -> String 
         indent: 1,
         reports,
         subgroups,
-        ranges: reports.then(|| super::ranges::Ranges::of(def)),
+        ranges: super::ranges::Ranges::of(def),
     };
     e.out = head::head(def, reports, subgroups);
     for (i, l) in def.locals.iter().enumerate() {
@@ -85,9 +85,10 @@ pub(super) struct Emitter<'k> {
     /// Whether the device has subgroups: the branch of a
     /// `Stmt::IfFeature` on them that is emitted.
     subgroups: bool,
-    /// With reports, the integer ranges that let an access of an array of
-    /// known length skip its check (`ranges.rs`).
-    pub(super) ranges: Option<super::ranges::Ranges>,
+    /// The integer ranges that let a reported access of an array of known
+    /// length skip its check, and a loop of a constant step count its
+    /// trips (`ranges.rs`).
+    pub(super) ranges: super::ranges::Ranges,
 }
 
 pub(super) fn v(id: ValueId) -> String {
@@ -111,7 +112,7 @@ impl Emitter<'_> {
         self.out.push('\n');
     }
 
-    fn block(&mut self, stmts: &[Stmt]) {
+    pub(super) fn block(&mut self, stmts: &[Stmt]) {
         for s in stmts {
             self.stmt(s);
         }
@@ -440,21 +441,7 @@ impl Emitter<'_> {
                 end,
                 step,
                 body,
-            } => {
-                let t = literal::ty(self.ty_of(*index));
-                let i = format!("loop{}", index.0);
-                self.line(&format!(
-                    "for (var {i}: {t} = {}; {i} < {}; {i} = {i} + {}) {{",
-                    v(*start),
-                    v(*end),
-                    v(*step)
-                ));
-                self.indent += 1;
-                self.line(&format!("let {}: {t} = {i};", v(*index)));
-                self.block(body);
-                self.indent -= 1;
-                self.line("}");
-            }
+            } => self.for_loop(*index, (*start, *end, *step), body),
             Stmt::Loop(body) => {
                 self.line("loop {");
                 self.nested(body);

@@ -30,6 +30,7 @@
 mod emit;
 mod head;
 mod literal;
+mod loops;
 mod matrix;
 mod ranges;
 mod report;

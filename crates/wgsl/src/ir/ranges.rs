@@ -47,6 +47,11 @@ impl Ranges {
         matches!(self.get(index), Some((lo, hi)) if lo >= 0 && (hi as u64) < len)
     }
 
+    /// The one value `v` always has, where its range is a single point.
+    pub(super) fn constant(&self, v: ValueId) -> Option<i64> {
+        self.get(v).and_then(|(lo, hi)| (lo == hi).then_some(lo))
+    }
+
     fn get(&self, v: ValueId) -> Option<Range> {
         self.of.get(v.0 as usize).copied().flatten()
     }

@@ -34,8 +34,8 @@ impl Emitter<'_> {
             ArrayRef::Shared(s) => Some(u64::from(self.def.shared[s as usize].len)),
             ArrayRef::Local(l) => Some(u64::from(self.def.locals[l as usize].len)),
         };
-        if let (Some(len), Some(r)) = (known, &self.ranges)
-            && r.within(i, len)
+        if let Some(len) = known
+            && self.ranges.within(i, len)
         {
             return;
         }
@@ -85,9 +85,7 @@ impl Emitter<'_> {
             format!("u32({})", v(i))
         };
         let lanes = self.ty_of(x).lanes;
-        if let Some(r) = &self.ranges
-            && r.within(i, u64::from(lanes))
-        {
+        if self.ranges.within(i, u64::from(lanes)) {
             return;
         }
         self.note(REPORT_VECTOR_BIT, &index, &format!("{lanes}u"));
