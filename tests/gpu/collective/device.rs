@@ -5,8 +5,9 @@
 //! runs the whole collective suite and the model twice more (whole, and in
 //! 4 KiB pieces); `WGPU_SERVER_COLLECTIVE_PATH=host` forces host staging.
 //! Here: that the path is taken, that a call posted before every rank
-//! joined goes through the host and the later ones take the device, a
-//! mid-word `src`, and tiny float sums.
+//! joined goes through the host and the later ones take the device (a
+//! refused call keeping its place), a mid-word `src`, and tiny float
+//! sums.
 
 use compute_runtime::{
     ComputeWait, DType, LogCategory, LogLevel, Reduction, Server, ServerCommunication,
@@ -154,6 +155,68 @@ fn a_call_before_every_rank_joined_goes_through_the_host_and_later_ones_take_the
     for (r, s) in g.s.iter().enumerate() {
         assert_eq!(collective_device_calls(s, &ids), Some(later), "rank {r}");
     }
+}
+
+/// A refused call takes its place in the per-call path decisions as a
+/// posted one does: rank 0 refuses a call and then posts an all-reduce,
+/// both before rank 1 joins; rank 1's two calls pair with them, and the
+/// all-reduce takes one path on both ranks (the host, as posted before
+/// rank 1 joined) and gives the right sums.
+#[test]
+fn a_call_refused_before_every_rank_joined_keeps_the_ranks_on_one_path() {
+    let mut g = Group::open(2);
+    let ids = g.ids.clone();
+    let len = 100_000; // 400 KB per rank: past the device path's minimum.
+    let refusal = || compute_runtime::ServerError::InvalidArgument {
+        reason: "refused by the test".into(),
+    };
+    g.s[0].comm_init(ids.clone()).expect("comm_init");
+    let _ = g.s[0].refuse_collective(refusal(), ids.clone());
+    let mut sums = Vec::new();
+    let mut firsts = Vec::new();
+    for r in 0..2 {
+        let s = &mut g.s[r];
+        if r == 1 {
+            s.comm_init(ids.clone()).expect("comm_init");
+            // Rank 1's call in the refused one's place.
+            let src = upload(s, vec![1; 4 * len], S0);
+            let first = alloc(s, 4 * len as u64, S0);
+            let _ = s.all_reduce(
+                src.binding(),
+                first.binding(),
+                Reduction::sum(DType::U32),
+                S0,
+                ids.clone(),
+                ComputeWait::Wait,
+            );
+            firsts.push(first);
+        }
+        let vals: Vec<u32> = (0..len).map(|i| (r * 1000 + i) as u32).collect();
+        let src = upload(s, u32_bytes(&vals), S0);
+        let sum = alloc(s, 4 * len as u64, S0);
+        s.all_reduce(
+            src.binding(),
+            sum.binding(),
+            Reduction::sum(DType::U32),
+            S0,
+            ids.clone(),
+            ComputeWait::Wait,
+        )
+        .unwrap_or_else(|e| panic!("rank {r}: all_reduce: {e}"));
+        sums.push(sum);
+    }
+    let want: Vec<u32> = (0..len).map(|i| (1000 + 2 * i) as u32).collect();
+    for (r, s) in g.s.iter_mut().enumerate() {
+        let got = read(s, &sums[r], S0).unwrap_or_else(|e| panic!("rank {r}: {e}"));
+        assert!(
+            bytes_u32(&got) == want,
+            "rank {r}: the all_reduce after the refusal"
+        );
+    }
+    assert!(
+        read(&mut g.s[1], &firsts[0], S0).is_err(),
+        "rank 1's call paired with a refusal"
+    );
 }
 
 /// Bytes of rank `r`'s input: distinct per rank and position.

@@ -158,8 +158,11 @@ impl Group {
 }
 
 /// Each group call's path, decided by the first rank to post it: the
-/// settled path once there is one, else host staging. A call's decision
-/// is kept until every rank has asked for it; decisions are only made
+/// settled path once there is one, else host staging. Every rank asks
+/// once per group call, in call order, a refused call included (else a
+/// rank would read another call's decision: the engine then fails the
+/// call on every rank, "ranks disagree on where the data moves"). A
+/// call's decision is kept until every rank has asked for it; decisions are only made
 /// before the path settles (from then on every rank's answer is the
 /// settled path), so what is kept is the calls posted before that which
 /// some rank has not reached yet.

@@ -180,6 +180,10 @@ impl<C: WgpuCompiler> ServerCommunication for WgpuServer<C> {
     }
 
     fn refuse_collective(&mut self, error: ServerError, device_ids: Vec<DeviceId>) -> ServerError {
+        // The refused call takes its place in the group's per-call path
+        // decisions too (`collective/shared.rs`), or this rank's next call
+        // would read the decision the others made for this one.
+        let _ = self.collectives.device_of(&device_ids);
         if let Ok(comm) = self.collectives.by_ranks(&device_ids) {
             // A stopped engine answers no rank: nobody to tell.
             let _ = comm.post_refused(Arc::new(error.clone()));
