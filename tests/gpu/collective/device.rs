@@ -10,7 +10,8 @@
 //! sums.
 
 use compute_runtime::{
-    ComputeWait, DType, LogCategory, LogLevel, Reduction, Server, ServerCommunication,
+    ComputeWait, DType, DeviceId, Handle, LogCategory, LogLevel, Reduction, Server,
+    ServerCommunication, ServerError,
 };
 use wgpu_server::testing::{
     collective_device_calls, collective_float_products_on_device, collective_on_device,
@@ -19,25 +20,42 @@ use wgpu_server::testing::{
 use super::group::*;
 use crate::common::*;
 
+/// Rank `r`'s input: `r * 1000 + i` at word `i`.
+fn rank_words(s: &mut TestServer, r: usize, len: usize) -> Handle {
+    let vals: Vec<u32> = (0..len).map(|i| (r * 1000 + i) as u32).collect();
+    upload(s, u32_bytes(&vals), S0)
+}
+
+/// A `Wait` all-reduce (`u32` sum) of `src` on `s` over `ids` into a fresh
+/// destination: the destination, and what the call returned.
+fn sum_of(s: &mut TestServer, src: &Handle, ids: &[DeviceId]) -> (Handle, Result<(), ServerError>) {
+    let sum = alloc(s, src.size, S0);
+    let result = s.all_reduce(
+        src.binding(),
+        sum.binding(),
+        Reduction::sum(DType::U32),
+        S0,
+        ids.to_vec(),
+        ComputeWait::Wait,
+    );
+    (sum, result)
+}
+
+/// The sums of two ranks' [`rank_words`].
+fn two_rank_sum(len: usize) -> Vec<u32> {
+    (0..len).map(|i| (1000 + 2 * i) as u32).collect()
+}
+
 /// An all-reduce (u32 sum) and an all-gather on every rank, checked.
 fn sum_and_gather(g: &mut Group, len: usize) {
     let n = g.n();
     let mut sums = Vec::new();
     let mut gathers = Vec::new();
     for (r, s) in g.s.iter_mut().enumerate() {
-        let vals: Vec<u32> = (0..len).map(|i| (r * 1000 + i) as u32).collect();
-        let src = upload(s, u32_bytes(&vals), S0);
-        let sum = alloc(s, 4 * len as u64, S0);
+        let src = rank_words(s, r, len);
         let gathered = alloc(s, (4 * len * n) as u64, S0);
-        s.all_reduce(
-            src.binding(),
-            sum.binding(),
-            Reduction::sum(DType::U32),
-            S0,
-            g.ids.clone(),
-            ComputeWait::Wait,
-        )
-        .unwrap_or_else(|e| panic!("rank {r}: all_reduce: {e}"));
+        let (sum, result) = sum_of(s, &src, &g.ids);
+        result.unwrap_or_else(|e| panic!("rank {r}: all_reduce: {e}"));
         s.all_gather(src.binding(), gathered.binding(), S0, g.ids.clone())
             .unwrap_or_else(|e| panic!("rank {r}: all_gather: {e}"));
         sums.push(sum);
@@ -111,18 +129,9 @@ fn a_call_before_every_rank_joined_goes_through_the_host_and_later_ones_take_the
                 g.s[1].comm_init(ids.clone()).expect("comm_init");
             }
             let s = &mut g.s[r];
-            let vals: Vec<u32> = (0..len).map(|i| (r * 1000 + i) as u32).collect();
-            let src = upload(s, u32_bytes(&vals), S0);
-            let sum = alloc(s, 4 * len as u64, S0);
-            s.all_reduce(
-                src.binding(),
-                sum.binding(),
-                Reduction::sum(DType::U32),
-                S0,
-                ids.clone(),
-                ComputeWait::Wait,
-            )
-            .unwrap_or_else(|e| panic!("rank {r}: all_reduce: {e}"));
+            let src = rank_words(s, r, len);
+            let (sum, result) = sum_of(s, &src, &ids);
+            result.unwrap_or_else(|e| panic!("rank {r}: all_reduce: {e}"));
             sums.push(sum);
         }
     });
@@ -131,7 +140,7 @@ fn a_call_before_every_rank_joined_goes_through_the_host_and_later_ones_take_the
         early.contains(&format!("all_reduce at rank 0 of 2: {why}")),
         "{early:?}"
     );
-    let want: Vec<u32> = (0..len).map(|i| (1000 + 2 * i) as u32).collect();
+    let want = two_rank_sum(len);
     for (r, s) in g.s.iter_mut().enumerate() {
         let got = read(s, &sums[r], S0).unwrap_or_else(|e| panic!("rank {r}: {e}"));
         assert!(bytes_u32(&got) == want, "rank {r}: the early all_reduce");
@@ -167,45 +176,29 @@ fn a_call_refused_before_every_rank_joined_keeps_the_ranks_on_one_path() {
     let mut g = Group::open(2);
     let ids = g.ids.clone();
     let len = 100_000; // 400 KB per rank: past the device path's minimum.
-    let refusal = || compute_runtime::ServerError::InvalidArgument {
+    let refusal = ServerError::InvalidArgument {
         reason: "refused by the test".into(),
     };
     g.s[0].comm_init(ids.clone()).expect("comm_init");
-    let _ = g.s[0].refuse_collective(refusal(), ids.clone());
+    let _ = g.s[0].refuse_collective(refusal, ids.clone());
     let mut sums = Vec::new();
     let mut firsts = Vec::new();
     for r in 0..2 {
         let s = &mut g.s[r];
         if r == 1 {
             s.comm_init(ids.clone()).expect("comm_init");
-            // Rank 1's call in the refused one's place.
+            // Rank 1's call in the refused one's place (it fails: read
+            // below).
             let src = upload(s, vec![1; 4 * len], S0);
-            let first = alloc(s, 4 * len as u64, S0);
-            let _ = s.all_reduce(
-                src.binding(),
-                first.binding(),
-                Reduction::sum(DType::U32),
-                S0,
-                ids.clone(),
-                ComputeWait::Wait,
-            );
+            let (first, _) = sum_of(s, &src, &ids);
             firsts.push(first);
         }
-        let vals: Vec<u32> = (0..len).map(|i| (r * 1000 + i) as u32).collect();
-        let src = upload(s, u32_bytes(&vals), S0);
-        let sum = alloc(s, 4 * len as u64, S0);
-        s.all_reduce(
-            src.binding(),
-            sum.binding(),
-            Reduction::sum(DType::U32),
-            S0,
-            ids.clone(),
-            ComputeWait::Wait,
-        )
-        .unwrap_or_else(|e| panic!("rank {r}: all_reduce: {e}"));
+        let src = rank_words(s, r, len);
+        let (sum, result) = sum_of(s, &src, &ids);
+        result.unwrap_or_else(|e| panic!("rank {r}: all_reduce: {e}"));
         sums.push(sum);
     }
-    let want: Vec<u32> = (0..len).map(|i| (1000 + 2 * i) as u32).collect();
+    let want = two_rank_sum(len);
     for (r, s) in g.s.iter_mut().enumerate() {
         let got = read(s, &sums[r], S0).unwrap_or_else(|e| panic!("rank {r}: {e}"));
         assert!(

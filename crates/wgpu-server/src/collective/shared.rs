@@ -191,16 +191,16 @@ impl Decisions {
         };
         let call = *asked;
         *asked += 1;
-        let end = self.first + self.kept.len() as u64;
-        let path = if call < end {
-            self.kept[(call - self.first) as usize]
-        } else if let Some(settled) = settled {
-            settled
-        } else {
+        let kept = (call.checked_sub(self.first)).and_then(|i| self.kept.get(i as usize));
+        let path = match (kept, settled) {
+            (Some(&decided), _) => decided,
+            (None, Some(settled)) => settled,
             // Before the path settles every call's first asker keeps its
-            // decision, so `call == end` here.
-            self.kept.push_back(Path::EARLY);
-            Path::EARLY
+            // decision, so this call is the one after the last kept.
+            (None, None) => {
+                self.kept.push_back(Path::EARLY);
+                Path::EARLY
+            }
         };
         let everyone = self.asked.iter().copied().min().unwrap_or(0);
         while self.first < everyone && self.kept.pop_front().is_some() {

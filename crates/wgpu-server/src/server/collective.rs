@@ -198,14 +198,16 @@ impl<C: WgpuCompiler> WgpuServer<C> {
         let (rank, ranks) = (comm.rank(), comm.size());
         // The device path is a function of the call and the group alone:
         // every rank of the call takes the same one.
+        let device =
+            device.map(|(exchange, folds, path)| (exchange, folds, eligible(&call, ranks, path)));
         let staged = match (&device, peers) {
             (_, Peers::Peer(_)) => Some(Some(Staged::Message)),
             (None, Peers::Ranks(_)) => None,
-            (Some((_, _, path)), Peers::Ranks(_)) => Some(eligible(&call, ranks, *path).err()),
+            (Some((_, _, layout)), Peers::Ranks(_)) => Some(layout.as_ref().err().copied()),
         };
         log_path(&self.logger, &call, (rank, ranks), staged);
-        let device = device.and_then(|(exchange, folds, path)| {
-            let layout = eligible(&call, ranks, path).ok()?;
+        let device = device.and_then(|(exchange, folds, layout)| {
+            let layout = layout.ok()?;
             let on = On {
                 exchange,
                 folds,
